@@ -1,0 +1,94 @@
+"""The `tasksieve` command line.
+
+    tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
+                  [--sampling fixed|sequential] [-k K] [--runner NAME] [beam options...]
+    tasksieve sample-data OUT
+    tasksieve prepare-model
+
+Exit codes: 0 success; 1 the run could not start (bad config, missing
+input, model that does not load: one line on stderr); 2 usage error;
+3 the row-accounting check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _offline_env() -> None:
+    # No hub, ever: models and datasets come from disk or installed packages.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="curate deliveries into a learnable set and analyst tables",
+                       epilog="Unrecognised --options are passed to Apache Beam (e.g. --direct_num_workers).")
+    r.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
+                   help="JSONL/Parquet files, saved datasets folders, or folders of them")
+    r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
+    r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
+    r.add_argument("--sampling", choices=["sequential", "fixed"], help="sampling mode (default sequential)")
+    r.add_argument("-k", type=int, help="most attempts per task (default 8)")
+    r.add_argument("--runner", help="Beam runner (default inprocess: this process, no network)")
+
+    s = sub.add_parser("sample-data", help="write the bundled sample delivery")
+    s.add_argument("out", metavar="OUT")
+
+    sub.add_parser("prepare-model", help="convert the bundled SmolLM2-135M-Instruct GGUF to a cached HF folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    _offline_env()
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command != "run" and extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+    if args.command == "sample-data":
+        from tasksieve.pipeline.sample_data import write_sample
+
+        for line in write_sample(args.out):
+            print(line)
+        return 0
+
+    if args.command == "prepare-model":
+        from tasksieve.pipeline.models import ensure_default_model
+
+        print(ensure_default_model())
+        return 0
+
+    from tasksieve.pipeline.outputs import AccountingError
+    from tasksieve.pipeline.run import RunError, run
+    from tasksieve.schemas.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+        if args.model:
+            cfg.model.path = args.model
+        if args.sampling:
+            cfg.sampling.mode = args.sampling
+        if args.k is not None:
+            if args.k < 1:
+                raise ConfigError("-k must be at least 1")
+            cfg.sampling.k = args.k
+        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config)
+    except (ConfigError, RunError) as e:
+        print(f"tasksieve: error: {e}", file=sys.stderr)
+        return 1
+    except AccountingError as e:
+        print(f"tasksieve: ACCOUNTING FAILED: {e}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The run graph: the funnel of DESIGN.md as one Beam pipeline.
+
+    read -> validate -> normalise+hash -> exact dedup -> decontaminate
+         -> sample (waves) + verify -> classify -> costs -> staged Parquet
+
+Every row leaves through exactly one of: results (kept, all_pass/all_fail,
+dropped with stage and reason, quarantined with reason). The staged files
+are consolidated, sorted and loaded into DuckDB by `outputs.finalize`, after
+the pipeline, so the final files are the same whatever runner wrote them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import apache_beam as beam
+
+from tasksieve.schemas.config import RunConfig
+from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA, conform
+from tasksieve.transforms.backends import Backend
+from tasksieve.transforms.costs import CostRows
+from tasksieve.transforms.decontaminate import Decontaminate
+from tasksieve.transforms.dedup_exact import DropExactDuplicates
+from tasksieve.transforms.normalize import NormalizeAndHash
+from tasksieve.transforms.read import ReadDeliveries
+from tasksieve.transforms.sample import SampleAndClassify, SamplePlan
+from tasksieve.transforms.validate import ValidateRows
+
+# The staged outputs and their schemas; `outputs.finalize` reads them back.
+STAGED = {"results": RESULT_SCHEMA, "attempts": ATTEMPT_SCHEMA, "quarantine": QUARANTINE_SCHEMA, "costs": COST_SCHEMA}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: str
+    inputs: list
+    staging_dir: str
+    config: RunConfig
+    plan: SamplePlan
+
+
+def quarantine_result(q: dict, run_id: str) -> dict:
+    return {"run_id": run_id, "source_file": q["source_file"], "line": q["line"], "task_id": q.get("task_id"),
+            "status": "quarantined", "drop_stage": q["stage"], "drop_reason": q["reason"], "raw": q["raw"]}
+
+
+def dropped_result(task: dict, run_id: str) -> dict:
+    return dict(task, run_id=run_id, status="dropped")
+
+
+def _write(pcoll, name: str, staging_dir: str):
+    schema = STAGED[name]
+    return (
+        pcoll
+        | f"Conform{name}" >> beam.Map(conform, schema)
+        | f"Write{name}" >> beam.io.WriteToParquet(
+            str(Path(staging_dir) / name / "part"), schema, file_name_suffix=".parquet"
+        )
+    )
+
+
+def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend]) -> None:
+    cfg, run_id = spec.config, spec.run_id
+    raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
+    tasks, quarantined = raw | "Validate" >> ValidateRows(cfg.limits.max_field_chars)
+    quarantined = quarantined | "StampRun" >> beam.Map(lambda q: dict(q, run_id=run_id))
+
+    hashed = tasks | "NormaliseHash" >> NormalizeAndHash()
+    dedup = hashed | "ExactDedup" >> DropExactDuplicates()
+    decon = dedup.kept | "Decontaminate" >> Decontaminate(
+        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
+    )
+    classified, attempts, unsampled = decon.clean | "Sample" >> SampleAndClassify(
+        spec.plan, backend_factory, cfg.sampling.tasks_per_batch
+    )
+
+    dropped = (
+        (dedup.dropped, decon.dropped, unsampled)
+        | "AllDropped" >> beam.Flatten()
+        | "DroppedResult" >> beam.Map(dropped_result, run_id)
+    )
+    q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
+    results = (classified, dropped, q_results) | "AllResults" >> beam.Flatten()
+    costs = (results, attempts) | "Costs" >> CostRows(cfg.rates, run_id)
+
+    _write(results, "results", spec.staging_dir)
+    _write(attempts, "attempts", spec.staging_dir)
+    _write(quarantined, "quarantine", spec.staging_dir)
+    _write(costs, "costs", spec.staging_dir)
+

@@ -1,0 +1,190 @@
+"""Outputs: staged shards -> sorted Parquet files, the DuckDB database,
+the row-accounting check and the end-of-run summary.
+
+Files in OUT:
+- learnable.parquet  the training set (Task fields + pass statistics)
+- results.parquet    every input row: status, pass counts, drop stage/reason/detail
+- attempts.parquet   every attempt: completion, tokens, finish reason, verdict
+- quarantine.parquet unusable rows: source file, line, reason, raw text
+- costs.parquet      one row per (task or attempt, cost component)
+- curation.duckdb    tables runs, tasks, attempts, drops, costs, quarantine and
+                     the view funnel; runs accumulate (run_id on every row)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from tasksieve.schemas.records import LEARNABLE_SCHEMA, STAGES, STATUSES
+
+SORT_KEYS = {
+    "results": [("source", "ascending"), ("task_id", "ascending"), ("source_file", "ascending"), ("line", "ascending")],
+    "attempts": [("content_hash", "ascending"), ("attempt_idx", "ascending")],
+    "quarantine": [("source_file", "ascending"), ("line", "ascending")],
+    "costs": [("source", "ascending"), ("task_id", "ascending"), ("component", "ascending"), ("attempt_idx", "ascending")],
+}
+
+
+class AccountingError(Exception):
+    """Rows were lost or double-counted: the run's outputs cannot be trusted."""
+
+
+def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
+    folder = staging_dir / name
+    files = sorted(str(f) for f in folder.glob("*.parquet")) if folder.exists() else []
+    if not files:  # an empty PCollection may leave no shard at all
+        return schema.empty_table()
+    table = ds.dataset(files, schema=schema, format="parquet").to_table()
+    return table.sort_by(SORT_KEYS[name])
+
+
+def write_files(out: Path, tables: dict[str, pa.Table]) -> pa.Table:
+    for name, table in tables.items():
+        pq.write_table(table, out / f"{name}.parquet")
+    results = tables["results"]
+    learnable = results.filter(pc.equal(results["status"], "learnable")).select(LEARNABLE_SCHEMA.names)
+    learnable = learnable.cast(LEARNABLE_SCHEMA)
+    pq.write_table(learnable, out / "learnable.parquet")
+    return learnable
+
+
+def status_counts(results: pa.Table) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for row in results.group_by("status").aggregate([("status", "count")]).to_pylist():
+        counts[row["status"]] = row["status_count"]
+    return counts
+
+
+def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table) -> dict[str, int]:
+    """rows_in == learnable + all_pass + all_fail + dropped + quarantined,
+    where rows_in is counted as rows are read, independently of results."""
+    counts = status_counts(results)
+    unknown = set(counts) - set(STATUSES)
+    if unknown:
+        raise AccountingError(f"unknown statuses in results: {sorted(unknown)}")
+    total = sum(counts.values())
+    if total != rows_in:
+        raise AccountingError(
+            f"row accounting failed: {rows_in} rows read but {total} rows accounted for "
+            f"({', '.join(f'{k}={v}' for k, v in counts.items())})"
+        )
+    if quarantine.num_rows != counts["quarantined"]:
+        raise AccountingError(f"quarantine.parquet has {quarantine.num_rows} rows but {counts['quarantined']} are quarantined")
+    return counts
+
+
+FUNNEL_VIEW = f"""
+CREATE OR REPLACE VIEW funnel AS
+WITH stages(stage, stage_order) AS (VALUES {", ".join(f"('{s}', {i})" for i, s in enumerate(STAGES, 1))}),
+runs_ AS (SELECT run_id, count(*) AS total FROM tasks GROUP BY run_id),
+removed AS (
+  SELECT r.run_id, r.total, s.stage, s.stage_order,
+         count(t.drop_stage) AS removed,
+         count(t.drop_stage) FILTER (WHERE t.status = 'quarantined') AS quarantined,
+         count(t.drop_stage) FILTER (WHERE t.status = 'dropped') AS dropped,
+         count(t.drop_stage) FILTER (WHERE t.status IN ('all_pass', 'all_fail')) AS not_learnable
+  FROM runs_ r CROSS JOIN stages s
+  LEFT JOIN tasks t ON t.run_id = r.run_id AND t.drop_stage = s.stage
+  GROUP BY ALL
+)
+SELECT run_id, stage_order, stage,
+       total - coalesce(sum(removed) OVER (PARTITION BY run_id ORDER BY stage_order
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS rows_in,
+       removed, quarantined, dropped, not_learnable,
+       total - sum(removed) OVER (PARTITION BY run_id ORDER BY stage_order) AS rows_out
+FROM removed
+ORDER BY run_id, stage_order
+"""
+
+TABLE_FILES = {"tasks": "results", "attempts": "attempts", "costs": "costs", "quarantine": "quarantine"}
+
+
+def load_duckdb(out: Path, run_row: dict) -> Path:
+    """Append this run to OUT/curation.duckdb (earlier runs stay: history)."""
+    db_path = out / "curation.duckdb"
+    con = duckdb.connect(str(db_path))
+    try:
+        con.execute("BEGIN")
+        for table, fname in TABLE_FILES.items():
+            src = f"read_parquet('{out / (fname + '.parquet')}')"
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM {src} LIMIT 0")
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_row["run_id"]])
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {src}")
+        con.execute("CREATE TABLE IF NOT EXISTS drops AS SELECT * FROM tasks LIMIT 0")
+        con.execute("DELETE FROM drops WHERE run_id = ?", [run_row["run_id"]])
+        con.execute("INSERT INTO drops SELECT * FROM tasks WHERE run_id = ? AND status = 'dropped'", [run_row["run_id"]])
+        run_tbl = pa.Table.from_pylist([run_row])
+        con.register("run_row", run_tbl)
+        con.execute("CREATE TABLE IF NOT EXISTS runs AS SELECT * FROM run_row LIMIT 0")
+        con.execute("DELETE FROM runs WHERE run_id = ?", [run_row["run_id"]])
+        con.execute("INSERT INTO runs BY NAME SELECT * FROM run_row")
+        con.unregister("run_row")
+        con.execute(FUNNEL_VIEW)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return db_path
+
+
+def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int) -> dict:
+    """Consolidate, check, load; returns the figures for the summary."""
+    tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
+    counts = check_accounting(rows_in, tables["results"], tables["quarantine"])
+    learnable = write_files(out, tables)
+    results, attempts, costs = tables["results"], tables["attempts"], tables["costs"]
+    sampled_tasks = pc.sum(pc.greater(pc.fill_null(results["n_attempts"], 0), 0)).as_py() or 0
+    total_usd = pc.sum(costs["usd"]).as_py() or 0.0
+    unpriced = pc.sum(pc.equal(costs["unit"], "unpriced")).as_py() or 0
+    figures = {
+        "rows_in": rows_in, **counts, "learnable_rows": learnable.num_rows,
+        "sampled_tasks": sampled_tasks, "attempts": attempts.num_rows, "attempts_fixed_k": sampled_tasks * k,
+        "total_usd": total_usd, "unpriced_tasks": unpriced,
+        "usd_per_learnable": (total_usd / counts["learnable"]) if counts["learnable"] else None,
+    }
+    run_row = dict(run_row, **{f"n_{k_}": v for k_, v in counts.items()}, rows_in=rows_in,
+                   attempts=attempts.num_rows, total_usd=total_usd, figures=json.dumps(figures))
+    load_duckdb(out, run_row)
+    shutil.rmtree(staging_dir, ignore_errors=True)
+    return figures
+
+
+def funnel_rows(out: Path, run_id: str) -> list[dict]:
+    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    try:
+        cur = con.execute("SELECT stage, rows_in, removed, rows_out FROM funnel WHERE run_id = ? ORDER BY stage_order", [run_id])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def summary_text(out: Path, run_id: str, fig: dict) -> str:
+    lines = [f"run {run_id}", "", f"{'stage':<14}{'in':>7}{'removed':>9}{'out':>7}"]
+    for r in funnel_rows(out, run_id):
+        lines.append(f"{r['stage']:<14}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
+    saved = fig["attempts_fixed_k"] - fig["attempts"]
+    per = f"${fig['usd_per_learnable']:.4f}" if fig["usd_per_learnable"] is not None else "n/a (no learnable task)"
+    lines += [
+        "",
+        f"learnable {fig['learnable']}  all_pass {fig['all_pass']}  all_fail {fig['all_fail']}  "
+        f"dropped {fig['dropped']}  quarantined {fig['quarantined']}",
+        f"attempts used {fig['attempts']} vs {fig['attempts_fixed_k']} with fixed k (saved {saved})",
+        f"total spend ${fig['total_usd']:.4f}  cost per learnable task {per}"
+        + (f"  ({fig['unpriced_tasks']} tasks unpriced)" if fig["unpriced_tasks"] else ""),
+        f"row accounting: rows_in {fig['rows_in']} == learnable {fig['learnable']} + all_pass {fig['all_pass']} + "
+        f"all_fail {fig['all_fail']} + dropped {fig['dropped']} + quarantined {fig['quarantined']}  OK",
+        "",
+        f"outputs in {out}: learnable.parquet results.parquet attempts.parquet quarantine.parquet costs.parquet curation.duckdb",
+    ]
+    return "\n".join(lines)

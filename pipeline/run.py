@@ -1,0 +1,143 @@
+"""`tasksieve run`: resolve everything that can fail cheaply, then run the
+graph, then finalise outputs.
+
+Order matters for money: config, inputs, output folder and model are all
+checked before the first attempt is generated, and each failure is one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import secrets
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from tasksieve import __version__
+from tasksieve.pipeline.graph import STAGED, RunSpec, build
+from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
+from tasksieve.pipeline.outputs import finalize, summary_text
+from tasksieve.schemas.config import RunConfig
+from tasksieve.transforms.backends import Backend, ModelLoadError, get_backend
+from tasksieve.transforms.read import expand_inputs
+from tasksieve.transforms.sample import SamplePlan
+from tasksieve.transforms.sampling_policy import sampler_key
+
+IN_PROCESS = "inprocess"
+
+
+class RunError(Exception):
+    """A run that cannot start; the message is one line for a person."""
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def resolve_model(cfg: RunConfig) -> tuple[str, str]:
+    """(model folder, model_id as name@revision)."""
+    if cfg.model.path is None:
+        try:
+            path = ensure_default_model()
+        except FileNotFoundError as e:
+            raise RunError(str(e)) from None
+        return str(path), cfg.model.model_id or DEFAULT_MODEL_ID
+    path = Path(cfg.model.path)
+    if not (path / "config.json").is_file():
+        raise RunError(f"model path {path} is not a Hugging Face model folder (no config.json)")
+    if cfg.model.model_id:
+        return str(path), cfg.model.model_id
+    # No revision given: fingerprint the folder (config + file names and sizes).
+    h = hashlib.sha256((path / "config.json").read_bytes())
+    for f in sorted(path.iterdir()):
+        if f.is_file():
+            h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return str(path), f"{path.name}@{h.hexdigest()[:12]}"
+
+
+def make_plan(cfg: RunConfig, run_id: str, model_id: str) -> SamplePlan:
+    s = cfg.sampling
+    key = sampler_key({
+        "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
+        "system_prompt": s.system_prompt,
+    })
+    return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=key, mode=s.mode, k=s.k, waves=tuple(s.waves),
+                      seed=s.seed, system_prompt=s.system_prompt, min_pass_rate=cfg.band.min_pass_rate,
+                      max_pass_rate=cfg.band.max_pass_rate)
+
+
+def _runner(name: str | None):
+    if name in (None, IN_PROCESS):
+        # The FnApiRunner runs the whole graph in this process: no runner
+        # binary download (the plain DirectRunner may fetch Prism), no network.
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        return FnApiRunner()
+    return name
+
+
+def _counter(result, name: str) -> int:
+    counters = result.metrics().query(MetricsFilter().with_name(name))["counters"]
+    total = 0
+    for c in counters:
+        total += c.committed if c.committed is not None else c.attempted
+    return total
+
+
+def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
+        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None) -> dict:
+    """Run the funnel; returns the summary figures. `backend_factory`
+    replaces the configured engine (tests use a scripted one)."""
+    try:
+        paths = expand_inputs(inputs)
+    except Exception as e:
+        raise RunError(str(e)) from None
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"cannot create output folder {out}: {e}") from None
+    if backend_factory is None:
+        model_path, model_id = resolve_model(cfg)
+        factory = functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model)
+    else:
+        factory, model_id = backend_factory, backend_factory().model_id
+    run_id = new_run_id()
+    plan = make_plan(cfg, run_id, model_id)
+    if runner in (None, IN_PROCESS):
+        # Same process as the workers: load the engine now, so a model that
+        # does not load fails before any stage runs, and is loaded once.
+        print(f"loading model {model_id} ...", file=sys.stderr)
+        try:
+            factory()
+        except ModelLoadError as e:
+            raise RunError(str(e)) from None
+    staging = out / "_staging" / run_id
+    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan)
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
+    build(p, spec, factory)
+    result = p.run()
+    result.wait_until_finish()
+    rows_in = _counter(result, "rows_read")
+    run_row = {
+        "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
+        "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
+        "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(),
+        "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
+    }
+    figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)
+    if not any((out / "_staging").iterdir()):
+        shutil.rmtree(out / "_staging", ignore_errors=True)
+    print(summary_text(out, run_id, figures))
+    return dict(figures, run_id=run_id)

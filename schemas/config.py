@@ -1,0 +1,128 @@
+"""The run configuration: one validated model, loaded from a TOML file.
+
+Every field has a documented default, so a run needs no config file at all.
+A config that does not validate fails the run before anything is read or
+spent, with one line that names the field (see `load_config`).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Section(BaseModel):
+    # A typo in a key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class LimitsConfig(_Section):
+    max_row_bytes: int = Field(1_000_000, gt=0, description="a raw row larger than this is quarantined")
+    max_field_chars: int = Field(100_000, gt=0, description="a text field longer than this is quarantined")
+
+
+class DecontamConfig(_Section):
+    ngram: int = Field(13, ge=4, description="word n-gram length shared with a benchmark that drops a task")
+    benchmarks: list[str] = Field(
+        default_factory=lambda: ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"],
+        description="bundled benchmarks to check against",
+    )
+    extra_paths: list[str] = Field(default_factory=list, description="user benchmark files (JSONL/Parquet/datasets)")
+
+
+class ModelConfig(_Section):
+    backend: Literal["vllm"] = "vllm"
+    # None means the bundled default, SmolLM2-135M-Instruct, prepared on first use.
+    path: str | None = None
+    model_id: str | None = Field(None, description="name@revision recorded on attempts; derived from path if unset")
+    dtype: str = "bfloat16"
+    max_model_len: int = Field(2048, gt=0)
+    kv_cache_gib: float = Field(2.0, gt=0)
+    # Large on purpose: vLLM's CPU engine crashes on per-request seeds
+    # ("CPU Generator does not use offset") when prompts are chunked.
+    max_num_batched_tokens: int = Field(65536, gt=0)
+    max_num_seqs: int = Field(256, gt=0)
+
+
+class SamplingConfig(_Section):
+    mode: Literal["sequential", "fixed"] = "sequential"
+    k: int = Field(8, ge=1, description="most attempts per task")
+    # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
+    waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
+    temperature: float = Field(0.8, ge=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(384, gt=0)
+    seed: int = 0
+    tasks_per_batch: int = Field(128, gt=0, description="tasks sampled together in one engine batch")
+    system_prompt: str = (
+        "You are a careful math assistant. Solve the problem step by step, "
+        "then give the final answer as \\boxed{answer}."
+    )
+
+    @model_validator(mode="after")
+    def _waves_positive(self):
+        if not self.waves or any(w <= 0 for w in self.waves):
+            raise ValueError("sampling.waves must be a non-empty list of positive integers")
+        return self
+
+
+class BandConfig(_Section):
+    """Which pass rates count as learnable. The default is DESIGN.md's:
+    at least one pass and at least one fail."""
+
+    min_pass_rate: float = Field(0.0, ge=0, le=1)
+    max_pass_rate: float = Field(1.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.min_pass_rate > self.max_pass_rate:
+            raise ValueError("band.min_pass_rate must not exceed band.max_pass_rate")
+        return self
+
+
+class RatesConfig(_Section):
+    expert_usd_per_hour: float = Field(60.0, ge=0, description="used when a task has expert_minutes but no expert_cost_usd")
+    gen_usd_per_m_input: float = Field(0.10, ge=0, description="generation: $ per million prompt tokens")
+    gen_usd_per_m_output: float = Field(0.40, ge=0, description="generation: $ per million completion tokens")
+    verify_usd_per_cpu_hour: float = Field(0.05, ge=0, description="verification: $ per CPU-hour")
+
+
+class RunConfig(_Section):
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    decontam: DecontamConfig = Field(default_factory=DecontamConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    band: BandConfig = Field(default_factory=BandConfig)
+    rates: RatesConfig = Field(default_factory=RatesConfig)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True)
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; the message is one line for a person."""
+
+
+def load_config(path: str | Path | None) -> RunConfig:
+    if path is None:
+        return RunConfig()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config {p}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config {p} is not valid TOML: {e}") from None
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise ConfigError(f"config {p}: {where}: {first['msg']}{more}") from None

@@ -1,0 +1,148 @@
+"""The data contracts as pyarrow schemas.
+
+Field names are DESIGN.md's and are the contract with analysts: add fields,
+never rename them. Everything downstream (Parquet files, DuckDB tables, the
+learnable set) is written with these schemas, so a column never changes type
+between runs.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+DOMAINS = ("math", "code", "rubric", "exact")
+
+# Statuses a task can end in; every input row ends in exactly one of them.
+STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
+
+# The funnel's stages, in order. `drop_stage` is always one of these.
+STAGES = ("read", "validate", "exact_dedup", "decontaminate", "sample", "classify")
+
+TASK_FIELDS: list[pa.Field] = [
+    pa.field("task_id", pa.string()),
+    pa.field("source", pa.string()),
+    pa.field("batch_id", pa.string()),
+    pa.field("domain", pa.string()),
+    pa.field("prompt", pa.string()),
+    pa.field("answer", pa.string()),
+    pa.field("tests", pa.string()),
+    pa.field("entry_point", pa.string()),
+    pa.field("reference_solution", pa.string()),
+    pa.field("rubric", pa.list_(pa.string())),
+    pa.field("expert_minutes", pa.float64()),
+    pa.field("expert_cost_usd", pa.float64()),
+    pa.field("license", pa.string()),
+    pa.field("created_at", pa.string()),
+    # Free-form JSON, stored as a JSON string so its shape can vary per row.
+    pa.field("meta", pa.string()),
+    pa.field("content_hash", pa.string()),
+    # Provenance, so a person can find the row in the delivery.
+    pa.field("source_file", pa.string()),
+    pa.field("line", pa.int64()),
+]
+TASK_SCHEMA = pa.schema(TASK_FIELDS)
+
+ATTEMPT_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("model_id", pa.string()),
+        pa.field("sampler_key", pa.string()),
+        pa.field("attempt_idx", pa.int64()),
+        pa.field("seed", pa.int64()),
+        pa.field("completion", pa.string()),
+        pa.field("prompt_tokens", pa.int64()),
+        pa.field("completion_tokens", pa.int64()),
+        pa.field("finish_reason", pa.string()),
+        pa.field("gen_seconds", pa.float64()),
+        pa.field("extracted_answer", pa.string()),
+        pa.field("passed", pa.bool_()),
+        pa.field("score", pa.float64()),
+        pa.field("verifier", pa.string()),
+        pa.field("verify_seconds", pa.float64()),
+        pa.field("error", pa.string()),
+    ]
+)
+
+RESULT_SCHEMA = pa.schema(
+    [pa.field("run_id", pa.string())]
+    + TASK_FIELDS
+    + [
+        pa.field("n_attempts", pa.int64()),
+        pa.field("n_pass", pa.int64()),
+        pa.field("pass_rate", pa.float64()),
+        pa.field("pass_rate_lo", pa.float64()),
+        pa.field("pass_rate_hi", pa.float64()),
+        pa.field("difficulty", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("drop_stage", pa.string()),
+        pa.field("drop_reason", pa.string()),
+        # JSON object: the evidence (duplicate-of id, benchmark and n-gram...).
+        pa.field("drop_detail", pa.string()),
+        # For quarantined rows: the raw text as read, so nothing disappears.
+        pa.field("raw", pa.string()),
+    ]
+)
+
+# The learnable set: what a trainer loads. Task fields plus the pass statistics.
+LEARNABLE_SCHEMA = pa.schema(
+    TASK_FIELDS
+    + [
+        pa.field("n_attempts", pa.int64()),
+        pa.field("n_pass", pa.int64()),
+        pa.field("pass_rate", pa.float64()),
+        pa.field("difficulty", pa.string()),
+    ]
+)
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("source_file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("task_id", pa.string()),
+        pa.field("stage", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("raw", pa.string()),
+    ]
+)
+
+DROP_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("drop_stage", pa.string()),
+        pa.field("drop_reason", pa.string()),
+        pa.field("drop_detail", pa.string()),
+    ]
+)
+
+# Cost rows carry (source, task_id) beside content_hash: an exact duplicate
+# shares its survivor's hash, and its expert cost must stay attributable.
+COST_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("component", pa.string()),
+        pa.field("quantity", pa.float64()),
+        pa.field("unit", pa.string()),
+        pa.field("usd", pa.float64()),
+        pa.field("attempt_idx", pa.int64()),
+    ]
+)
+
+COST_COMPONENTS = ("expert", "generation", "verification", "judge")
+
+
+def empty_row(schema: pa.Schema) -> dict:
+    """A row of the schema with every field None, to fill in."""
+    return {name: None for name in schema.names}
+
+
+def conform(row: dict, schema: pa.Schema) -> dict:
+    """The row restricted to the schema's fields, missing ones as None."""
+    return {name: row.get(name) for name in schema.names}

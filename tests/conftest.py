@@ -1,0 +1,19 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))  # tests/fakes.py
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory):
+    """The bundled sample delivery, built once per test session."""
+    from tasksieve.pipeline.sample_data import write_sample
+
+    out = tmp_path_factory.mktemp("sample")
+    write_sample(out)
+    return out / "deliveries"

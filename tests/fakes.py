@@ -1,0 +1,49 @@
+"""A scripted backend for graph tests that must not load a model.
+
+It answers arithmetic prompts ("Calculate 5 + 3.") by evaluating them, and
+decides per operator whether to be right: '+' always right, '*' always
+wrong, '-' right on even seeds only. That gives all three outcomes
+deterministically. The real engine is tested in test_e2e_vllm.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tasksieve.transforms.backends import GenResult
+
+_EXPR = re.compile(r"Calculate (.+)\.$", re.IGNORECASE)
+
+
+class ScriptedBackend:
+    model_id = "scripted@test"
+
+    def __init__(self):
+        self.calls = 0
+        self.requests = 0
+
+    def generate(self, requests):
+        self.calls += 1
+        self.requests += len(requests)
+        out = []
+        for r in requests:
+            prompt = dict(r.messages)["user"]
+            m = _EXPR.search(prompt.strip())
+            if not m:
+                text = "I am not sure."
+            else:
+                expr = m.group(1).replace("×", "*")
+                value = eval(expr, {"__builtins__": {}})  # test data only: digits and operators
+                right = "*" in expr and False or ("+" in expr) or ("-" in expr and r.seed % 2 == 0)
+                text = f"The answer is \\boxed{{{value if right else value + 1}}}"
+            out.append(GenResult(completion=text, prompt_tokens=20, completion_tokens=10,
+                                 finish_reason="stop", gen_seconds=0.01))
+        return out
+
+
+_SHARED = {}
+
+
+def scripted_backend():
+    """Process-wide instance, like the real factory."""
+    return _SHARED.setdefault("b", ScriptedBackend())

@@ -1,0 +1,55 @@
+"""The command line as a person meets it: exit codes and one-line errors,
+all raised before any model is loaded or any money is spent."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([*TASKSIEVE, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def _error_line(proc):
+    lines = [l for l in proc.stderr.strip().splitlines() if l.startswith("tasksieve:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_missing_input_fails_with_one_line(tmp_path):
+    p = _run("run", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o"))
+    assert p.returncode == 1
+    assert "input not found" in _error_line(p)
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_config_fails_with_one_line(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"task_id": "t", "prompt": "Calculate 1 + 1.", "answer": "2"}\n')
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[rates]\ngen_usd_per_m_input = -1\n")
+    p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--config", str(cfg))
+    assert p.returncode == 1
+    assert "rates.gen_usd_per_m_input" in _error_line(p)
+
+
+def test_model_that_is_not_a_model_fails_before_sampling(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"task_id": "t", "prompt": "Calculate 1 + 1.", "answer": "2"}\n')
+    p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--model", str(tmp_path))
+    assert p.returncode == 1
+    assert "not a Hugging Face model folder" in _error_line(p)
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert _run("run", "--out", str(tmp_path)).returncode == 2
+    assert _run("sample-data", str(tmp_path), "--bogus").returncode == 2
+
+
+def test_sample_data_is_deterministic(tmp_path):
+    for d in ("a", "b"):
+        assert _run("sample-data", str(tmp_path / d)).returncode == 0
+    for name in ("vendor_a.jsonl", "vendor_b.parquet"):
+        assert (tmp_path / "a/deliveries" / name).read_bytes() == (tmp_path / "b/deliveries" / name).read_bytes()

@@ -1,0 +1,74 @@
+import json
+
+from tasksieve.transforms.decontaminate import BenchmarkIndex, build_index, check_task, words
+from tasksieve.transforms.dedup_exact import pick_survivor
+from tasksieve.transforms.normalize import content_hash, normalize_text
+
+
+def _task(tid, prompt, answer="4", source="v", created=None, line=1):
+    return {"task_id": tid, "source": source, "domain": "math", "prompt": prompt, "answer": answer,
+            "created_at": created, "source_file": f"{source}.jsonl", "line": line}
+
+
+def test_normalisation_folds_width_case_space_and_punctuation_spacing():
+    assert normalize_text("  What IS\u00a0２ +  ２ ?\n") == "what is 2 + 2?"
+    assert normalize_text("f( x ) , then") == "f(x), then"
+
+
+def test_hash_ignores_presentation_but_not_content():
+    a = _task("a", "What is 2 + 2?")
+    assert content_hash(a) == content_hash(_task("b", "  WHAT is 2 +  2 ? "))
+    assert content_hash(a) != content_hash(_task("c", "What is 2 + 3?"))
+    assert content_hash(a) != content_hash(_task("d", "What is 2 + 2?", answer="5"))
+
+
+def test_survivor_is_earliest_then_source_then_id_whatever_the_order():
+    tasks = [
+        _task("z", "p", source="b", created="2026-01-02"),
+        _task("y", "p", source="c", created=None),
+        _task("x", "p", source="a", created="2026-01-02"),
+        _task("w", "p", source="d", created="2026-01-01"),
+    ]
+    for t in tasks:
+        t["content_hash"] = "h"
+    for order in (tasks, tasks[::-1]):
+        keep, dropped = pick_survivor(list(order))
+        assert keep["task_id"] == "w"
+        assert [d["task_id"] for d in dropped] == ["x", "z", "y"]
+        detail = json.loads(dropped[0]["drop_detail"])
+        assert detail["duplicate_of"] == "w" and detail["duplicate_of_source"] == "d"
+        assert all(d["drop_stage"] == "exact_dedup" and d["drop_reason"] == "exact_duplicate" for d in dropped)
+
+
+def test_bundled_gsm8k_item_is_caught_with_evidence():
+    index = build_index(13, ["gsm8k"], [])
+    q = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
+         "muffins for her friends every day with four.")
+    dropped = check_task(_task("t", "Please solve: " + q), index)
+    detail = json.loads(dropped["drop_detail"])
+    assert detail["benchmark"] == "gsm8k" and detail["benchmark_item"] == "test/0"
+    assert detail["ngram"] in normalize_text(q).replace("’", " ").replace(".", "")
+    assert dropped["drop_reason"] == "benchmark_ngram_overlap"
+
+
+def test_short_and_unrelated_prompts_are_clean():
+    index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
+    assert index.items > 3000
+    assert check_task(_task("t", "Calculate 5 + 3."), index) is None
+    assert check_task(_task("t", "A farmer has 17 sheep and buys 5 more at the market on a rainy Tuesday; how many now?"), index) is None
+
+
+def test_user_benchmark_file_is_indexed(tmp_path):
+    f = tmp_path / "private_eval.jsonl"
+    f.write_text(json.dumps({"id": "q-9", "question": "the quick brown fox jumps over the lazy dog near the river bank today"}) + "\n")
+    index = build_index(8, [], [str(f)])
+    hit = index.match("Story: The quick brown fox jumps over the lazy dog near the river, then sleeps.")
+    assert hit["benchmark"] == "private_eval" and hit["benchmark_item"] == "q-9"
+
+
+def test_ngram_window_needs_n_words():
+    idx = BenchmarkIndex(4)
+    idx.add("b", "1", "one two three four")
+    assert idx.match("zero one two three four five")["ngram"] == "one two three four"
+    assert idx.match("one two three") is None
+    assert words("Héllo, wörld!") == ["héllo", "wörld"]

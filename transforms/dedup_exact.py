@@ -1,0 +1,60 @@
+"""Stage `exact_dedup`: one task per content hash survives.
+
+Survivor rule (deterministic, whatever the order rows arrive in): the
+earliest `created_at` (rows without a date come last), then the
+alphabetically first `source`, then the first `task_id`, then the first
+file position. Every other copy is dropped and names its survivor.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+
+DROPPED_TAG = "dropped"
+STAGE = "exact_dedup"
+
+
+def survivor_key(task: dict) -> tuple:
+    created = task.get("created_at")
+    return (created is None, created or "", task["source"], task["task_id"], task["source_file"], task["line"])
+
+
+def pick_survivor(tasks: list[dict]) -> tuple[dict, list[dict]]:
+    """(survivor, dropped-with-reason) for tasks that share one content hash."""
+    ordered = sorted(tasks, key=survivor_key)
+    keep = ordered[0]
+    dropped = [
+        dict(
+            t,
+            drop_stage=STAGE,
+            drop_reason="exact_duplicate",
+            drop_detail=json.dumps(
+                {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
+                 "content_hash": keep["content_hash"]},
+                sort_keys=True,
+            ),
+        )
+        for t in ordered[1:]
+    ]
+    return keep, dropped
+
+
+class DropExactDuplicates(beam.PTransform):
+    """Tasks in; survivors out (main) and dropped duplicates (tagged)."""
+
+    def expand(self, tasks):
+        def split(kv):
+            _, group = kv
+            keep, dropped = pick_survivor(list(group))
+            yield keep
+            for d in dropped:
+                yield beam.pvalue.TaggedOutput(DROPPED_TAG, d)
+
+        return (
+            tasks
+            | "KeyByHash" >> beam.Map(lambda t: (t["content_hash"], t))
+            | "GroupByHash" >> beam.GroupByKey()
+            | "Survivors" >> beam.FlatMap(split).with_outputs(DROPPED_TAG, main="kept")
+        )

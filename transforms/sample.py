@@ -1,0 +1,177 @@
+"""Stages `sample` and `verify`: attempts per task, in waves, until each
+task's keep/drop decision is made (see sampling_policy), then `classify`.
+
+Tasks arrive in batches; each wave of a batch is one engine call with every
+undecided task's next attempts in it, so the engine always sees a large
+batch. Each attempt is verified as soon as it is generated, because the next
+wave depends on the verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import apache_beam as beam
+
+from tasksieve.transforms.backends import Backend, GenRequest
+from tasksieve.transforms.classify import classify
+from tasksieve.transforms.sampling_policy import attempt_seed, next_wave
+from tasksieve.transforms.verifiers import verifier_for
+
+ATTEMPTS_TAG = "attempts"
+DROPPED_TAG = "dropped"
+STAGE = "sample"
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """What the sampling stage needs to know, picklable for Beam workers."""
+
+    run_id: str
+    model_id: str
+    sampler_key: str
+    mode: str
+    k: int
+    waves: tuple
+    seed: int
+    system_prompt: str
+    min_pass_rate: float
+    max_pass_rate: float
+
+    @property
+    def band_is_default(self) -> bool:
+        return self.min_pass_rate <= 0.0 and self.max_pass_rate >= 1.0
+
+
+def needs_no_sampling(task: dict) -> dict | None:
+    """The task marked dropped if no verifier can judge its attempts."""
+    if verifier_for(task["domain"]) is not None:
+        return None
+    return dict(task, drop_stage=STAGE, drop_reason="no_verifier",
+                drop_detail=json.dumps({"domain": task["domain"],
+                                        "why": f"no {task['domain']} verifier is available; not sampled, nothing spent"}))
+
+
+def messages_for(task: dict, plan: SamplePlan) -> tuple:
+    return (("system", plan.system_prompt), ("user", task["prompt"]))
+
+
+def sample_tasks(
+    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None
+) -> Iterator[tuple[str, dict]]:
+    """Yield ("attempt", row) for every attempt and ("result", row) for every
+    task once decided. Beam-free: the unit tests drive it directly."""
+    state = {t["content_hash"]: {"task": t, "n": 0, "pass": 0, "done": False} for t in tasks}
+    while True:
+        wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
+        for st in state.values():
+            if st["done"]:
+                continue
+            more = next_wave(plan.mode, plan.k, list(plan.waves), st["n"], st["pass"], plan.band_is_default)
+            if more == 0:
+                st["done"] = True
+                yield "result", _result(st, plan)
+                if on_task_done:
+                    on_task_done(1)
+                continue
+            wave.extend((st, st["n"] + j) for j in range(more))
+        if not wave:
+            return
+        requests = [
+            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.seed, st["task"]["content_hash"], idx))
+            for st, idx in wave
+        ]
+        generated = backend.generate(requests)
+        for (st, idx), req, gen in zip(wave, requests, generated):
+            task = st["task"]
+            verdict = verifier_for(task["domain"])(task, gen.completion)
+            attempt = {
+                "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
+                "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
+                "completion": gen.completion, "prompt_tokens": gen.prompt_tokens,
+                "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
+                "gen_seconds": gen.gen_seconds, **verdict,
+            }
+            if gen.error:
+                attempt["error"] = gen.error
+            st["n"] += 1
+            st["pass"] += int(bool(attempt["passed"]))
+            yield "attempt", attempt
+
+
+def _result(st: dict, plan: SamplePlan) -> dict:
+    stats = classify(st["pass"], st["n"], plan.min_pass_rate, plan.max_pass_rate)
+    if stats["status"] in ("all_pass", "all_fail"):
+        # Not dropped, but not kept either: the funnel counts it out here.
+        stats.update(drop_stage="classify", drop_reason=stats["status"])
+    return dict(st["task"], run_id=plan.run_id, **stats)
+
+
+class _Progress:
+    """One progress bar per worker process for the sampling stage."""
+
+    _bar = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def update(cls, total: int, n: int) -> None:
+        from tqdm import tqdm
+
+        with cls._lock:
+            if cls._bar is None:
+                cls._bar = tqdm(total=total, desc="sampling+verifying", unit="task", dynamic_ncols=True)
+            cls._bar.update(n)
+            if cls._bar.n >= cls._bar.total:
+                cls._bar.close()
+                cls._bar = None
+
+
+class _SampleFn(beam.DoFn):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend]):
+        self.plan = plan
+        self.backend_factory = backend_factory
+
+    def setup(self):
+        # The factory returns the process-wide engine: loaded once per worker.
+        self.backend = self.backend_factory()
+
+    def process(self, batch, total):
+        for kind, row in sample_tasks(list(batch), self.backend, self.plan, lambda n: _Progress.update(total, n)):
+            if kind == "attempt":
+                yield beam.pvalue.TaggedOutput(ATTEMPTS_TAG, row)
+            else:
+                yield row
+
+
+class SampleAndClassify(beam.PTransform):
+    """Tasks in; classified task results (main), attempts and tasks that
+    cannot be sampled (tagged) out."""
+
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int):
+        super().__init__()
+        self.plan = plan
+        self.backend_factory = backend_factory
+        self.tasks_per_batch = tasks_per_batch
+
+    def expand(self, tasks):
+        def route(task):
+            dropped = needs_no_sampling(task)
+            if dropped is None:
+                yield task
+            else:
+                yield beam.pvalue.TaggedOutput(DROPPED_TAG, dropped)
+
+        routed = tasks | "HasVerifier" >> beam.FlatMap(route).with_outputs(DROPPED_TAG, main="sample")
+        to_sample = routed.sample
+        total = to_sample | "CountForProgress" >> beam.combiners.Count.Globally()
+        sampled = (
+            to_sample
+            # Full batches: one engine call per wave per batch.
+            | "Batch" >> beam.BatchElements(min_batch_size=self.tasks_per_batch, max_batch_size=self.tasks_per_batch)
+            | "SampleVerifyClassify" >> beam.ParDo(_SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total))
+            .with_outputs(ATTEMPTS_TAG, main="results")
+        )
+        return sampled.results, sampled[ATTEMPTS_TAG], routed[DROPPED_TAG]

@@ -1,0 +1,204 @@
+"""Stage `validate`: a raw row becomes a Task, or a quarantine entry with a
+reason a person can act on.
+
+Lenient where intent is clear (an integer task_id or a numeric answer is
+turned into a string; a missing source or batch is named after the file),
+strict where a guess could corrupt training data or money (unknown domain,
+missing reference answer, negative or non-numeric cost).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+import apache_beam as beam
+
+from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
+
+QUARANTINE_TAG = "quarantine"
+
+_TEXT_FIELDS = ("task_id", "source", "batch_id", "prompt", "answer", "tests", "entry_point",
+                "reference_solution", "license", "created_at")
+_KNOWN = set(TASK_SCHEMA.names) - {"content_hash", "source_file", "line"}
+
+# What each domain needs so that an attempt can be verified at all.
+REQUIRED_BY_DOMAIN = {
+    "math": ("answer",),
+    "exact": ("answer",),
+    "code": ("tests", "entry_point"),
+    "rubric": ("rubric",),
+}
+
+
+class RowError(ValueError):
+    pass
+
+
+def _as_text(name: str, value, max_chars: int) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RowError(f"field '{name}' is a boolean, expected text")
+    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        # An id or an answer written as a number: its text form is unambiguous.
+        if name in ("task_id", "answer", "batch_id"):
+            value = str(value)
+        else:
+            raise RowError(f"field '{name}' is a number, expected text")
+    if not isinstance(value, str):
+        raise RowError(f"field '{name}' is a {type(value).__name__}, expected text")
+    if len(value) > max_chars:
+        raise RowError(f"field '{name}' is {len(value)} characters, over the {max_chars}-character limit")
+    return value
+
+
+def _as_amount(name: str, value) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise RowError(f"field '{name}' is a boolean, expected a non-negative number")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise RowError(f"field '{name}' is {value[:40]!r}, expected a non-negative number") from None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise RowError(f"field '{name}' is {value!r}, expected a non-negative number")
+    if value < 0:
+        raise RowError(f"field '{name}' is negative ({value}); expected a non-negative number")
+    return float(value)
+
+
+def _as_rubric(value, max_chars: int) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+        raise RowError("field 'rubric' must be a list of criteria (strings)")
+    if sum(len(c) for c in value) > max_chars:
+        raise RowError(f"field 'rubric' is over the {max_chars}-character limit")
+    return value
+
+
+def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | None]:
+    """(task, None) for a usable row, (None, reason) for one to quarantine."""
+    if raw.get("error"):
+        return None, raw["error"]
+    rec = raw["record"]
+    try:
+        task = {name: _as_text(name, rec.get(name), max_field_chars) for name in _TEXT_FIELDS}
+        prompt = task["prompt"]
+        if prompt is None or not prompt.strip():
+            raise RowError("field 'prompt' is missing or empty")
+        if task["task_id"] is None or not task["task_id"].strip():
+            raise RowError("field 'task_id' is missing or empty")
+        domain = rec.get("domain", "math" if "answer" in rec else None)
+        if domain not in DOMAINS:
+            raise RowError(f"field 'domain' is {domain!r}; expected one of {', '.join(DOMAINS)}")
+        task["domain"] = domain
+        task["rubric"] = _as_rubric(rec.get("rubric"), max_field_chars)
+        for need in REQUIRED_BY_DOMAIN[domain]:
+            v = task.get(need)
+            if v is None or (isinstance(v, str) and not v.strip()) or v == []:
+                raise RowError(f"{domain} task has no '{need}'; it cannot be verified")
+        task["expert_minutes"] = _as_amount("expert_minutes", rec.get("expert_minutes"))
+        task["expert_cost_usd"] = _as_amount("expert_cost_usd", rec.get("expert_cost_usd"))
+        if task["created_at"] is not None:
+            try:
+                datetime.fromisoformat(task["created_at"].replace("Z", "+00:00"))
+            except ValueError:
+                raise RowError(f"field 'created_at' is {task['created_at'][:40]!r}, expected an ISO 8601 date") from None
+        meta = rec.get("meta")
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta) if meta.strip() else None
+            except json.JSONDecodeError:
+                meta = {"text": meta}
+        if meta is not None and not isinstance(meta, dict):
+            raise RowError(f"field 'meta' is a {type(meta).__name__}, expected an object")
+        # Unknown columns are kept, not lost: vendors add their own.
+        extra = {k: v for k, v in rec.items() if k not in _KNOWN}
+        if extra:
+            meta = dict(meta or {}, extra=extra)
+        meta_json = json.dumps(meta, sort_keys=True, default=str, ensure_ascii=False) if meta else None
+        if meta_json and len(meta_json) > max_field_chars:
+            raise RowError(f"field 'meta' is over the {max_field_chars}-character limit")
+        task["meta"] = meta_json
+    except RowError as e:
+        return None, str(e)
+    # A delivery without source/batch columns is named after its file.
+    stem = Path(raw["source_file"].split("#")[0]).stem
+    task["source"] = task["source"] or stem
+    task["batch_id"] = task["batch_id"] or stem
+    task["source_file"] = raw["source_file"]
+    task["line"] = raw["line"]
+    task["content_hash"] = None
+    return task, None
+
+
+def quarantine_row(raw: dict, reason: str) -> dict:
+    rec = raw.get("record") or {}
+    tid = rec.get("task_id")
+    return {
+        "source_file": raw["source_file"],
+        "line": raw["line"],
+        "task_id": str(tid) if isinstance(tid, (str, int)) and not isinstance(tid, bool) else None,
+        # A row that never parsed failed at `read`; one that parsed but broke
+        # the contract failed at `validate`.
+        "stage": "read" if raw.get("error") else "validate",
+        "reason": reason,
+        "raw": raw["raw"],
+    }
+
+
+def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
+    """Of rows sharing (source, task_id), the first in the delivery wins."""
+    ordered = sorted(tasks, key=lambda t: (t["source_file"], t["line"]))
+    return ordered[0], ordered[1:]
+
+
+class ValidateRows(beam.PTransform):
+    """Raw rows in; valid tasks out (main output) and quarantine entries
+    (tagged output). A task_id repeated within one source is quarantined
+    after its first occurrence: results are keyed by (source, task_id)."""
+
+    def __init__(self, max_field_chars: int):
+        super().__init__()
+        self.max_field_chars = max_field_chars
+
+    def expand(self, raw_rows):
+        max_chars = self.max_field_chars
+
+        def check(raw):
+            task, reason = validate_row(raw, max_chars)
+            if task is None:
+                yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, quarantine_row(raw, reason))
+            else:
+                yield task
+
+        checked = raw_rows | "Check" >> beam.FlatMap(check).with_outputs(QUARANTINE_TAG, main="tasks")
+
+        def unique(kv):
+            (source, task_id), tasks = kv
+            first, rest = first_by_position(list(tasks))
+            yield first
+            for t in rest:
+                yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, {
+                    "source_file": t["source_file"], "line": t["line"], "task_id": task_id, "stage": "validate",
+                    "reason": f"task_id '{task_id}' repeats within source '{source}' "
+                              f"(first at {first['source_file']}:{first['line']})",
+                    "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
+                })
+
+        uniq = (
+            checked.tasks
+            | "KeyById" >> beam.Map(lambda t: ((t["source"], t["task_id"]), t))
+            | "GroupById" >> beam.GroupByKey()
+            | "FirstOfId" >> beam.FlatMap(unique).with_outputs(QUARANTINE_TAG, main="tasks")
+        )
+        quarantine = (checked[QUARANTINE_TAG], uniq[QUARANTINE_TAG]) | "AllQuarantine" >> beam.Flatten()
+        return uniq.tasks, quarantine
