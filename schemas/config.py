@@ -39,7 +39,9 @@ class ModelConfig(_Section):
     # None means the bundled default, SmolLM2-135M-Instruct, prepared on first use.
     path: str | None = None
     model_id: str | None = Field(None, description="name@revision recorded on attempts; derived from path if unset")
-    dtype: str = "bfloat16"
+    # "auto": float32 on CPU (bf16/fp16 fall back to slow kernels without
+    # AVX-512; measured 5x slower on AVX2), the checkpoint's dtype on GPU.
+    dtype: str = "auto"
     max_model_len: int = Field(2048, gt=0)
     kv_cache_gib: float = Field(2.0, gt=0)
     # Large on purpose: vLLM's CPU engine crashes on per-request seeds
@@ -54,7 +56,8 @@ class SamplingConfig(_Section):
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
     waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
     temperature: float = Field(0.8, ge=0)
-    top_p: float = Field(0.95, gt=0, le=1)
+    # 1.0 skips the per-step sort of the whole vocabulary: ~25% faster on CPU.
+    top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(384, gt=0)
     seed: int = 0
     tasks_per_batch: int = Field(128, gt=0, description="tasks sampled together in one engine batch")

@@ -11,7 +11,11 @@ from tasksieve.transforms.verify_math import extract_final_answer, verify_math
     ("\\boxed{3} first, then \\boxed{4}", "4", "boxed"),
     ("Adding them, the final answer is 12.", "12", "phrase"),
     ("Answer: 1,234", "1,234", "phrase"),
-    ("5 + 3 = 8. So there are 8 apples.", "8", "last_number"),
+    ("5 + 3 = 8. So there are 8 apples.", "8", "last_result"),
+    ("4 + 4 = 8, the result of adding 4 to itself once.", "8", "last_result"),
+    ("6 and 8 together, which equals 14, for 2 kids", "14", "last_result"),
+    ("2 + 6 = 8. So the answer is straightforward.", "8", "last_result"),
+    ("There are 3 cats and 5 dogs, so 8 pets.", "8", "last_number"),
     ("I cannot tell.", None, "none"),
     ("", None, "empty"),
 ])

@@ -9,6 +9,7 @@ machines, `vllm` on GPUs, the same code.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -60,7 +61,9 @@ def configure_vllm_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    # vLLM's CPU warnings (thread binding, LD_PRELOAD hints) are noise for a
+    # curation run; real failures still surface as exceptions.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -76,16 +79,20 @@ class VllmBackend:
             from vllm import LLM
         except Exception as e:
             raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
+        cpu = _cpu_only()
+        dtype = model_cfg.dtype
+        if dtype == "auto" and cpu:
+            dtype = "float32"  # see ModelConfig.dtype
         kwargs = dict(
             model=model_path,
-            dtype=model_cfg.dtype,
+            dtype=dtype,
             max_model_len=model_cfg.max_model_len,
             max_num_seqs=model_cfg.max_num_seqs,
             max_num_batched_tokens=model_cfg.max_num_batched_tokens,
             enforce_eager=True,
             seed=sampling.seed,
         )
-        if _cpu_only():
+        if cpu:
             # On CPU the KV cache must be sized explicitly; the default takes
             # a fraction of all RAM.
             kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
@@ -97,6 +104,7 @@ class VllmBackend:
         self.model_id = model_id
         self.sampling = sampling
         self.busy_seconds = 0.0  # time inside generate(), for the busy fraction
+        self.show_progress = sys.stderr.isatty()
 
     def _prompt(self, messages) -> str:
         return self.tokenizer.apply_chat_template(
@@ -115,7 +123,8 @@ class VllmBackend:
             for r in requests
         ]
         t0 = time.perf_counter()
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        # vLLM's own bar shows progress inside one long engine call (a wave).
+        outputs = self.llm.generate(prompts, params, use_tqdm=self.show_progress)
         elapsed = time.perf_counter() - t0
         self.busy_seconds += elapsed
         # One batched call serves many requests; its wall time is shared out

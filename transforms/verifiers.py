@@ -23,7 +23,7 @@ def verify_exact(reference: str, completion: str) -> dict:
     """Normalised exact match of the extracted final answer; a reference
     written as /pattern/ is a regular expression matched in full."""
     t0 = time.perf_counter()
-    candidate, _ = extract_final_answer(completion)
+    candidate, _ = extract_final_answer(completion, math_only=False)
     out = {"passed": False, "score": 0.0, "extracted_answer": candidate, "error": None, "verifier": "exact"}
     try:
         if candidate is not None:

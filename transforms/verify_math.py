@@ -2,9 +2,13 @@
 
 Answer extraction, in order (the first that finds something wins):
 1. the last `\\boxed{...}` (balanced braces), as the prompt asks;
-2. the text after the last "final answer", "answer is" or "answer:";
-3. the last number in the completion (small models often end with
-   "... = 12." and never box anything).
+2. the text after the last "final answer", "answer is" or "answer:", when
+   it holds a number or a math expression ("the answer is straightforward"
+   does not count);
+3. the result of the last equation: the number after the last "=",
+   "equals" or "is equal to" (small models write "4 + 4 = 8" and then
+   ramble on without boxing anything);
+4. the last number in the completion.
 The extracted text and the reference are parsed and compared by
 math-verify (symbolic equivalence: 1/2 == 0.5, 12 == 12.0, sets, intervals).
 
@@ -29,6 +33,9 @@ MAX_CANDIDATE_CHARS = 200
 
 _ANSWER_PHRASE = re.compile(r"(?:final answer|answer is|answer\s*:)\s*(?:is\s*)?[:=]?\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
+_HAS_MATH = re.compile(r"\d|\\frac|\\sqrt|\\pi|\binfinity\b")
+# The result of the last equation: "... = 12", "which equals 12".
+_RESULT = re.compile(r"(?:=|\bequals?\b|\bis equal to\b)\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)")
 
 
 def _last_boxed(text: str) -> str | None:
@@ -49,8 +56,9 @@ def _last_boxed(text: str) -> str | None:
     return None
 
 
-def extract_final_answer(completion: str) -> tuple[str | None, str]:
-    """(answer text or None, which rule found it)."""
+def extract_final_answer(completion: str, math_only: bool = True) -> tuple[str | None, str]:
+    """(answer text or None, which rule found it). With math_only=False (the
+    `exact` verifier) a phrase answer may be plain words."""
     if not completion:
         return None, "empty"
     boxed = _last_boxed(completion)
@@ -61,8 +69,12 @@ def extract_final_answer(completion: str) -> tuple[str | None, str]:
         tail = completion[matches[-1].end():].strip()
         first_line = tail.splitlines()[0].strip() if tail else ""
         first_line = first_line.rstrip(".").strip().strip("$").strip()
-        if first_line:
+        # "the answer is straightforward" names no answer: keep looking.
+        if first_line and (not math_only or _HAS_MATH.search(first_line)):
             return first_line, "phrase"
+    results = _RESULT.findall(completion)
+    if results:
+        return results[-1].replace(",", ""), "last_result"
     numbers = _NUMBER.findall(completion)
     if numbers:
         return numbers[-1].replace(",", ""), "last_number"
