@@ -2,6 +2,7 @@
 
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
                   [--sampling fixed|sequential] [-k K] [--runner NAME] [beam options...]
+    tasksieve report OUT [--run-id ID]
     tasksieve sample-data OUT
     tasksieve prepare-model
 
@@ -34,10 +35,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="JSONL/Parquet files, saved datasets folders, or folders of them")
     r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
+    r.add_argument("--rates", metavar="FILE", help="TOML rates table (default: the bundled rates.default.toml)")
     r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
     r.add_argument("--sampling", choices=["sequential", "fixed"], help="sampling mode (default sequential)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
     r.add_argument("--runner", help="Beam runner (default inprocess: this process, no network)")
+
+    rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
+    rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
+    rp.add_argument("--run-id", help="which run (default: the latest in the database)")
 
     s = sub.add_parser("sample-data", help="write the bundled sample delivery")
     s.add_argument("out", metavar="OUT")
@@ -60,6 +66,20 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         return 0
 
+    if args.command == "report":
+        from pathlib import Path
+
+        from tasksieve.pipeline.report import ReportError, write_report
+
+        try:
+            path, text = write_report(Path(args.out), args.run_id)
+        except ReportError as e:
+            print(f"tasksieve: error: {e}", file=sys.stderr)
+            return 1
+        print(text)
+        print(f"\nreport: {path}")
+        return 0
+
     if args.command == "prepare-model":
         from tasksieve.pipeline.models import ensure_default_model
 
@@ -80,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.k < 1:
                 raise ConfigError("-k must be at least 1")
             cfg.sampling.k = args.k
-        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config)
+        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates)
     except (ConfigError, RunError) as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1

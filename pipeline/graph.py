@@ -18,6 +18,7 @@ from typing import Callable
 import apache_beam as beam
 
 from tasksieve.schemas.config import RunConfig
+from tasksieve.schemas.rates import Rates
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA, conform
 from tasksieve.transforms.backends import Backend
 from tasksieve.transforms.costs import CostRows
@@ -39,10 +40,11 @@ class RunSpec:
     staging_dir: str
     config: RunConfig
     plan: SamplePlan
+    rates: Rates
 
 
 def quarantine_result(q: dict, run_id: str) -> dict:
-    return {"run_id": run_id, "source_file": q["source_file"], "line": q["line"], "task_id": q.get("task_id"),
+    return {"run_id": run_id, "source": q["source"], "source_file": q["source_file"], "line": q["line"], "task_id": q.get("task_id"),
             "status": "quarantined", "drop_stage": q["stage"], "drop_reason": q["reason"], "raw": q["raw"]}
 
 
@@ -83,7 +85,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     )
     q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
     results = (classified, dropped, q_results) | "AllResults" >> beam.Flatten()
-    costs = (results, attempts) | "Costs" >> CostRows(cfg.rates, run_id)
+    costs = (results, attempts) | "Costs" >> CostRows(spec.rates, run_id)
 
     _write(results, "results", spec.staging_dir)
     _write(attempts, "attempts", spec.staging_dir)

@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tasksieve.schemas.records import LEARNABLE_SCHEMA, STAGES, STATUSES
+from tasksieve.pipeline.views import create_views
+from tasksieve.schemas.records import LEARNABLE_SCHEMA, STATUSES
 
 SORT_KEYS = {
     "results": [("source", "ascending"), ("task_id", "ascending"), ("source_file", "ascending"), ("line", "ascending")],
@@ -81,29 +82,6 @@ def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table) -> d
     return counts
 
 
-FUNNEL_VIEW = f"""
-CREATE OR REPLACE VIEW funnel AS
-WITH stages(stage, stage_order) AS (VALUES {", ".join(f"('{s}', {i})" for i, s in enumerate(STAGES, 1))}),
-runs_ AS (SELECT run_id, count(*) AS total FROM tasks GROUP BY run_id),
-removed AS (
-  SELECT r.run_id, r.total, s.stage, s.stage_order,
-         count(t.drop_stage) AS removed,
-         count(t.drop_stage) FILTER (WHERE t.status = 'quarantined') AS quarantined,
-         count(t.drop_stage) FILTER (WHERE t.status = 'dropped') AS dropped,
-         count(t.drop_stage) FILTER (WHERE t.status IN ('all_pass', 'all_fail')) AS not_learnable
-  FROM runs_ r CROSS JOIN stages s
-  LEFT JOIN tasks t ON t.run_id = r.run_id AND t.drop_stage = s.stage
-  GROUP BY ALL
-)
-SELECT run_id, stage_order, stage,
-       total - coalesce(sum(removed) OVER (PARTITION BY run_id ORDER BY stage_order
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS rows_in,
-       removed, quarantined, dropped, not_learnable,
-       total - sum(removed) OVER (PARTITION BY run_id ORDER BY stage_order) AS rows_out
-FROM removed
-ORDER BY run_id, stage_order
-"""
-
 TABLE_FILES = {"tasks": "results", "attempts": "attempts", "costs": "costs", "quarantine": "quarantine"}
 
 
@@ -127,7 +105,7 @@ def load_duckdb(out: Path, run_row: dict) -> Path:
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_row["run_id"]])
         con.execute("INSERT INTO runs BY NAME SELECT * FROM run_row")
         con.unregister("run_row")
-        con.execute(FUNNEL_VIEW)
+        create_views(con)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

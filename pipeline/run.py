@@ -27,6 +27,7 @@ from tasksieve.pipeline.graph import STAGED, RunSpec, build
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs import finalize, summary_text
 from tasksieve.schemas.config import RunConfig
+from tasksieve.schemas.rates import load_rates
 from tasksieve.transforms.backends import Backend, ModelLoadError, get_backend
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample import SamplePlan
@@ -94,7 +95,8 @@ def _counter(result, name: str) -> int:
 
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
-        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None) -> dict:
+        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
+        rates_path: str | None = None) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one)."""
     try:
@@ -106,11 +108,13 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise RunError(f"cannot create output folder {out}: {e}") from None
+    rates = load_rates(rates_path or cfg.rates)
     if backend_factory is None:
         model_path, model_id = resolve_model(cfg)
         factory = functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model)
     else:
         factory, model_id = backend_factory, backend_factory().model_id
+    rates.for_model(model_id)  # a model without a price fails now, not after sampling
     run_id = new_run_id()
     plan = make_plan(cfg, run_id, model_id)
     if runner in (None, IN_PROCESS):
@@ -122,7 +126,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         except ModelLoadError as e:
             raise RunError(str(e)) from None
     staging = out / "_staging" / run_id
-    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan)
+    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
@@ -133,7 +137,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     run_row = {
         "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
-        "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(),
+        "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(), "rates": rates.to_json(),
         "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
     }
     figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)

@@ -87,20 +87,15 @@ class BandConfig(_Section):
         return self
 
 
-class RatesConfig(_Section):
-    expert_usd_per_hour: float = Field(60.0, ge=0, description="used when a task has expert_minutes but no expert_cost_usd")
-    gen_usd_per_m_input: float = Field(0.10, ge=0, description="generation: $ per million prompt tokens")
-    gen_usd_per_m_output: float = Field(0.40, ge=0, description="generation: $ per million completion tokens")
-    verify_usd_per_cpu_hour: float = Field(0.05, ge=0, description="verification: $ per CPU-hour")
-
-
 class RunConfig(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     decontam: DecontamConfig = Field(default_factory=DecontamConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     band: BandConfig = Field(default_factory=BandConfig)
-    rates: RatesConfig = Field(default_factory=RatesConfig)
+    # Prices live in their own file (schemas/rates.py); None = the bundled
+    # rates.default.toml. `tasksieve run --rates FILE` overrides this.
+    rates: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)

@@ -98,6 +98,7 @@ LEARNABLE_SCHEMA = pa.schema(
 QUARANTINE_SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string()),
+        pa.field("source", pa.string()),
         pa.field("source_file", pa.string()),
         pa.field("line", pa.int64()),
         pa.field("task_id", pa.string()),

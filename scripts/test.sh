@@ -4,5 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The report test opens report.html in a real headless Chromium (Debian's).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium for the report test (Debian packages chromium, chromium-driver)"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

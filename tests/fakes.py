@@ -17,6 +17,7 @@ _EXPR = re.compile(r"Calculate (.+)\.$", re.IGNORECASE)
 
 class ScriptedBackend:
     model_id = "scripted@test"
+    solves_products = False
 
     def __init__(self):
         self.calls = 0
@@ -34,11 +35,18 @@ class ScriptedBackend:
             else:
                 expr = m.group(1).replace("×", "*")
                 value = eval(expr, {"__builtins__": {}})  # test data only: digits and operators
-                right = "*" in expr and False or ("+" in expr) or ("-" in expr and r.seed % 2 == 0)
+                right = ("+" in expr) or ("-" in expr and r.seed % 2 == 0) or (self.solves_products and r.seed % 3 == 0)
                 text = f"The answer is \\boxed{{{value if right else value + 1}}}"
             out.append(GenResult(completion=text, prompt_tokens=20, completion_tokens=10,
                                  finish_reason="stop", gen_seconds=0.01))
         return out
+
+
+class BetterScriptedBackend(ScriptedBackend):
+    """A 'newer model': also solves a third of the products."""
+
+    model_id = "scripted@v2"
+    solves_products = True
 
 
 _SHARED = {}
@@ -47,3 +55,7 @@ _SHARED = {}
 def scripted_backend():
     """Process-wide instance, like the real factory."""
     return _SHARED.setdefault("b", ScriptedBackend())
+
+
+def better_scripted_backend():
+    return _SHARED.setdefault("v2", BetterScriptedBackend())

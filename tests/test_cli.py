@@ -30,10 +30,20 @@ def test_missing_input_fails_with_one_line(tmp_path):
 def test_bad_config_fails_with_one_line(tmp_path):
     (tmp_path / "d.jsonl").write_text('{"task_id": "t", "prompt": "Calculate 1 + 1.", "answer": "2"}\n')
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[rates]\ngen_usd_per_m_input = -1\n")
+    cfg.write_text("[sampling]\nmode = 'adaptive'\n")
     p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--config", str(cfg))
     assert p.returncode == 1
-    assert "rates.gen_usd_per_m_input" in _error_line(p)
+    assert "sampling.mode" in _error_line(p)
+
+
+def test_bad_rates_fail_with_one_line(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"task_id": "t", "prompt": "Calculate 1 + 1.", "answer": "2"}\n')
+    rates = tmp_path / "r.toml"
+    rates.write_text("[expert]\nusd_per_hour = -5\n[verification]\nusd_per_cpu_hour = 1\n"
+                     "[[generation]]\nmodel = '*'\nunit = 'tokens'\nusd_per_m_input = 1\nusd_per_m_output = 1\n")
+    p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--rates", str(rates))
+    assert p.returncode == 1
+    assert "expert.usd_per_hour: Input should be greater than or equal to 0" in _error_line(p)
 
 
 def test_model_that_is_not_a_model_fails_before_sampling(tmp_path):

@@ -1,6 +1,7 @@
 import pytest
 
-from tasksieve.schemas.config import ConfigError, RatesConfig, load_config
+from tasksieve.schemas.config import ConfigError, load_config
+from tasksieve.schemas.rates import Rates, load_rates
 from tasksieve.transforms.costs import attempt_cost_rows, expert_cost_row
 from tasksieve.transforms.verifiers import verify_exact, verifier_for
 from tasksieve.transforms.verify_math import extract_final_answer, verify_math
@@ -55,23 +56,57 @@ def test_exact_verifier_and_registry():
     assert verifier_for("code") is None and verifier_for("math") is not None
 
 
+def _rates(**gen):
+    return Rates.model_validate({
+        "expert": {"usd_per_hour": 60, "usd_per_hour_by_source": {"vip": 120}},
+        "generation": [gen or {"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
+        "verification": {"usd_per_cpu_hour": 3.6},
+    })
+
+
 def test_expert_cost_prefers_own_cost_then_minutes_then_unpriced():
-    rates = RatesConfig(expert_usd_per_hour=60)
+    rates = _rates()
     t = {"source": "v", "task_id": "t", "content_hash": "h"}
     assert expert_cost_row(dict(t, expert_cost_usd=3.0, expert_minutes=99), rates, "r")["usd"] == 3.0
     row = expert_cost_row(dict(t, expert_minutes=30), rates, "r")
     assert (row["usd"], row["unit"], row["quantity"]) == (30.0, "expert_minute", 30)
+    assert expert_cost_row(dict(t, source="vip", expert_minutes=30), rates, "r")["usd"] == 60.0  # per-source rate
     row = expert_cost_row(t, rates, "r")
     assert (row["usd"], row["unit"]) == (0.0, "unpriced")
 
 
-def test_attempt_costs_from_tokens_and_verifier_seconds():
-    rates = RatesConfig(gen_usd_per_m_input=1.0, gen_usd_per_m_output=2.0, verify_usd_per_cpu_hour=3.6)
-    a = {"content_hash": "h", "attempt_idx": 2, "prompt_tokens": 1_000_000, "completion_tokens": 500_000, "verify_seconds": 10.0}
-    gen, ver = attempt_cost_rows(a, ("v", "t"), rates, "r")
+def test_attempt_costs_from_tokens_or_gpu_time_and_verifier_seconds():
+    a = {"content_hash": "h", "attempt_idx": 2, "model_id": "m@1", "prompt_tokens": 1_000_000,
+         "completion_tokens": 500_000, "gen_seconds": 36.0, "verify_seconds": 10.0}
+    gen, ver = attempt_cost_rows(a, ("v", "t"), _rates(), "r")
     assert gen["component"] == "generation" and gen["usd"] == pytest.approx(2.0) and gen["quantity"] == 1_500_000
     assert ver["component"] == "verification" and ver["usd"] == pytest.approx(0.01)
     assert gen["task_id"] == "t" and gen["attempt_idx"] == 2
+    gpu = _rates(model="m", unit="gpu_hour", usd_per_gpu_hour=100.0)
+    gen, _ = attempt_cost_rows(a, ("v", "t"), gpu, "r")
+    assert (gen["usd"], gen["unit"], gen["quantity"]) == (pytest.approx(1.0), "gpu_second", 36.0)
+
+
+def test_rates_file_errors_are_one_line(tmp_path):
+    default = load_rates()
+    assert default.for_model("HuggingFaceTB/SmolLM2-135M-Instruct@x").unit == "tokens"
+    assert default.for_model("other@1").model == "*"
+    no_wildcard = _rates(model="m", unit="tokens", usd_per_m_input=1, usd_per_m_output=1)
+    with pytest.raises(ConfigError, match="no generation rate for model 'gpt-x'"):
+        no_wildcard.for_model("gpt-x@2")
+    f = tmp_path / "r.toml"
+    body = "[expert]\nusd_per_hour = 1\n[verification]\nusd_per_cpu_hour = 1\n[[generation]]\nmodel = '*'\n"
+    for tail, message in [
+        ("unit = 'token'\n", "generation.0.unit: Input should be 'tokens' or 'gpu_hour'"),
+        ("unit = 'tokens'\nusd_per_m_input = 1\n", "unit 'tokens' needs usd_per_m_input and usd_per_m_output"),
+        ("unit = 'gpu_hour'\nusd_per_gpu_hour = -2\n", "usd_per_gpu_hour: Input should be greater than or equal to 0"),
+    ]:
+        f.write_text(body + tail)
+        with pytest.raises(ConfigError, match=message):
+            load_rates(f)
+    f.write_text("[verification]\nusd_per_cpu_hour = 1\n")
+    with pytest.raises(ConfigError, match="expert: Field required"):
+        load_rates(f)
 
 
 def test_config_errors_are_one_line(tmp_path):

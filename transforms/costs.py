@@ -1,19 +1,19 @@
 """Cost rows: every dollar a run accounts for, one row per (task or
-attempt, component).
+attempt, component), priced from the rates table (schemas/rates.py).
 
 - expert: every task that entered the funnel (kept or dropped), from the
-  task's own `expert_cost_usd`, else `expert_minutes` x the hourly rate;
-  a task with neither gets a zero row with unit `unpriced`, so it is
+  task's own `expert_cost_usd`, else `expert_minutes` x the source's hourly
+  rate; a task with neither gets a zero row with unit `unpriced`, so it is
   counted, never silently free. Quarantined rows are not priced: their
   fields cannot be trusted.
-- generation: per attempt, prompt and completion tokens x $/M tokens.
+- generation: per attempt, by the model's rate: prompt and completion
+  tokens x $/M tokens, or measured engine seconds x $/GPU-hour.
 - verification: per attempt, measured verifier seconds x $/CPU-hour.
 """
 
 from __future__ import annotations
 
 import apache_beam as beam
-
 
 def expert_cost_row(task: dict, rates, run_id: str) -> dict:
     base = {"run_id": run_id, "content_hash": task.get("content_hash"), "source": task["source"],
@@ -22,7 +22,7 @@ def expert_cost_row(task: dict, rates, run_id: str) -> dict:
         return dict(base, quantity=task["expert_cost_usd"], unit="usd", usd=task["expert_cost_usd"])
     if task.get("expert_minutes") is not None:
         minutes = task["expert_minutes"]
-        return dict(base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert_usd_per_hour)
+        return dict(base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert.hourly(task["source"]))
     return dict(base, quantity=0.0, unit="unpriced", usd=0.0)
 
 
@@ -30,12 +30,14 @@ def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: s
     source, task_id = task_key
     base = {"run_id": run_id, "content_hash": attempt["content_hash"], "source": source, "task_id": task_id,
             "attempt_idx": attempt["attempt_idx"]}
-    pt, ct = attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0
-    gen_usd = pt / 1e6 * rates.gen_usd_per_m_input + ct / 1e6 * rates.gen_usd_per_m_output
+    model_rate = rates.for_model(attempt["model_id"])
+    gen_usd, gen_qty, gen_unit = model_rate.usd(
+        attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0, attempt["gen_seconds"] or 0.0)
     vsec = attempt["verify_seconds"] or 0.0
     return [
-        dict(base, component="generation", quantity=float(pt + ct), unit="token", usd=gen_usd),
-        dict(base, component="verification", quantity=vsec, unit="cpu_second", usd=vsec / 3600.0 * rates.verify_usd_per_cpu_hour),
+        dict(base, component="generation", quantity=gen_qty, unit=gen_unit, usd=gen_usd),
+        dict(base, component="verification", quantity=vsec, unit="cpu_second",
+             usd=vsec / 3600.0 * rates.verification.usd_per_cpu_hour),
     ]
 
 

@@ -139,6 +139,7 @@ class _SampleFn(beam.DoFn):
         self.backend = self.backend_factory()
 
     def process(self, batch, total):
+        _Progress.update(total, 0)  # show the bar before the first (long) wave
         for kind, row in sample_tasks(list(batch), self.backend, self.plan, lambda n: _Progress.update(total, n)):
             if kind == "attempt":
                 yield beam.pvalue.TaggedOutput(ATTEMPTS_TAG, row)

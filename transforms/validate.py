@@ -131,7 +131,7 @@ def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | No
     except RowError as e:
         return None, str(e)
     # A delivery without source/batch columns is named after its file.
-    stem = Path(raw["source_file"].split("#")[0]).stem
+    stem = _file_stem(raw["source_file"])
     task["source"] = task["source"] or stem
     task["batch_id"] = task["batch_id"] or stem
     task["source_file"] = raw["source_file"]
@@ -140,10 +140,18 @@ def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | No
     return task, None
 
 
+def _file_stem(source_file: str) -> str:
+    return Path(source_file.split("#")[0]).stem
+
+
 def quarantine_row(raw: dict, reason: str) -> dict:
     rec = raw.get("record") or {}
     tid = rec.get("task_id")
+    src = rec.get("source")
     return {
+        # Named like valid rows (the file stem when absent), so per-source
+        # figures count a vendor's broken rows too.
+        "source": src if isinstance(src, str) and src.strip() else _file_stem(raw["source_file"]),
         "source_file": raw["source_file"],
         "line": raw["line"],
         "task_id": str(tid) if isinstance(tid, (str, int)) and not isinstance(tid, bool) else None,
@@ -188,7 +196,8 @@ class ValidateRows(beam.PTransform):
             yield first
             for t in rest:
                 yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, {
-                    "source_file": t["source_file"], "line": t["line"], "task_id": task_id, "stage": "validate",
+                    "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,
+                    "stage": "validate",
                     "reason": f"task_id '{task_id}' repeats within source '{source}' "
                               f"(first at {first['source_file']}:{first['line']})",
                     "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
