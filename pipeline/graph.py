@@ -52,6 +52,9 @@ def dropped_result(task: dict, run_id: str) -> dict:
     return dict(task, run_id=run_id, status="dropped")
 
 
+ROWS_READ_FILE = "rows_read.txt"
+
+
 def _write(pcoll, name: str, staging_dir: str):
     schema = STAGED[name]
     return (
@@ -66,20 +69,28 @@ def _write(pcoll, name: str, staging_dir: str):
 def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend]) -> None:
     cfg, run_id = spec.config, spec.run_id
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
+    # Rows read, counted straight off the reader: the independent side of
+    # the row-accounting check (runner metrics are not available everywhere).
+    rows_read = (
+        raw
+        | "CountRead" >> beam.combiners.Count.Globally()
+        | "RowsReadText" >> beam.Map(str)
+        | "WriteRowsRead" >> beam.io.WriteToText(str(Path(spec.staging_dir) / ROWS_READ_FILE), shard_name_template="")
+    )
     tasks, quarantined = raw | "Validate" >> ValidateRows(cfg.limits.max_field_chars)
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q: dict(q, run_id=run_id))
 
     hashed = tasks | "NormaliseHash" >> NormalizeAndHash()
-    dedup = hashed | "ExactDedup" >> DropExactDuplicates()
-    decon = dedup.kept | "Decontaminate" >> Decontaminate(
+    unique, duplicates = hashed | "ExactDedup" >> DropExactDuplicates()
+    clean, contaminated = unique | "Decontaminate" >> Decontaminate(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
     )
-    classified, attempts, unsampled = decon.clean | "Sample" >> SampleAndClassify(
+    classified, attempts, unsampled = clean | "Sample" >> SampleAndClassify(
         spec.plan, backend_factory, cfg.sampling.tasks_per_batch
     )
 
     dropped = (
-        (dedup.dropped, decon.dropped, unsampled)
+        (duplicates, contaminated, unsampled)
         | "AllDropped" >> beam.Flatten()
         | "DroppedResult" >> beam.Map(dropped_result, run_id)
     )
@@ -87,8 +98,15 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     results = (classified, dropped, q_results) | "AllResults" >> beam.Flatten()
     costs = (results, attempts) | "Costs" >> CostRows(spec.rates, run_id)
 
-    _write(results, "results", spec.staging_dir)
-    _write(attempts, "attempts", spec.staging_dir)
-    _write(quarantined, "quarantine", spec.staging_dir)
-    _write(costs, "costs", spec.staging_dir)
+    written = [
+        _write(results, "results", spec.staging_dir),
+        _write(attempts, "attempts", spec.staging_dir),
+        _write(quarantined, "quarantine", spec.staging_dir),
+        _write(costs, "costs", spec.staging_dir),
+        rows_read,
+    ]
+    # One terminal step that depends on every sink. Beam 2.77's DaskRunner
+    # computes only the graph behind the last transform applied; ending on
+    # this join makes it run every write (other runners are unaffected).
+    _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
 

@@ -115,6 +115,13 @@ def load_duckdb(out: Path, run_row: dict) -> Path:
     return db_path
 
 
+def read_rows_in(staging_dir: Path, name: str) -> int:
+    path = staging_dir / name
+    if not path.exists():
+        raise AccountingError(f"the pipeline left no count of rows read ({path}); the run did not complete")
+    return int(path.read_text().strip() or 0)
+
+
 def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int) -> dict:
     """Consolidate, check, load; returns the figures for the summary."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}

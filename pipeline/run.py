@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Callable
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tasksieve import __version__
-from tasksieve.pipeline.graph import STAGED, RunSpec, build
+from tasksieve.pipeline.graph import ROWS_READ_FILE, STAGED, RunSpec, build
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
-from tasksieve.pipeline.outputs import finalize, summary_text
+from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
 from tasksieve.transforms.backends import Backend, ModelLoadError, get_backend
@@ -86,14 +85,6 @@ def _runner(name: str | None):
     return name
 
 
-def _counter(result, name: str) -> int:
-    counters = result.metrics().query(MetricsFilter().with_name(name))["counters"]
-    total = 0
-    for c in counters:
-        total += c.committed if c.committed is not None else c.attempted
-    return total
-
-
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
         rates_path: str | None = None) -> dict:
@@ -133,7 +124,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     build(p, spec, factory)
     result = p.run()
     result.wait_until_finish()
-    rows_in = _counter(result, "rows_read")
+    rows_in = read_rows_in(staging, ROWS_READ_FILE)
     run_row = {
         "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,

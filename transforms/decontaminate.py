@@ -30,8 +30,10 @@ from typing import Iterator
 import apache_beam as beam
 
 from tasksieve.transforms.normalize import normalize_text
+from tasksieve.transforms.routing import split_tagged
 
 DROPPED_TAG = "dropped"
+CLEAN_TAG = "clean"
 STAGE = "decontaminate"
 
 _WORD = re.compile(r"\w+")
@@ -179,18 +181,16 @@ class _DecontaminateFn(beam.DoFn):
 
     def process(self, task):
         dropped = check_task(task, self.index)
-        if dropped is None:
-            yield task
-        else:
-            yield beam.pvalue.TaggedOutput(DROPPED_TAG, dropped)
+        yield (CLEAN_TAG, task) if dropped is None else (DROPPED_TAG, dropped)
 
 
 class Decontaminate(beam.PTransform):
-    """Tasks in; clean tasks out (main) and contaminated ones (tagged)."""
+    """Tasks in; (clean tasks, contaminated ones) out."""
 
     def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str]):
         super().__init__()
         self.fn = _DecontaminateFn(n, benchmarks, extra_paths)
 
     def expand(self, tasks):
-        return tasks | "Check" >> beam.ParDo(self.fn).with_outputs(DROPPED_TAG, main="clean")
+        out = split_tagged(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit", (CLEAN_TAG, DROPPED_TAG))
+        return out[CLEAN_TAG], out[DROPPED_TAG]

@@ -12,7 +12,10 @@ import json
 
 import apache_beam as beam
 
+from tasksieve.transforms.routing import split_tagged
+
 DROPPED_TAG = "dropped"
+KEPT_TAG = "kept"
 STAGE = "exact_dedup"
 
 
@@ -42,19 +45,20 @@ def pick_survivor(tasks: list[dict]) -> tuple[dict, list[dict]]:
 
 
 class DropExactDuplicates(beam.PTransform):
-    """Tasks in; survivors out (main) and dropped duplicates (tagged)."""
+    """Tasks in; (survivors, dropped duplicates) out."""
 
     def expand(self, tasks):
         def split(kv):
             _, group = kv
             keep, dropped = pick_survivor(list(group))
-            yield keep
+            yield KEPT_TAG, keep
             for d in dropped:
-                yield beam.pvalue.TaggedOutput(DROPPED_TAG, d)
+                yield DROPPED_TAG, d
 
-        return (
+        out = split_tagged(
             tasks
             | "KeyByHash" >> beam.Map(lambda t: (t["content_hash"], t))
             | "GroupByHash" >> beam.GroupByKey()
-            | "Survivors" >> beam.FlatMap(split).with_outputs(DROPPED_TAG, main="kept")
-        )
+            | "Survivors" >> beam.FlatMap(split),
+            "SurvivorsSplit", (KEPT_TAG, DROPPED_TAG))
+        return out[KEPT_TAG], out[DROPPED_TAG]

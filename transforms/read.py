@@ -169,20 +169,10 @@ class ReadDeliveries(beam.PTransform):
         self.max_row_bytes = max_row_bytes
 
     def expand(self, pbegin):
-        from apache_beam.metrics import Metrics
-
-        rows_read = Metrics.counter("tasksieve", "rows_read")
-        max_row_bytes = self.max_row_bytes
-
-        def read_counted(path):
-            for row in read_source(path, max_row_bytes):
-                rows_read.inc()
-                yield row
-
         return (
             pbegin
             | "Paths" >> beam.Create(self.paths)
             # Spread files across workers before reading them.
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.FlatMap(read_counted)
+            | "Read" >> beam.FlatMap(read_source, self.max_row_bytes)
         )

@@ -18,10 +18,14 @@ import apache_beam as beam
 
 from tasksieve.transforms.backends import Backend, GenRequest
 from tasksieve.transforms.classify import classify
+from tasksieve.transforms.routing import split_tagged
 from tasksieve.transforms.sampling_policy import attempt_seed, next_wave
 from tasksieve.transforms.verifiers import verifier_for
 
-ATTEMPTS_TAG = "attempts"
+# Tags of the pairs this stage emits (see transforms/routing.py).
+ATTEMPT_TAG = "attempt"
+RESULT_TAG = "result"
+SAMPLE_TAG = "sample"
 DROPPED_TAG = "dropped"
 STAGE = "sample"
 
@@ -73,7 +77,7 @@ def sample_tasks(
             more = next_wave(plan.mode, plan.k, list(plan.waves), st["n"], st["pass"], plan.band_is_default)
             if more == 0:
                 st["done"] = True
-                yield "result", _result(st, plan)
+                yield RESULT_TAG, _result(st, plan)
                 if on_task_done:
                     on_task_done(1)
                 continue
@@ -99,7 +103,7 @@ def sample_tasks(
                 attempt["error"] = gen.error
             st["n"] += 1
             st["pass"] += int(bool(attempt["passed"]))
-            yield "attempt", attempt
+            yield ATTEMPT_TAG, attempt
 
 
 def _result(st: dict, plan: SamplePlan) -> dict:
@@ -140,16 +144,13 @@ class _SampleFn(beam.DoFn):
 
     def process(self, batch, total):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
-        for kind, row in sample_tasks(list(batch), self.backend, self.plan, lambda n: _Progress.update(total, n)):
-            if kind == "attempt":
-                yield beam.pvalue.TaggedOutput(ATTEMPTS_TAG, row)
-            else:
-                yield row
+        # ("attempt", row) and ("result", row) pairs, split downstream.
+        yield from sample_tasks(list(batch), self.backend, self.plan, lambda n: _Progress.update(total, n))
 
 
 class SampleAndClassify(beam.PTransform):
-    """Tasks in; classified task results (main), attempts and tasks that
-    cannot be sampled (tagged) out."""
+    """Tasks in; (classified task results, attempts, tasks that cannot be
+    sampled) out."""
 
     def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int):
         super().__init__()
@@ -160,19 +161,16 @@ class SampleAndClassify(beam.PTransform):
     def expand(self, tasks):
         def route(task):
             dropped = needs_no_sampling(task)
-            if dropped is None:
-                yield task
-            else:
-                yield beam.pvalue.TaggedOutput(DROPPED_TAG, dropped)
+            yield (SAMPLE_TAG, task) if dropped is None else (DROPPED_TAG, dropped)
 
-        routed = tasks | "HasVerifier" >> beam.FlatMap(route).with_outputs(DROPPED_TAG, main="sample")
-        to_sample = routed.sample
+        routed = split_tagged(tasks | "HasVerifier" >> beam.FlatMap(route), "HasVerifierSplit", (SAMPLE_TAG, DROPPED_TAG))
+        to_sample = routed[SAMPLE_TAG]
         total = to_sample | "CountForProgress" >> beam.combiners.Count.Globally()
         sampled = (
             to_sample
             # Full batches: one engine call per wave per batch.
             | "Batch" >> beam.BatchElements(min_batch_size=self.tasks_per_batch, max_batch_size=self.tasks_per_batch)
             | "SampleVerifyClassify" >> beam.ParDo(_SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total))
-            .with_outputs(ATTEMPTS_TAG, main="results")
         )
-        return sampled.results, sampled[ATTEMPTS_TAG], routed[DROPPED_TAG]
+        out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
+        return out[RESULT_TAG], out[ATTEMPT_TAG], routed[DROPPED_TAG]

@@ -17,8 +17,10 @@ from pathlib import Path
 import apache_beam as beam
 
 from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
+from tasksieve.transforms.routing import split_tagged
 
 QUARANTINE_TAG = "quarantine"
+TASK_TAG = "task"
 
 _TEXT_FIELDS = ("task_id", "source", "batch_id", "prompt", "answer", "tests", "entry_point",
                 "reference_solution", "license", "created_at")
@@ -170,8 +172,7 @@ def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
 
 
 class ValidateRows(beam.PTransform):
-    """Raw rows in; valid tasks out (main output) and quarantine entries
-    (tagged output). A task_id repeated within one source is quarantined
+    """Raw rows in; (valid tasks, quarantine entries) out. A task_id repeated within one source is quarantined
     after its first occurrence: results are keyed by (source, task_id)."""
 
     def __init__(self, max_field_chars: int):
@@ -184,30 +185,30 @@ class ValidateRows(beam.PTransform):
         def check(raw):
             task, reason = validate_row(raw, max_chars)
             if task is None:
-                yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, quarantine_row(raw, reason))
+                yield QUARANTINE_TAG, quarantine_row(raw, reason)
             else:
-                yield task
+                yield TASK_TAG, task
 
-        checked = raw_rows | "Check" >> beam.FlatMap(check).with_outputs(QUARANTINE_TAG, main="tasks")
+        checked = split_tagged(raw_rows | "Check" >> beam.FlatMap(check), "CheckSplit", (TASK_TAG, QUARANTINE_TAG))
 
         def unique(kv):
             (source, task_id), tasks = kv
             first, rest = first_by_position(list(tasks))
-            yield first
+            yield TASK_TAG, first
             for t in rest:
-                yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, {
+                yield QUARANTINE_TAG, {
                     "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,
                     "stage": "validate",
                     "reason": f"task_id '{task_id}' repeats within source '{source}' "
                               f"(first at {first['source_file']}:{first['line']})",
                     "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
-                })
+                }
 
-        uniq = (
-            checked.tasks
+        uniq = split_tagged(
+            checked[TASK_TAG]
             | "KeyById" >> beam.Map(lambda t: ((t["source"], t["task_id"]), t))
             | "GroupById" >> beam.GroupByKey()
-            | "FirstOfId" >> beam.FlatMap(unique).with_outputs(QUARANTINE_TAG, main="tasks")
-        )
+            | "FirstOfId" >> beam.FlatMap(unique),
+            "FirstOfIdSplit", (TASK_TAG, QUARANTINE_TAG))
         quarantine = (checked[QUARANTINE_TAG], uniq[QUARANTINE_TAG]) | "AllQuarantine" >> beam.Flatten()
-        return uniq.tasks, quarantine
+        return uniq[TASK_TAG], quarantine
