@@ -15,6 +15,7 @@ for) and analytics are switched off before GX is imported: no network.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -171,7 +172,11 @@ def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | No
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     frame = delivery_frame(raw_rows)
-    ctx = gx.get_context(mode="ephemeral")
+    logging.disable(logging.INFO)  # GX announces its temp docs folder at INFO: noise for a vendor
+    try:
+        ctx = gx.get_context(mode="ephemeral")
+    finally:
+        logging.disable(logging.NOTSET)
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     # The ephemeral context makes a temp-dir docs site of its own; we build
     # ours where the user asked, so drop that one (and its folder).
