@@ -3,12 +3,16 @@
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
                   [--sampling fixed|sequential] [-k K] [--runner NAME] [beam options...]
     tasksieve report OUT [--run-id ID]
+    tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
+                       [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
     tasksieve prepare-model
 
-Exit codes: 0 success; 1 the run could not start (bad config, missing
+Exit codes (run): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load: one line on stderr); 2 usage error;
 3 the row-accounting check failed.
+Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
+2 usage error (missing file, bad profile: one line on stderr).
 """
 
 from __future__ import annotations
@@ -44,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
     rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
     rp.add_argument("--run-id", help="which run (default: the latest in the database)")
+    v = sub.add_parser("validate", help="say whether a vendor delivery is acceptable under a profile, and why")
+    v.add_argument("deliveries", nargs="+", metavar="DELIVERY", help="JSONL/Parquet files, datasets folders, or folders")
+    v.add_argument("--against", nargs="+", metavar="POOL", help="the buyer's existing pool, checked for duplicates")
+    v.add_argument("--profile", metavar="PROFILE", help="acceptance profile TOML (default: the bundled default.toml)")
+    v.add_argument("--out", "-o", default="validation", metavar="DIR", help="output folder (default ./validation)")
+    v.add_argument("--probe-model", metavar="M", help="probe difficulty with this HF model folder, or 'default'")
+    v.add_argument("--probe-k", type=int, default=4, metavar="K", help="attempts per task for the probe (default 4)")
+    v.add_argument("--config", "-c", metavar="FILE", help="run config TOML: the probe's [sampling] and [model] settings")
+    v.add_argument("--no-data-docs", action="store_true", help="skip building the GX Data Docs")
 
     s = sub.add_parser("sample-data", help="write the bundled sample delivery")
     s.add_argument("out", metavar="OUT")
@@ -80,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nreport: {path}")
         return 0
 
+    if args.command == "validate":
+        return _validate(args)
+
     if args.command == "prepare-model":
         from tasksieve.pipeline.models import ensure_default_model
 
@@ -108,6 +124,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tasksieve: ACCOUNTING FAILED: {e}", file=sys.stderr)
         return 3
     return 0
+
+
+def _validate(args) -> int:
+    from tasksieve.pipeline.validate_delivery import ProbeSpec, UsageError, load_run_config, validate_delivery
+
+    try:
+        probe = None
+        if args.probe_model:
+            probe = ProbeSpec(model=args.probe_model, k=args.probe_k, config=load_run_config(args.config))
+        summary = validate_delivery(args.deliveries, args.out, against=args.against, profile_path=args.profile,
+                                    probe=probe, data_docs=not args.no_data_docs)
+    except UsageError as e:
+        print(f"tasksieve: error: {e}", file=sys.stderr)
+        return 2
+    return 0 if summary["acceptable"] else 1
 
 
 if __name__ == "__main__":

@@ -90,6 +90,8 @@ def test_validate_is_lenient_where_intent_is_clear():
     assert task["task_id"] == "7" and task["answer"] == "4" and task["domain"] == "math"
     assert task["expert_minutes"] == 3.5
     assert task["source"] == "vendor_x" and task["batch_id"] == "vendor_x"  # named after the file
+    task, why = validate_row(_raw(dict(GOOD, domain=None)), max_field_chars=1000)  # Parquet writes null
+    assert why is None and task["domain"] == "math"
     assert json.loads(task["meta"]) == {"extra": {"vendor_difficulty": "easy"}}  # unknown columns kept
 
 

@@ -98,7 +98,9 @@ def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | No
             raise RowError("field 'prompt' is missing or empty")
         if task["task_id"] is None or not task["task_id"].strip():
             raise RowError("field 'task_id' is missing or empty")
-        domain = rec.get("domain", "math" if "answer" in rec else None)
+        domain = rec.get("domain")
+        if domain is None and rec.get("answer") is not None:
+            domain = "math"  # a missing or null domain with an answer: a math task
         if domain not in DOMAINS:
             raise RowError(f"field 'domain' is {domain!r}; expected one of {', '.join(DOMAINS)}")
         task["domain"] = domain

@@ -1,0 +1,206 @@
+"""`tasksieve validate`: is a vendor's delivery acceptable under a profile,
+and why not?
+
+Plain Python, no Beam graph: a delivery is small, and a vendor runs this on
+a laptop before sending it. Everything that can fail cheaply (inputs,
+profile, probe model) fails first, as a UsageError (exit 2). Then:
+
+  read + Task contract -> GX field expectations -> hash -> duplicates
+  (within, against the pool) -> contamination -> verifier sanity
+  -> optional difficulty probe -> summary.json, report.html, data_docs/,
+  terminal table ending in the verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from tasksieve import __version__
+from tasksieve.pipeline.validation_report import render_html, render_table
+from tasksieve.schemas.config import ConfigError, RunConfig
+from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
+from tasksieve.transforms import delivery_checks as dc
+from tasksieve.transforms.normalize import with_hash
+from tasksieve.transforms.read import InputError, expand_inputs
+from tasksieve.transforms.verifiers import verifier_for
+
+FIELD_CHECKS = {
+    "schema": "rows unreadable, breaking the Task contract, or failing a field expectation "
+              "(types, required fields per domain, lengths, unique task_id, allowed domain)",
+    "license": "rows without an allowed license",
+    "ranges": "rows with expert_minutes or expert_cost_usd outside the plausible range",
+    "dates": "rows whose created_at is not an ISO 8601 date in the plausible range",
+}
+
+NOTES = [
+    "Code tasks: `tests` and `reference_solution` are compiled, never executed; running vendor code "
+    "needs the sandbox that arrives with the code verifier in a later release.",
+    "Duplicates are exact after normalisation (Unicode NFKC, case, whitespace, punctuation spacing); "
+    "paraphrases are not detected.",
+    "Contamination is checked on prompts, by word n-grams against the benchmarks the profile names.",
+]
+
+
+class UsageError(Exception):
+    """Bad inputs or settings; one line for a person, exit 2."""
+
+
+@dataclass
+class ProbeSpec:
+    model: str  # a Hugging Face model folder, or "default" for the bundled SmolLM2
+    k: int
+    config: RunConfig  # sampling and model settings (mode is forced to fixed, k to `k`)
+
+
+def prepare(deliveries: list[str], against: list[str] | None, profile_path: str | None) -> tuple:
+    """Resolve inputs and the profile, or raise UsageError."""
+    try:
+        paths = expand_inputs(deliveries)
+        pool_paths = expand_inputs(against) if against else None
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    try:
+        profile = load_profile(profile_path)
+    except ProfileError as e:
+        raise UsageError(str(e)) from None
+    return paths, pool_paths, profile
+
+
+def _probe_backend(spec: ProbeSpec):
+    """(backend factory, model_id) for the probe; a model that is not there
+    is a usage error, found before any check runs."""
+    from tasksieve.pipeline.run import RunError, resolve_model
+    from tasksieve.transforms.backends import get_backend
+
+    cfg = spec.config
+    cfg.model.path = None if spec.model == "default" else spec.model
+    try:
+        model_path, model_id = resolve_model(cfg)
+    except RunError as e:
+        raise UsageError(str(e)) from None
+    return functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model), model_id
+
+
+def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation", against: list[str] | None = None,
+                      profile_path: str | None = None, probe: ProbeSpec | None = None,
+                      backend_factory: Callable | None = None, data_docs: bool = True, echo: bool = True) -> dict:
+    """Run every check and write the outputs; returns the summary dict.
+    `backend_factory` replaces the probe's engine (tests use a scripted one)."""
+    paths, pool_paths, profile = prepare(deliveries, against, profile_path)
+    if probe is not None:
+        if probe.k < 1:
+            raise UsageError("--probe-k must be at least 1")
+        probe.config.sampling.mode = "fixed"  # the shares must not depend on early stopping
+        probe.config.sampling.k = probe.k
+        if backend_factory is None:
+            backend_factory, _ = _probe_backend(probe)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create output folder {out}: {e}") from None
+
+    f, th = profile.fields, profile.thresholds
+    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars)
+    tasks = [with_hash(t) for t in tasks]
+    gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
+    checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
+    checks.append(dc.duplicates_within(tasks, th.max_duplicate_rate))
+    pool = unusable = None
+    if pool_paths is not None:
+        pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
+    checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate))
+    checks.append(_contamination(tasks, profile))
+    checks.append(dc.verifier_sanity(tasks, th.max_broken_verifiers))
+    if probe is not None:
+        checks.append(_probe(tasks, checks, probe, backend_factory, th.min_learnable_share))
+
+    failed = [c["name"] for c in checks if c["status"] == "fail"]
+    summary = {
+        "verdict": "ACCEPTABLE" if not failed else "NOT ACCEPTABLE",
+        "acceptable": not failed,
+        "failed_checks": failed,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tasksieve_version": __version__,
+        "delivery": {"inputs": paths, "rows_read": len(raws),
+                     "rows_parsed": sum(1 for r in raws if r.get("record") is not None),
+                     "valid_tasks": len(tasks), "domains": _count(t["domain"] for t in tasks)},
+        "against": pool_paths,
+        "profile": {"path": str(profile_path or default_profile_path()), **profile.model_dump(mode="json")},
+        "checks": checks,
+        "expectations": gx["results"],
+        "data_docs": gx["data_docs"],
+        "notes": NOTES + [f"Data Docs: {gx['data_docs']['note']}"],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
+                                      encoding="utf-8")
+    (out / "report.html").write_text(render_html(summary), encoding="utf-8")
+    if echo:
+        print(render_table(summary, out))
+    return summary
+
+
+def _count(values) -> dict:
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _run_gx(raws: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
+    from tasksieve.schemas.expectations import run_expectations
+
+    # pandas' and GX's warnings are noise in a vendor's terminal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return run_expectations(raws, profile, docs_dir)
+        except Exception as e:
+            if docs_dir is None:
+                raise
+            # Data Docs are a convenience: if GX cannot build them, say why and validate without.
+            res = run_expectations(raws, profile, None)
+            res["data_docs"] = {"built": False, "index": None,
+                                "note": f"GX could not build Data Docs: {type(e).__name__}: {e}"[:300]}
+            return res
+
+
+def _contamination(tasks: list[dict], profile: Profile) -> dict:
+    from tasksieve.transforms.decontaminate import get_index
+
+    d = profile.decontam
+    try:
+        index = get_index(d.ngram, list(d.benchmarks), list(d.extra_paths))
+    except (ValueError, OSError) as e:
+        raise UsageError(f"profile decontam: {e}") from None
+    return dc.contamination(tasks, index, list(d.benchmarks) + [Path(p).stem for p in d.extra_paths],
+                            profile.thresholds.max_contaminated)
+
+
+def _probe(tasks: list[dict], checks: list[dict], probe: ProbeSpec, backend_factory, min_share: float) -> dict:
+    """Probe the tasks a buyer would actually sample: verifiable, and not a
+    duplicate, contaminated or broken (those fail their own checks)."""
+    from tasksieve.pipeline.run import make_plan, new_run_id
+
+    excluded = {o["where"] for c in checks if c["name"] in
+                ("duplicates_within", "duplicates_against_pool", "contamination", "verifier_sanity")
+                for o in c["offenders"]}
+    eligible = [t for t in tasks if verifier_for(t["domain"]) is not None and dc.where(t) not in excluded]
+    backend = backend_factory()
+    plan = make_plan(probe.config, "probe-" + new_run_id(), backend.model_id)
+    return dc.learnable_share(eligible, backend, plan, min_share, not_probed=len(tasks) - len(eligible))
+
+
+def load_run_config(path: str | None) -> RunConfig:
+    from tasksieve.schemas.config import load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None

@@ -1,0 +1,243 @@
+"""Field expectations for a vendor delivery, as a great-expectations suite.
+
+The suite is built from the acceptance profile (schemas/profile.py), so the
+buyer's thresholds and the checks that enforce them live in one place, next
+to the other contracts. Each expectation carries `meta.check`, the summary
+check it counts towards (schema, license, ranges, dates), and `meta.why`, a
+sentence for the report.
+
+GX validates a pandas DataFrame with one row per parsed record (see
+`delivery_frame`). Not SQL: GX's SQL path does not work on DuckDB. The
+context is ephemeral (in memory, nothing written but the Data Docs we ask
+for) and analytics are switched off before GX is imported: no network.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from tasksieve.schemas.profile import Profile
+from tasksieve.schemas.records import DOMAINS
+from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN
+
+# Columns of the frame GX sees. `row_ref` ("file:line") is how GX names the
+# offending rows back to us (unexpected_index_column_names).
+TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",
+                "license", "created_at")
+ROW_REF = "row_ref"
+# ISO 8601 date, optionally with a time and a zone: 2026-10-01, 2026-10-01T09:00:00Z,
+# 2026-10-01 09:00:00.123+02:00.
+ISO_DATE = r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
+_ISO = re.compile(ISO_DATE)
+
+CHECKS = ("schema", "license", "ranges", "dates")
+
+
+def _gx():
+    # GX reads this at import; it would otherwise try to post usage events.
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    import great_expectations as gx
+
+    return gx
+
+
+def delivery_frame(raw_rows: list[dict]):
+    """One DataFrame row per parsed record (unparseable rows have no fields
+    to check; the contract check reports them). Text columns stay `object`
+    with the values as delivered, so type expectations see a 5 where a
+    string belongs; amounts are coerced to numbers for the range checks
+    (a non-numeric amount is the contract check's to report)."""
+    import pandas as pd
+
+    recs = [r for r in raw_rows if r.get("record") is not None]
+    cols: dict[str, list] = {ROW_REF: [f"{r['source_file']}:{r['line']}" for r in recs]}
+    for name in TEXT_COLUMNS:
+        cols[name] = [r["record"].get(name) for r in recs]
+    # validate_row's defaults, so both judge the same row: no domain means math
+    # when there is an answer; a numeric answer is its text.
+    cols["domain"] = [r["record"].get("domain", "math" if "answer" in r["record"] else None) for r in recs]
+    cols["answer"] = [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in cols["answer"]]
+    cols["rubric"] = [_rubric_text(r["record"].get("rubric")) for r in recs]
+    # How many criteria have text: a rubric of blanks cannot grade anything.
+    cols["rubric_criteria"] = [_criteria(r["record"].get("rubric")) for r in recs]
+    frame = pd.DataFrame({k: pd.Series(v, dtype=object) for k, v in cols.items()})
+    for name in ("expert_minutes", "expert_cost_usd"):
+        frame[name] = pd.to_numeric(pd.Series([r["record"].get(name) for r in recs], dtype=object), errors="coerce")
+    # The calendar day of created_at, for the plausible-date range. GX's
+    # between compares datetimes, not ISO strings (it raises on str bounds).
+    frame["created_day"] = pd.to_datetime(pd.Series(
+        [v[:10] if isinstance(v, str) and _ISO.match(v) else None for v in cols["created_at"]], dtype=object),
+        errors="coerce")
+    return frame
+
+
+def _criteria(value):
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else [value]
+    return sum(1 for c in items if isinstance(c, str) and c.strip())
+
+
+def _rubric_text(value):
+    # GX cannot hash lists; the criteria travel as JSON text.
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value
+
+
+def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
+    """The expectation suite for `profile` (not yet added to a context)."""
+    gx = _gx()
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
+    f = profile.fields
+    suite = gx.ExpectationSuite(name=name)
+
+    def add(exp_cls, check: str, why: str, **kwargs):
+        suite.add_expectation(exp_cls(meta={"check": check, "why": why}, **kwargs))
+
+    # Schema and types.
+    for col in ("task_id", "prompt"):
+        add(gxe.ExpectColumnValuesToNotBeNull, "schema", f"every row has a {col}", column=col)
+    add(gxe.ExpectColumnValuesToBeInTypeList, "schema", "task_id is text (or an integer)",
+        column="task_id", type_list=["str", "int"])
+    for col in ("prompt", "answer", "tests", "entry_point", "reference_solution", "license", "created_at"):
+        add(gxe.ExpectColumnValuesToBeInTypeList, "schema", f"{col} is text", column=col, type_list=["str"])
+    add(gxe.ExpectColumnValuesToBeUnique, "schema", "task_id is unique within the delivery", column="task_id")
+    add(gxe.ExpectColumnValuesToNotBeNull, "schema", "every row names its domain (or has an answer: math)",
+        column="domain")
+    add(gxe.ExpectColumnValuesToBeInSet, "schema", f"domain is one of {', '.join(f.allowed_domains)}",
+        column="domain", value_set=list(f.allowed_domains))
+    # Required fields per domain: present and not blank.
+    for domain in DOMAINS:
+        for col in REQUIRED_BY_DOMAIN[domain]:
+            cond = Column("domain") == domain
+            add(gxe.ExpectColumnValuesToNotBeNull, "schema", f"a {domain} task has '{col}'",
+                column=col, row_condition=cond, condition_parser="pandas")
+            if col == "rubric":
+                add(gxe.ExpectColumnValuesToBeBetween, "schema", "a rubric task has a criterion with text",
+                    column="rubric_criteria", min_value=1, row_condition=cond, condition_parser="pandas")
+            else:
+                add(gxe.ExpectColumnValuesToMatchRegex, "schema", f"a {domain} task's '{col}' is not blank",
+                    column=col, regex=r"\S", row_condition=cond, condition_parser="pandas")
+    # Non-empty and bounded lengths.
+    add(gxe.ExpectColumnValueLengthsToBeBetween, "schema",
+        f"prompt is {f.min_prompt_chars}..{f.max_prompt_chars} characters",
+        column="prompt", min_value=f.min_prompt_chars, max_value=f.max_prompt_chars)
+    for col in ("answer", "tests", "reference_solution", "rubric"):
+        add(gxe.ExpectColumnValueLengthsToBeBetween, "schema", f"{col} is at most {f.max_field_chars} characters",
+            column=col, min_value=0, max_value=f.max_field_chars)
+
+    # Licenses.
+    if f.require_license:
+        add(gxe.ExpectColumnValuesToNotBeNull, "license", "every row names its license", column="license")
+    add(gxe.ExpectColumnValuesToBeInSet, "license", f"license is one of {', '.join(f.allowed_licenses)}",
+        column="license", value_set=list(f.allowed_licenses))
+
+    # Plausible effort and price.
+    add(gxe.ExpectColumnValuesToBeBetween, "ranges",
+        f"expert_minutes is {f.expert_minutes_min:g}..{f.expert_minutes_max:g}",
+        column="expert_minutes", min_value=f.expert_minutes_min, max_value=f.expert_minutes_max)
+    add(gxe.ExpectColumnValuesToBeBetween, "ranges",
+        f"expert_cost_usd is {f.expert_cost_usd_min:g}..{f.expert_cost_usd_max:g}",
+        column="expert_cost_usd", min_value=f.expert_cost_usd_min, max_value=f.expert_cost_usd_max)
+
+    # Dates: ISO 8601, not before the profile's earliest day, not in the future.
+    earliest = datetime.combine(f.earliest_created_at, datetime.min.time())
+    latest = datetime.combine(date.today() + timedelta(days=1), datetime.min.time())  # a day of slack for time zones
+    add(gxe.ExpectColumnValuesToMatchRegex, "dates", "created_at is an ISO 8601 date", column="created_at",
+        regex=ISO_DATE)
+    add(gxe.ExpectColumnValuesToBeBetween, "dates",
+        f"created_at is between {f.earliest_created_at.isoformat()} and today",
+        column="created_day", min_value=earliest, max_value=latest)
+    return suite
+
+
+def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
+    """Validate the delivery's parsed rows with GX.
+
+    Returns {"results": [per expectation: expectation, column, check, why,
+    success, unexpected_count, row_refs, error], "data_docs": {built, index,
+    note}}. With `docs_dir`, GX's Data Docs are built there."""
+    gx = _gx()
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    frame = delivery_frame(raw_rows)
+    logging.disable(logging.INFO)  # GX announces its temp docs folder at INFO: noise for a vendor
+    try:
+        ctx = gx.get_context(mode="ephemeral")
+    finally:
+        logging.disable(logging.NOTSET)
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    # The ephemeral context makes a temp-dir docs site of its own; we build
+    # ours where the user asked, so drop that one (and its folder).
+    for name, cfg in list((ctx.variables.data_docs_sites or {}).items()):
+        base = (cfg.get("store_backend") or {}).get("base_directory")
+        ctx.delete_data_docs_site(name)
+        if base and Path(base).is_dir() and Path(base).parent == Path(tempfile.gettempdir()):
+            shutil.rmtree(base, ignore_errors=True)
+    suite = ctx.suites.add(build_suite(profile))
+    batch_def = (ctx.data_sources.add_pandas("delivery").add_dataframe_asset("rows")
+                 .add_batch_definition_whole_dataframe("whole_delivery"))
+    vdef = ctx.validation_definitions.add(gx.ValidationDefinition(name="delivery", data=batch_def, suite=suite))
+    actions, site = [], "tasksieve"
+    if docs_dir is not None:
+        ctx.add_data_docs_site(site_name=site, site_config={
+            "class_name": "SiteBuilder",
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+        })
+        actions.append(UpdateDataDocsAction(name="data_docs", site_names=[site]))
+    checkpoint = ctx.checkpoints.add(gx.Checkpoint(
+        name="delivery", validation_definitions=[vdef], actions=actions,
+        # COMPLETE + an index column: GX names every offending row, not a sample.
+        result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [ROW_REF]},
+    ))
+    docs = {"built": False, "index": None, "note": "not requested"}
+    if len(frame) == 0:
+        return {"results": [], "data_docs": dict(docs, note="no parsed rows: nothing for GX to validate")}
+    run = checkpoint.run(batch_parameters={"dataframe": frame})
+    results = []
+    for vr in run.run_results.values():
+        for r in vr.results:
+            cfg = r.expectation_config
+            error = _exception_message(r.exception_info)
+            index_list = r.result.get("unexpected_index_list") or []
+            results.append({
+                "expectation": cfg.type, "column": cfg.kwargs.get("column"),
+                "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
+                "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
+                "row_refs": [i[ROW_REF] for i in index_list if isinstance(i, dict) and ROW_REF in i],
+                # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
+                "error": error,
+            })
+    if docs_dir is not None:
+        index = Path(docs_dir) / "index.html"
+        if index.is_file():
+            docs = {"built": True, "index": str(index),
+                    "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
+                            "so without a network they open unstyled (the content is all there)"}
+        else:
+            docs = {"built": False, "index": None, "note": "GX did not write Data Docs (no index.html)"}
+    return {"results": results, "data_docs": docs}
+
+
+def _exception_message(info) -> str | None:
+    """GX's exception_info is flat, or keyed by metric id; either way the
+    first raised exception's message, or None."""
+    if not info:
+        return None
+    items = [info] if "raised_exception" in info else [v for v in info.values() if isinstance(v, dict)]
+    for item in items:
+        if item.get("raised_exception"):
+            return str(item.get("exception_message") or "GX raised an exception")[:300]
+    return None

@@ -1,0 +1,215 @@
+"""The content checks of `tasksieve validate`, Beam-free, built from the
+pipeline's own stage functions so a delivery is judged exactly as the
+pipeline would treat it.
+
+Every check returns the same shape, which the summary, the report and the
+terminal table all print:
+
+    {"name", "description", "observed", "threshold", "status": pass|fail|skipped,
+     "offenders": [{"task_id", "where" ("file:line"), "reason", ...evidence}], "details": {...}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+
+from tasksieve.transforms.decontaminate import BenchmarkIndex
+from tasksieve.transforms.decontaminate import check_task as decontam_check
+from tasksieve.transforms.dedup_exact import pick_survivor
+from tasksieve.transforms.normalize import with_hash
+from tasksieve.transforms.read import read_source
+from tasksieve.transforms.validate import validate_row
+from tasksieve.transforms.verifier_sanity import check_verifier
+
+
+def where(row: dict) -> str:
+    return f"{row['source_file']}:{row['line']}"
+
+
+def raw_task_id(raw: dict) -> str | None:
+    tid = (raw.get("record") or {}).get("task_id")
+    return str(tid) if isinstance(tid, (str, int)) and not isinstance(tid, bool) else None
+
+
+def offender(task_id, loc: str, reason: str, **evidence) -> dict:
+    return {"task_id": task_id, "where": loc, "reason": reason, **evidence}
+
+
+def check(name: str, description: str, observed, threshold: str, passed: bool | None, offenders: list[dict],
+          **details) -> dict:
+    status = "skipped" if passed is None else ("pass" if passed else "fail")
+    return {"name": name, "description": description, "observed": observed, "threshold": threshold,
+            "status": status, "offenders": offenders, "details": details}
+
+
+def rate(n: int, total: int) -> float:
+    return round(n / total, 4) if total else 0.0
+
+
+# --- reading and the Task contract -------------------------------------------------------
+
+# A contract failure about a date or an amount is reported under that check,
+# not under `schema`, so each problem is counted once and named for what it is.
+_FIELD_CHECK = {"created_at": "dates", "expert_minutes": "ranges", "expert_cost_usd": "ranges"}
+_FIELD = re.compile(r"field '(\w+)'")
+
+
+def read_delivery(paths: list[str], max_row_bytes: int, max_field_chars: int) -> tuple[list, list, list]:
+    """(raw rows, valid tasks, contract failures). A row that cannot be read
+    or breaks the Task contract (validate_row) is a failure with its
+    file:line and reason, and the `check` it counts towards; it never
+    raises."""
+    raws, tasks, failures = [], [], []
+    for path in paths:
+        for raw in read_source(path, max_row_bytes):
+            raws.append(raw)
+            task, reason = validate_row(raw, max_field_chars)
+            if task is not None:
+                tasks.append(task)
+                continue
+            m = _FIELD.search(reason)
+            kind = _FIELD_CHECK.get(m.group(1), "schema") if m and not raw.get("error") else "schema"
+            failures.append(offender(raw_task_id(raw), where(raw), reason, check=kind,
+                                     stage="read" if raw.get("error") else "validate"))
+    return raws, tasks, failures
+
+
+def read_pool(paths: list[str], max_row_bytes: int, max_field_chars: int) -> tuple[dict, int]:
+    """content_hash -> (task_id, file:line) of the buyer's pool, and how many
+    pool rows could not be used (they cannot match anything)."""
+    hashes, unusable = {}, 0
+    for path in paths:
+        for raw in read_source(path, max_row_bytes):
+            task, _ = validate_row(raw, max_field_chars)
+            if task is None:
+                unusable += 1
+                continue
+            t = with_hash(task)
+            hashes.setdefault(t["content_hash"], (t["task_id"], where(t)))
+    return hashes, unusable
+
+
+# --- duplicates ----------------------------------------------------------------------------
+
+def duplicates_within(tasks: list[dict], max_rate: float) -> dict:
+    """Copies of another task of the delivery (same normalised prompt +
+    reference), by the pipeline's survivor rule: every copy but one counts."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for t in tasks:
+        groups[t["content_hash"]].append(t)
+    offenders = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keep, dropped = pick_survivor(group)
+        for d in dropped:
+            offenders.append(offender(d["task_id"], where(d), f"same prompt and reference as {keep['task_id']} "
+                                      f"({where(keep)})", duplicate_of=keep["task_id"], duplicate_of_where=where(keep)))
+    observed = rate(len(offenders), len(tasks))
+    return check("duplicates_within", "tasks repeating another task of this delivery (normalised prompt + reference)",
+                 observed, f"<= {max_rate}", observed <= max_rate, offenders, duplicates=len(offenders),
+                 valid_tasks=len(tasks))
+
+
+def duplicates_against_pool(tasks: list[dict], pool: dict | None, pool_unusable: int, max_rate: float) -> dict:
+    name, desc = "duplicates_against_pool", "tasks already in the buyer's pool (--against)"
+    if pool is None:
+        return check(name, desc, None, f"<= {max_rate}", None, [], why="no --against pool given")
+    offenders = [
+        offender(t["task_id"], where(t), f"already in the pool as {pool[t['content_hash']][0]} "
+                 f"({pool[t['content_hash']][1]})", duplicate_of=pool[t["content_hash"]][0],
+                 duplicate_of_where=pool[t["content_hash"]][1])
+        for t in tasks if t["content_hash"] in pool
+    ]
+    observed = rate(len(offenders), len(tasks))
+    return check(name, desc, observed, f"<= {max_rate}", observed <= max_rate, offenders,
+                 in_pool=len(offenders), pool_tasks=len(pool), pool_rows_unusable=pool_unusable)
+
+
+# --- contamination and verifiers ---------------------------------------------------------------
+
+def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str], max_n: int) -> dict:
+    offenders = []
+    for t in tasks:
+        dropped = decontam_check(t, index)
+        if dropped is not None:
+            ev = json.loads(dropped["drop_detail"])
+            offenders.append(offender(t["task_id"], where(t), f"shares {ev['n']} words with {ev['benchmark']} "
+                                      f"item {ev['benchmark_item']}: \"{ev['ngram']}\"", **ev))
+    return check("contamination", f"tasks sharing a {index.n}-word n-gram with a benchmark "
+                 f"({', '.join(benchmarks) or 'none'})", len(offenders), f"<= {max_n}", len(offenders) <= max_n,
+                 offenders, benchmark_items=index.items)
+
+
+def verifier_sanity(tasks: list[dict], max_n: int) -> dict:
+    offenders, compiled_only = [], 0
+    for t in tasks:
+        verdict = check_verifier(t)
+        compiled_only += int(t["domain"] == "code")
+        if verdict["broken"]:
+            offenders.append(offender(t["task_id"], where(t), "; ".join(verdict["problems"]), domain=t["domain"]))
+    return check("verifier_sanity", "tasks whose verifier cannot tell a right answer from a null one "
+                 "(code: compiled, not run)", len(offenders), f"<= {max_n}", len(offenders) <= max_n, offenders,
+                 code_tasks_compiled_not_executed=compiled_only)
+
+
+# --- field expectations (GX) -----------------------------------------------------------------
+
+def field_checks(gx_results: list[dict], contract_failures: list[dict], raws: list[dict], max_failures: int,
+                 descriptions: dict[str, str]) -> list[dict]:
+    """One check per GX check group (schema, license, ranges, dates): the
+    rows failing any of its expectations, plus the contract failures routed
+    to it. `observed` counts distinct rows."""
+    ids = {where(r): raw_task_id(r) for r in raws}
+    out = []
+    for name, desc in descriptions.items():
+        offenders = [dict(f) for f in contract_failures if f["check"] == name]
+        for res in gx_results:
+            if res["check"] != name or res["success"]:
+                continue
+            if res["error"]:
+                offenders.append(offender(None, "(whole delivery)", f"{res['why']}: GX could not evaluate it: "
+                                          f"{res['error']}", expectation=res["expectation"]))
+            for ref in res["row_refs"]:
+                offenders.append(offender(ids.get(ref), ref, f"expected: {res['why']}",
+                                          expectation=res["expectation"], column=res["column"]))
+        rows = len({o["where"] for o in offenders})
+        out.append(check(name, desc, rows, f"<= {max_failures}", rows <= max_failures, offenders,
+                         expectations=[r["why"] for r in gx_results if r["check"] == name]))
+    return out
+
+
+# --- difficulty probe ------------------------------------------------------------------------
+
+def learnable_share(tasks: list[dict], backend, plan, min_share: float, not_probed: int) -> dict:
+    """Sample plan.k attempts per task (fixed mode) with the pipeline's
+    sampler and verifiers; the share of learnable tasks and what it cost in
+    tokens. `tasks` are the ones a verifier can judge and that passed the
+    other content checks; `not_probed` counts the rest (for the report)."""
+    from tasksieve.transforms.sample import sample_tasks
+
+    name, desc = "learnable_share", f"share of probed tasks that are learnable with {plan.model_id}, k={plan.k}"
+    statuses: dict[str, int] = {"learnable": 0, "all_pass": 0, "all_fail": 0}
+    prompt_tokens = completion_tokens = attempts = 0
+    offenders = []
+    for kind, row in sample_tasks(tasks, backend, plan):
+        if kind == "attempt":
+            attempts += 1
+            prompt_tokens += row["prompt_tokens"] or 0
+            completion_tokens += row["completion_tokens"] or 0
+            continue
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        if row["status"] != "learnable":
+            offenders.append(offender(row["task_id"], where(row), f"{row['status']}: {row['n_pass']} of "
+                                      f"{row['n_attempts']} attempts passed", status=row["status"]))
+    probed = sum(statuses.values())
+    shares = {k: rate(v, probed) for k, v in statuses.items()}
+    details = dict(model_id=plan.model_id, k=plan.k, probed=probed, not_probed=not_probed, counts=statuses,
+                   shares=shares, attempts=attempts, prompt_tokens=prompt_tokens,
+                   completion_tokens=completion_tokens)
+    if probed == 0:
+        return check(name, desc, None, f">= {min_share}", None, [], why="no task could be probed", **details)
+    observed = shares["learnable"]
+    return check(name, desc, observed, f">= {min_share}", observed >= min_share, offenders, **details)
