@@ -171,5 +171,6 @@ def summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"all_fail {fig['all_fail']} + dropped {fig['dropped']} + quarantined {fig['quarantined']}  OK",
         "",
         f"outputs in {out}: learnable.parquet results.parquet attempts.parquet quarantine.parquet costs.parquet curation.duckdb",
+        f"where the money went: tasksieve report {out}",
     ]
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tasksieve.schemas.profile import Profile
 from tasksieve.schemas.records import DOMAINS
-from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN
+from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN, declared_domain
 
 # Columns of the frame GX sees. `row_ref` ("file:line") is how GX names the
 # offending rows back to us (unexpected_index_column_names).
@@ -62,7 +62,7 @@ def delivery_frame(raw_rows: list[dict]):
         cols[name] = [r["record"].get(name) for r in recs]
     # validate_row's defaults, so both judge the same row: no domain means math
     # when there is an answer; a numeric answer is its text.
-    cols["domain"] = [r["record"].get("domain", "math" if "answer" in r["record"] else None) for r in recs]
+    cols["domain"] = [declared_domain(r["record"]) for r in recs]
     cols["answer"] = [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in cols["answer"]]
     cols["rubric"] = [_rubric_text(r["record"].get("rubric")) for r in recs]
     # How many criteria have text: a rubric of blanks cannot grade anything.

@@ -9,4 +9,6 @@ out=${DEMO_OUT:-demo-out}
 .venv/bin/tasksieve sample-data "$out/sample" >/dev/null
 .venv/bin/tasksieve run --input "$out/sample/deliveries" --out "$out" ${DEMO_ARGS:-}
 echo
+.venv/bin/tasksieve report "$out"
+echo
 echo "query it:  .venv/bin/python -c \"import duckdb; print(duckdb.connect('$out/curation.duckdb').sql('select * from funnel'))\""

@@ -90,9 +90,9 @@ def test_validate_is_lenient_where_intent_is_clear():
     assert task["task_id"] == "7" and task["answer"] == "4" and task["domain"] == "math"
     assert task["expert_minutes"] == 3.5
     assert task["source"] == "vendor_x" and task["batch_id"] == "vendor_x"  # named after the file
+    assert json.loads(task["meta"]) == {"extra": {"vendor_difficulty": "easy"}}  # unknown columns kept
     task, why = validate_row(_raw(dict(GOOD, domain=None)), max_field_chars=1000)  # Parquet writes null
     assert why is None and task["domain"] == "math"
-    assert json.loads(task["meta"]) == {"extra": {"vendor_difficulty": "easy"}}  # unknown columns kept
 
 
 def test_read_errors_pass_through_validate_as_read_stage():

@@ -86,6 +86,16 @@ def _as_rubric(value, max_chars: int) -> list[str] | None:
     return value
 
 
+def declared_domain(rec: dict):
+    """The row's domain. A missing or null one (Parquet writes null for a
+    column a row does not use) in a row with an answer field is math, so
+    the row is then judged as a math task ("math task has no 'answer'")."""
+    domain = rec.get("domain")
+    if domain is None and "answer" in rec:
+        return "math"
+    return domain
+
+
 def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | None]:
     """(task, None) for a usable row, (None, reason) for one to quarantine."""
     if raw.get("error"):
@@ -98,9 +108,7 @@ def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | No
             raise RowError("field 'prompt' is missing or empty")
         if task["task_id"] is None or not task["task_id"].strip():
             raise RowError("field 'task_id' is missing or empty")
-        domain = rec.get("domain")
-        if domain is None and rec.get("answer") is not None:
-            domain = "math"  # a missing or null domain with an answer: a math task
+        domain = declared_domain(rec)
         if domain not in DOMAINS:
             raise RowError(f"field 'domain' is {domain!r}; expected one of {', '.join(DOMAINS)}")
         task["domain"] = domain
