@@ -8,11 +8,12 @@ spent, with one line that names the field (see `load_config`).
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasksieve.schemas.toml_files import load_toml_model
 
 
 class _Section(BaseModel):
@@ -108,19 +109,4 @@ class ConfigError(Exception):
 def load_config(path: str | Path | None) -> RunConfig:
     if path is None:
         return RunConfig()
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read config {p}: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config {p} is not valid TOML: {e}") from None
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise ConfigError(f"config {p}: {where}: {first['msg']}{more}") from None
+    return load_toml_model(Path(path), RunConfig, "config", ConfigError)

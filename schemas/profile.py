@@ -9,14 +9,14 @@ person (ProfileError), raised before anything is read.
 
 from __future__ import annotations
 
-import tomllib
 from datetime import date
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasksieve.schemas.records import DOMAINS
+from tasksieve.schemas.toml_files import load_toml_model
 
 
 class _Section(BaseModel):
@@ -82,18 +82,4 @@ def default_profile_path() -> Path:
 def load_profile(path: str | Path | None) -> Profile:
     """The profile at `path`; None or "default" is the bundled default."""
     p = default_profile_path() if path in (None, "default") else Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProfileError(f"profile not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProfileError(f"cannot read profile {p}: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileError(f"profile {p} is not valid TOML: {e}") from None
-    try:
-        return Profile.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise ProfileError(f"profile {p}: {where}: {first['msg']}{more}") from None
+    return load_toml_model(p, Profile, "profile", ProfileError)

@@ -11,14 +11,14 @@ with no rate fails when the run starts, before anything is sampled.
 from __future__ import annotations
 
 import json
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasksieve.schemas.config import ConfigError
+from tasksieve.schemas.toml_files import load_toml_model
 
 DEFAULT_RATES = "rates.default.toml"
 
@@ -91,24 +91,6 @@ class Rates(_Strict):
 
 
 def load_rates(path: str | Path | None = None) -> Rates:
-    if path is None:
-        text, label = resources.files("tasksieve.schemas").joinpath(DEFAULT_RATES).read_text(encoding="utf-8"), DEFAULT_RATES
-    else:
-        label = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"rates file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"cannot read rates file {path}: {e}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"rates {label} is not valid TOML: {e}") from None
-    try:
-        return Rates.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise ConfigError(f"rates {label}: {where}: {first['msg']}{more}") from None
+    """The rates at `path`; None is the bundled rates.default.toml."""
+    p = Path(str(resources.files("tasksieve.schemas").joinpath(DEFAULT_RATES))) if path is None else Path(path)
+    return load_toml_model(p, Rates, "rates", ConfigError)

@@ -3,9 +3,7 @@ all raised before any model is loaded or any money is spent."""
 
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
