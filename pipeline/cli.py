@@ -43,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
     r.add_argument("--sampling", choices=["sequential", "fixed"], help="sampling mode (default sequential)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
-    r.add_argument("--runner", help="Beam runner (default inprocess: this process, no network)")
+    r.add_argument("--runner", help="Beam runner: inprocess (default: this process, no network), dask, "
+                                    "or any Beam runner name with its options")
+    r.add_argument("--dask-address", metavar="ADDR", help="with --runner dask: an existing Dask scheduler")
+    r.add_argument("--dask-workers", type=int, default=2, metavar="N",
+                   help="with --runner dask and no address: a local cluster of N worker processes (default 2)")
 
     rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
     rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
@@ -116,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.k < 1:
                 raise ConfigError("-k must be at least 1")
             cfg.sampling.k = args.k
-        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates)
+        if args.dask_workers < 1:
+            raise ConfigError("--dask-workers must be at least 1")
+        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
+            dask_address=args.dask_address, dask_workers=args.dask_workers)
     except (ConfigError, RunError) as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1

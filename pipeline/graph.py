@@ -19,7 +19,8 @@ import apache_beam as beam
 
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates
-from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA, conform
+from tasksieve.pipeline.staging import WriteStaged, write_count
+from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends import Backend
 from tasksieve.transforms.costs import CostRows
 from tasksieve.transforms.decontaminate import Decontaminate
@@ -56,14 +57,7 @@ ROWS_READ_FILE = "rows_read.txt"
 
 
 def _write(pcoll, name: str, staging_dir: str):
-    schema = STAGED[name]
-    return (
-        pcoll
-        | f"Conform{name}" >> beam.Map(conform, schema)
-        | f"Write{name}" >> beam.io.WriteToParquet(
-            str(Path(staging_dir) / name / "part"), schema, file_name_suffix=".parquet"
-        )
-    )
+    return pcoll | f"Write{name}" >> WriteStaged(str(Path(staging_dir) / name), STAGED[name])
 
 
 def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend]) -> None:
@@ -74,8 +68,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     rows_read = (
         raw
         | "CountRead" >> beam.combiners.Count.Globally()
-        | "RowsReadText" >> beam.Map(str)
-        | "WriteRowsRead" >> beam.io.WriteToText(str(Path(spec.staging_dir) / ROWS_READ_FILE), shard_name_template="")
+        | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_READ_FILE))
     )
     tasks, quarantined = raw | "Validate" >> ValidateRows(cfg.limits.max_field_chars)
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q: dict(q, run_id=run_id))
@@ -86,7 +79,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
     )
     classified, attempts, unsampled = clean | "Sample" >> SampleAndClassify(
-        spec.plan, backend_factory, cfg.sampling.tasks_per_batch
+        spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups
     )
 
     dropped = (

@@ -7,6 +7,7 @@ checked before the first attempt is generated, and each failure is one line.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -33,6 +34,7 @@ from tasksieve.transforms.sample import SamplePlan
 from tasksieve.transforms.sampling_policy import sampler_key
 
 IN_PROCESS = "inprocess"
+DASK = "dask"
 
 
 class RunError(Exception):
@@ -82,12 +84,35 @@ def _runner(name: str | None):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
         return FnApiRunner()
+    if name == DASK:
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+
+        return DaskRunner()
     return name
+
+
+@contextlib.contextmanager
+def dask_cluster(address: str | None, workers: int):
+    """The scheduler address to use: the given one, or that of a local
+    cluster of `workers` single-threaded processes, shut down afterwards."""
+    if address:
+        yield address
+        return
+    import logging
+
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
 
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
-        rates_path: str | None = None) -> dict:
+        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one)."""
     try:
@@ -104,7 +129,10 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         model_path, model_id = resolve_model(cfg)
         factory = functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model)
     else:
-        factory, model_id = backend_factory, backend_factory().model_id
+        # A factory may name its model without loading it (the driver of a
+        # cluster run must not load an engine).
+        factory = backend_factory
+        model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
     run_id = new_run_id()
     plan = make_plan(cfg, run_id, model_id)
@@ -116,14 +144,24 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
             factory()
         except ModelLoadError as e:
             raise RunError(str(e)) from None
+    if runner == DASK and cfg.sampling.groups == 1:
+        # One group per worker, or a single worker would do all the sampling.
+        cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": dask_workers})})
     staging = out / "_staging" / run_id
     spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-    build(p, spec, factory)
-    result = p.run()
-    result.wait_until_finish()
+    with contextlib.ExitStack() as stack:
+        if runner == DASK:
+            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
+            beam_args = [*beam_args, f"--dask_client_address={address}"]
+        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
+        build(p, spec, factory)
+        result = p.run()
+        result.wait_until_finish()
+        client = getattr(result, "client", None)  # the DaskRunner's own client
+        if client is not None:
+            client.close()
     rows_in = read_rows_in(staging, ROWS_READ_FILE)
     run_row = {
         "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),

@@ -62,6 +62,10 @@ class SamplingConfig(_Section):
     max_tokens: int = Field(384, gt=0)
     seed: int = 0
     tasks_per_batch: int = Field(128, gt=0, description="tasks sampled together in one engine batch")
+    # Groups of tasks sampled independently; each is sampled by one worker.
+    # 1 keeps every batch full on one machine; on a cluster, the number of
+    # workers (`--dask-workers` sets it).
+    groups: int = Field(1, gt=0)
     system_prompt: str = (
         "You are a careful math assistant. Solve the problem step by step, "
         "then give the final answer as \\boxed{answer}."

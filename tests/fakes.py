@@ -59,3 +59,19 @@ def scripted_backend():
 
 def better_scripted_backend():
     return _SHARED.setdefault("v2", BetterScriptedBackend())
+
+
+def counting_backend():
+    """Like the real factory: one backend per process, created on first use.
+    Each creation appends this process's pid to $TASKSIEVE_TEST_LOADS, so a
+    test can count engine loads per worker."""
+    import os
+
+    if "counting" not in _SHARED:
+        _SHARED["counting"] = ScriptedBackend()
+        with open(os.environ["TASKSIEVE_TEST_LOADS"], "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+    return _SHARED["counting"]
+
+
+counting_backend.model_id = ScriptedBackend.model_id

@@ -142,21 +142,26 @@ class _SampleFn(beam.DoFn):
         # The factory returns the process-wide engine: loaded once per worker.
         self.backend = self.backend_factory()
 
-    def process(self, batch, total):
+    def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
-        # ("attempt", row) and ("result", row) pairs, split downstream.
-        yield from sample_tasks(list(batch), self.backend, self.plan, lambda n: _Progress.update(total, n))
+        _, tasks = group
+        tasks = sorted(tasks, key=lambda t: t["content_hash"])  # deterministic batches
+        for i in range(0, len(tasks), tasks_per_batch):
+            # ("attempt", row) and ("result", row) pairs, split downstream.
+            yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
+                                    lambda n: _Progress.update(total, n))
 
 
 class SampleAndClassify(beam.PTransform):
     """Tasks in; (classified task results, attempts, tasks that cannot be
     sampled) out."""
 
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int):
         super().__init__()
         self.plan = plan
         self.backend_factory = backend_factory
         self.tasks_per_batch = tasks_per_batch
+        self.groups = groups
 
     def expand(self, tasks):
         def route(task):
@@ -166,11 +171,17 @@ class SampleAndClassify(beam.PTransform):
         routed = split_tagged(tasks | "HasVerifier" >> beam.FlatMap(route), "HasVerifierSplit", (SAMPLE_TAG, DROPPED_TAG))
         to_sample = routed[SAMPLE_TAG]
         total = to_sample | "CountForProgress" >> beam.combiners.Count.Globally()
+        groups = self.groups
         sampled = (
             to_sample
-            # Full batches: one engine call per wave per batch.
-            | "Batch" >> beam.BatchElements(min_batch_size=self.tasks_per_batch, max_batch_size=self.tasks_per_batch)
-            | "SampleVerifyClassify" >> beam.ParDo(_SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total))
+            # Tasks are spread over `groups` keyed groups (one per worker on a
+            # cluster), and each group is cut into full batches: one engine
+            # call per wave per batch. Not BatchElements: it emits its last
+            # batch from finish_bundle, which Beam 2.77's DaskRunner drops.
+            | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
+            | "Group" >> beam.GroupByKey()
+            | "SampleVerifyClassify" >> beam.ParDo(
+                _SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total), self.tasks_per_batch)
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
         return out[RESULT_TAG], out[ATTEMPT_TAG], routed[DROPPED_TAG]
