@@ -8,7 +8,8 @@ Files in OUT:
 - quarantine.parquet unusable rows: source file, line, reason, raw text
 - costs.parquet      one row per (task or attempt, cost component)
 - curation.duckdb    tables runs, tasks, attempts, drops, costs, quarantine and
-                     the view funnel; runs accumulate (run_id on every row)
+                     the analyst views of pipeline/views.py; runs accumulate
+                     (run_id on every row)
 """
 
 from __future__ import annotations
