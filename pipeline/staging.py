@@ -30,22 +30,24 @@ def shard_of(row: dict, n: int) -> int:
     return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") % n
 
 
-def write_shard(kv, folder: str, schema: pa.Schema) -> str:
-    shard, rows = kv
-    path = Path(folder) / f"shard-{shard:05d}.parquet"
+def _replace(path: Path, write) -> str:
+    """Write through a temporary file, then rename: readers never see a
+    half-written file, and a retry simply replaces it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(pa.Table.from_pylist([conform(r, schema) for r in rows], schema=schema), tmp)
+    write(tmp)
     os.replace(tmp, path)
     return str(path)
 
 
+def write_shard(kv, folder: str, schema: pa.Schema) -> str:
+    shard, rows = kv
+    table = pa.Table.from_pylist([conform(r, schema) for r in rows], schema=schema)
+    return _replace(Path(folder) / f"shard-{shard:05d}.parquet", lambda tmp: pq.write_table(table, tmp))
+
+
 def write_count(n: int, path: str) -> str:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    Path(tmp).write_text(str(n))
-    os.replace(tmp, path)
-    return path
+    return _replace(Path(path), lambda tmp: tmp.write_text(str(n)))
 
 
 class WriteStaged(beam.PTransform):

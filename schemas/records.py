@@ -139,11 +139,6 @@ COST_SCHEMA = pa.schema(
 COST_COMPONENTS = ("expert", "generation", "verification", "judge")
 
 
-def empty_row(schema: pa.Schema) -> dict:
-    """A row of the schema with every field None, to fill in."""
-    return {name: None for name in schema.names}
-
-
 def conform(row: dict, schema: pa.Schema) -> dict:
     """The row restricted to the schema's fields, missing ones as None."""
     return {name: row.get(name) for name in schema.names}

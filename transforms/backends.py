@@ -103,7 +103,6 @@ class VllmBackend:
         self.tokenizer = self.llm.get_tokenizer()
         self.model_id = model_id
         self.sampling = sampling
-        self.busy_seconds = 0.0  # time inside generate(), for the busy fraction
         self.show_progress = sys.stderr.isatty()
 
     def _prompt(self, messages) -> str:
@@ -126,7 +125,6 @@ class VllmBackend:
         # vLLM's own bar shows progress inside one long engine call (a wave).
         outputs = self.llm.generate(prompts, params, use_tqdm=self.show_progress)
         elapsed = time.perf_counter() - t0
-        self.busy_seconds += elapsed
         # One batched call serves many requests; its wall time is shared out
         # by each request's share of the tokens it processed.
         sizes = [len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids) for o in outputs]

@@ -188,14 +188,14 @@ def learnable_share(tasks: list[dict], backend, plan, min_share: float, not_prob
     sampler and verifiers; the share of learnable tasks and what it cost in
     tokens. `tasks` are the ones a verifier can judge and that passed the
     other content checks; `not_probed` counts the rest (for the report)."""
-    from tasksieve.transforms.sample import sample_tasks
+    from tasksieve.transforms.sample import ATTEMPT_TAG, sample_tasks
 
     name, desc = "learnable_share", f"share of probed tasks that are learnable with {plan.model_id}, k={plan.k}"
     statuses: dict[str, int] = {"learnable": 0, "all_pass": 0, "all_fail": 0}
     prompt_tokens = completion_tokens = attempts = 0
     offenders = []
     for kind, row in sample_tasks(tasks, backend, plan):
-        if kind == "attempt":
+        if kind == ATTEMPT_TAG:
             attempts += 1
             prompt_tokens += row["prompt_tokens"] or 0
             completion_tokens += row["completion_tokens"] or 0
