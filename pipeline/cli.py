@@ -1,7 +1,9 @@
 """The `tasksieve` command line.
 
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
-                  [--sampling fixed|sequential] [-k K] [--runner NAME] [beam options...]
+                  [--sampling fixed|sequential|bayes] [-k K] [--backend vllm|openai|replay]
+                  [--base-url URL] [--replay PATH...] [--attempt-cache DIR]
+                  [--runner NAME] [beam options...]
     tasksieve report OUT [--run-id ID]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
@@ -10,7 +12,8 @@
 
 Exit codes (run): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load: one line on stderr); 2 usage error;
-3 the row-accounting check failed.
+3 the row-accounting check failed; 4 the run stopped mid-way (the model
+server went away): finished attempts are saved, the same command resumes.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr).
 """
@@ -41,7 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
     r.add_argument("--rates", metavar="FILE", help="TOML rates table (default: the bundled rates.default.toml)")
     r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
-    r.add_argument("--sampling", choices=["sequential", "fixed"], help="sampling mode (default sequential)")
+    r.add_argument("--sampling", choices=["sequential", "fixed", "bayes"], help="sampling mode (default sequential)")
+    r.add_argument("--backend", choices=["vllm", "openai", "replay"],
+                   help="vllm (in-process engine, default), openai (an OpenAI-compatible server), "
+                        "replay (recorded attempts; see --replay)")
+    r.add_argument("--base-url", metavar="URL", help="with --backend openai: the server's /v1 URL")
+    r.add_argument("--replay", nargs="+", metavar="PATH", help="recorded attempts to replay (sets --backend replay)")
+    r.add_argument("--attempt-cache", metavar="DIR",
+                   help="where finished attempts persist and are re-used from (default OUT/attempt_cache)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
     r.add_argument("--runner", help="Beam runner: inprocess (default: this process, no network), dask, "
                                     "or any Beam runner name with its options")
@@ -107,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from tasksieve.pipeline.outputs import AccountingError
-    from tasksieve.pipeline.run import RunError, run
+    from pydantic import ValidationError
+
+    from tasksieve.pipeline.run import RunError, RunStopped, run
     from tasksieve.schemas.config import ConfigError, load_config
 
     try:
@@ -116,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
             cfg.model.path = args.model
         if args.sampling:
             cfg.sampling.mode = args.sampling
+        if args.replay:
+            cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
+        if args.backend:
+            cfg.model.backend = args.backend
+        if args.base_url:
+            cfg.model.openai.base_url = args.base_url
+        if args.attempt_cache:
+            cfg.attempt_cache = args.attempt_cache
+        # Overrides are validated like the file (replay without paths, ...).
+        cfg = type(cfg).model_validate(cfg.model_dump())
         if args.k is not None:
             if args.k < 1:
                 raise ConfigError("-k must be at least 1")
@@ -127,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RunError) as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1
+    except ValidationError as e:
+        print(f"tasksieve: error: {e.errors()[0]['msg']}", file=sys.stderr)
+        return 1
+    except RunStopped as e:
+        print(f"tasksieve: STOPPED: {e}", file=sys.stderr)
+        return 4
     except AccountingError as e:
         print(f"tasksieve: ACCOUNTING FAILED: {e}", file=sys.stderr)
         return 3

@@ -42,6 +42,13 @@ class RunSpec:
     config: RunConfig
     plan: SamplePlan
     rates: Rates
+    # The attempt cache as it was when the run started (attempt_cache.py).
+    cache_files: tuple = ()
+    finished_runs: frozenset = frozenset()
+
+    @property
+    def stats_dir(self) -> str:
+        return str(Path(self.staging_dir) / SAMPLING_STATS_DIR)
 
 
 def quarantine_result(q: dict, run_id: str) -> dict:
@@ -54,6 +61,7 @@ def dropped_result(task: dict, run_id: str) -> dict:
 
 
 ROWS_READ_FILE = "rows_read.txt"
+SAMPLING_STATS_DIR = "sampling_stats"
 
 
 def _write(pcoll, name: str, staging_dir: str):
@@ -79,7 +87,8 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
     )
     classified, attempts, unsampled = clean | "Sample" >> SampleAndClassify(
-        spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups
+        spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups,
+        spec.cache_files, spec.finished_runs, spec.stats_dir,
     )
 
     dropped = (
@@ -89,7 +98,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     )
     q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
     results = (classified, dropped, q_results) | "AllResults" >> beam.Flatten()
-    costs = (results, attempts) | "Costs" >> CostRows(spec.rates, run_id)
+    costs = (results, attempts) | "Costs" >> CostRows(spec.rates, run_id, spec.finished_runs)
 
     written = [
         _write(results, "results", spec.staging_dir),

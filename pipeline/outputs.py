@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tasksieve.pipeline.views import create_views
-from tasksieve.schemas.records import LEARNABLE_SCHEMA, STATUSES
+from tasksieve.schemas.records import LEARNABLE_SCHEMA, RUN_SCHEMA, STATUSES, conform
 
 SORT_KEYS = {
     "results": [("source", "ascending"), ("task_id", "ascending"), ("source_file", "ascending"), ("line", "ascending")],
@@ -86,6 +86,15 @@ def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table) -> d
 TABLE_FILES = {"tasks": "results", "attempts": "attempts", "costs": "costs", "quarantine": "quarantine"}
 
 
+def _add_new_columns(con, table: str, src: str) -> None:
+    """A database written by an older tasksieve lacks columns added since
+    (fields are only ever added): add them, NULL for the old runs."""
+    have = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+    for name, typ, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall():
+        if name not in have:
+            con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {typ}')
+
+
 def load_duckdb(out: Path, run_row: dict) -> Path:
     """Append this run to OUT/curation.duckdb (earlier runs stay: history)."""
     db_path = out / "curation.duckdb"
@@ -95,14 +104,17 @@ def load_duckdb(out: Path, run_row: dict) -> Path:
         for table, fname in TABLE_FILES.items():
             src = f"read_parquet('{out / (fname + '.parquet')}')"
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM {src} LIMIT 0")
+            _add_new_columns(con, table, src)
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_row["run_id"]])
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {src}")
         con.execute("CREATE TABLE IF NOT EXISTS drops AS SELECT * FROM tasks LIMIT 0")
+        _add_new_columns(con, "drops", "tasks")
         con.execute("DELETE FROM drops WHERE run_id = ?", [run_row["run_id"]])
-        con.execute("INSERT INTO drops SELECT * FROM tasks WHERE run_id = ? AND status = 'dropped'", [run_row["run_id"]])
-        run_tbl = pa.Table.from_pylist([run_row])
+        con.execute("INSERT INTO drops BY NAME SELECT * FROM tasks WHERE run_id = ? AND status = 'dropped'", [run_row["run_id"]])
+        run_tbl = pa.Table.from_pylist([conform(run_row, RUN_SCHEMA)], schema=RUN_SCHEMA)
         con.register("run_row", run_tbl)
         con.execute("CREATE TABLE IF NOT EXISTS runs AS SELECT * FROM run_row LIMIT 0")
+        _add_new_columns(con, "runs", "run_row")
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_row["run_id"]])
         con.execute("INSERT INTO runs BY NAME SELECT * FROM run_row")
         con.unregister("run_row")

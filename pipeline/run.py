@@ -18,8 +18,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import apache_beam as beam
+import pyarrow.parquet as pq
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tasksieve import __version__
@@ -28,9 +30,10 @@ from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
-from tasksieve.transforms.backends import Backend, ModelLoadError, get_backend
+from tasksieve.transforms.attempt_cache import cache_files, finished_runs, settle_run
+from tasksieve.transforms.backends import Backend, BackendUnavailable, ModelLoadError, get_backend
 from tasksieve.transforms.read import expand_inputs
-from tasksieve.transforms.sample import SamplePlan
+from tasksieve.transforms.sample import SamplePlan, read_stats
 from tasksieve.transforms.sampling_policy import sampler_key
 
 IN_PROCESS = "inprocess"
@@ -41,12 +44,30 @@ class RunError(Exception):
     """A run that cannot start; the message is one line for a person."""
 
 
+class RunStopped(Exception):
+    """The run stopped mid-way (the model backend went away); what it
+    finished is saved and the same command resumes it."""
+
+
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def resolve_model(cfg: RunConfig) -> tuple[str, str]:
-    """(model folder, model_id as name@revision)."""
+def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
+    """(model folder, model_id as name@revision). For a server or replayed
+    attempts there is no folder; set model.model_id to name the exact model
+    version, since the attempt cache is keyed by it."""
+    if cfg.model.backend == "openai":
+        from tasksieve.transforms.backend_openai import served_model
+
+        try:
+            served = served_model(cfg.model.openai)
+        except ModelLoadError as e:
+            raise RunError(str(e)) from None
+        return None, cfg.model.model_id or f"{served}@{urlparse(cfg.model.openai.base_url).netloc}"
+    if cfg.model.backend == "replay":
+        return None, cfg.model.model_id or "replay@" + hashlib.sha256(
+            json.dumps(sorted(cfg.model.replay_paths)).encode()).hexdigest()[:12]
     if cfg.model.path is None:
         try:
             path = ensure_default_model()
@@ -66,7 +87,7 @@ def resolve_model(cfg: RunConfig) -> tuple[str, str]:
     return str(path), f"{path.name}@{h.hexdigest()[:12]}"
 
 
-def make_plan(cfg: RunConfig, run_id: str, model_id: str) -> SamplePlan:
+def make_plan(cfg: RunConfig, run_id: str, model_id: str, cache_dir: str | None = None) -> SamplePlan:
     s = cfg.sampling
     key = sampler_key({
         "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
@@ -74,7 +95,8 @@ def make_plan(cfg: RunConfig, run_id: str, model_id: str) -> SamplePlan:
     })
     return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=key, mode=s.mode, k=s.k, waves=tuple(s.waves),
                       seed=s.seed, system_prompt=s.system_prompt, min_pass_rate=cfg.band.min_pass_rate,
-                      max_pass_rate=cfg.band.max_pass_rate)
+                      max_pass_rate=cfg.band.max_pass_rate, prior_a=s.bayes.prior_a, prior_b=s.bayes.prior_b,
+                      confidence=s.bayes.confidence, cache_dir=cache_dir)
 
 
 def _runner(name: str | None):
@@ -110,6 +132,36 @@ def dask_cluster(address: str | None, workers: int):
         cluster.close()
 
 
+def _run_graph(spec: RunSpec, factory, runner: str | None, beam_args: list[str], dask_address: str | None,
+               dask_workers: int) -> None:
+    with contextlib.ExitStack() as stack:
+        if runner == DASK:
+            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
+            beam_args = [*beam_args, f"--dask_client_address={address}"]
+        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
+        build(p, spec, factory)
+        result = p.run()
+        result.wait_until_finish()
+        client = getattr(result, "client", None)  # the DaskRunner's own client
+        if client is not None:
+            client.close()
+
+
+def _backend_stop(e: BaseException) -> str | None:
+    """The message of a BackendUnavailable behind `e`, however the runner
+    wrapped it (Beam re-raises worker errors with its own context added)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
+            return str(e).split("\n")[0]
+        if "BackendUnavailable" in str(e):
+            line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
+            return line.split("BackendUnavailable:", 1)[-1].strip()
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
         rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2) -> dict:
@@ -135,7 +187,10 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
     run_id = new_run_id()
-    plan = make_plan(cfg, run_id, model_id)
+    # Replayed attempts were generated elsewhere: nothing to cache.
+    cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
+        str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
+    plan = make_plan(cfg, run_id, model_id, cache_dir)
     if runner in (None, IN_PROCESS):
         # Same process as the workers: load the engine now, so a model that
         # does not load fails before any stage runs, and is loaded once.
@@ -148,28 +203,41 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         # One group per worker, or a single worker would do all the sampling.
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": dask_workers})})
     staging = out / "_staging" / run_id
-    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates)
+    finished = finished_runs(cache_dir)
+    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
+                   cache_files=tuple(cache_files(cache_dir)), finished_runs=finished)
+    if spec.cache_files:
+        print(f"attempt cache: {cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
+              file=sys.stderr)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        if runner == DASK:
-            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
-            beam_args = [*beam_args, f"--dask_client_address={address}"]
-        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build(p, spec, factory)
-        result = p.run()
-        result.wait_until_finish()
-        client = getattr(result, "client", None)  # the DaskRunner's own client
-        if client is not None:
-            client.close()
+    try:
+        _run_graph(spec, factory, runner, beam_args, dask_address, dask_workers)
+    except Exception as e:
+        stop = _backend_stop(e)
+        if stop is None:
+            raise
+        raise RunStopped(
+            f"the model backend stopped answering: {stop}\n"
+            f"Every attempt finished before that is saved in {cache_dir}. Start the same command again "
+            f"to resume: finished attempts are re-used, none is paid for twice.") from None
     rows_in = read_rows_in(staging, ROWS_READ_FILE)
+    sampling = read_stats(spec.stats_dir)
     run_row = {
         "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
         "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(), "rates": rates.to_json(),
         "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
+        "attempts_generated": sampling.generated, "attempts_reused": sampling.reused,
+        "engine_seconds": sampling.engine_seconds, "sampling_wall_seconds": sampling.wall_seconds,
+        # Share of the sampling stage's time spent inside the engine (the
+        # rest: verification, waiting on stragglers of a wave, bookkeeping).
+        "engine_busy_fraction": sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
     }
     figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)
+    if cache_dir:
+        settle_run(cache_dir, run_id, pq.read_table(out / "attempts.parquet"), finished)
+    figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused, engine_busy_fraction=run_row["engine_busy_fraction"])
     if not any((out / "_staging").iterdir()):
         shutil.rmtree(out / "_staging", ignore_errors=True)
     print(summary_text(out, run_id, figures))

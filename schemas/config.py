@@ -35,8 +35,20 @@ class DecontamConfig(_Section):
     extra_paths: list[str] = Field(default_factory=list, description="user benchmark files (JSONL/Parquet/datasets)")
 
 
+class OpenAIConfig(_Section):
+    """An OpenAI-compatible server (`vllm serve`, SGLang, a hosted API)."""
+
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="the server's /v1 URL")
+    model: str | None = Field(None, description="the served model name (default: the only one the server lists)")
+    # The key itself never goes into a config file (configs are stored with runs).
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key, if any")
+    concurrency: int = Field(16, gt=0, description="requests in flight at once")
+    timeout_s: float = Field(300.0, gt=0, description="per request, including generation")
+    max_retries: int = Field(5, ge=0, description="retries on 408/409/429/5xx, timeouts and connection errors")
+
+
 class ModelConfig(_Section):
-    backend: Literal["vllm"] = "vllm"
+    backend: Literal["vllm", "openai", "replay"] = "vllm"
     # None means the bundled default, SmolLM2-135M-Instruct, prepared on first use.
     path: str | None = None
     model_id: str | None = Field(None, description="name@revision recorded on attempts; derived from path if unset")
@@ -49,10 +61,30 @@ class ModelConfig(_Section):
     # ("CPU Generator does not use offset") when prompts are chunked.
     max_num_batched_tokens: int = Field(65536, gt=0)
     max_num_seqs: int = Field(256, gt=0)
+    openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
+    replay_paths: list[str] = Field(default_factory=list,
+                                    description="recorded attempts (Parquet/JSONL/datasets) for backend = replay")
+
+    @model_validator(mode="after")
+    def _replay_has_paths(self):
+        if self.backend == "replay" and not self.replay_paths:
+            raise ValueError("model.backend = 'replay' needs model.replay_paths (files of recorded attempts)")
+        return self
+
+
+class BayesConfig(_Section):
+    """`bayes` stopping: a Beta posterior on each task's pass rate."""
+
+    # U-shaped on purpose: most tasks are always or never solved (55% all-pass
+    # in the published case), and the prior is what lets a run of passes
+    # convince early. Measured in bench/sampling_policies.py.
+    prior_a: float = Field(0.1, gt=0, description="Beta prior: pseudo-passes")
+    prior_b: float = Field(0.1, gt=0, description="Beta prior: pseudo-fails")
+    confidence: float = Field(0.9, gt=0.5, lt=1, description="stop when the decision is at least this probable")
 
 
 class SamplingConfig(_Section):
-    mode: Literal["sequential", "fixed"] = "sequential"
+    mode: Literal["sequential", "fixed", "bayes"] = "sequential"
     k: int = Field(8, ge=1, description="most attempts per task")
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
     waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
@@ -66,6 +98,7 @@ class SamplingConfig(_Section):
     # 1 keeps every batch full on one machine; on a cluster, the number of
     # workers (`--dask-workers` sets it).
     groups: int = Field(1, gt=0)
+    bayes: BayesConfig = Field(default_factory=BayesConfig)
     system_prompt: str = (
         "You are a careful math assistant. Solve the problem step by step, "
         "then give the final answer as \\boxed{answer}."
@@ -98,6 +131,10 @@ class RunConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     band: BandConfig = Field(default_factory=BandConfig)
+    # Where finished attempts persist as they complete, keyed by (content_hash,
+    # model_id, sampler_key, attempt_idx); None = OUT/attempt_cache. Point
+    # several output folders at one cache to share attempts between them.
+    attempt_cache: str | None = None
     # Prices live in their own file (schemas/rates.py); None = the bundled
     # rates.default.toml. `tasksieve run --rates FILE` overrides this.
     rates: str | None = None

@@ -61,6 +61,9 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("verifier", pa.string()),
         pa.field("verify_seconds", pa.float64()),
         pa.field("error", pa.string()),
+        # Set when the generation was not made by this run but re-used from the
+        # attempt cache: the run that made it (see transforms/attempt_cache.py).
+        pa.field("reused_from_run", pa.string()),
     ]
 )
 
@@ -134,6 +137,24 @@ COST_SCHEMA = pa.schema(
         pa.field("usd", pa.float64()),
         pa.field("attempt_idx", pa.int64()),
     ]
+)
+
+# One row per finished run (the DuckDB table `runs`).
+RUN_SCHEMA = pa.schema(
+    [pa.field(n, pa.string()) for n in ("run_id", "started_at", "finished_at")]
+    + [pa.field("wall_seconds", pa.float64())]
+    + [pa.field(n, pa.string()) for n in ("tasksieve_version", "runner", "inputs", "config_path", "config", "rates",
+                                          "model_id", "sampler_key", "sampling_mode")]
+    + [pa.field("k", pa.int64())]
+    # Sampling: attempts made by this run's engine vs re-used from the attempt
+    # cache, and the share of the sampling stage spent inside the engine.
+    + [pa.field("attempts_generated", pa.int64()), pa.field("attempts_reused", pa.int64()),
+       pa.field("engine_seconds", pa.float64()), pa.field("sampling_wall_seconds", pa.float64()),
+       pa.field("engine_busy_fraction", pa.float64())]
+    + [pa.field(f"n_{s}", pa.int64()) for s in STATUSES]
+    + [pa.field("rows_in", pa.int64()), pa.field("attempts", pa.int64()), pa.field("total_usd", pa.float64()),
+       # JSON: the end-of-run summary figures.
+       pa.field("figures", pa.string())]
 )
 
 COST_COMPONENTS = ("expert", "generation", "verification", "judge")

@@ -23,7 +23,7 @@ class ScriptedBackend:
         self.calls = 0
         self.requests = 0
 
-    def generate(self, requests):
+    def generate(self, requests, on_result=None):
         self.calls += 1
         self.requests += len(requests)
         out = []

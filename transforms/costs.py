@@ -9,11 +9,19 @@ attempt, component), priced from the rates table (schemas/rates.py).
 - generation: per attempt, by the model's rate: prompt and completion
   tokens x $/M tokens, or measured engine seconds x $/GPU-hour.
 - verification: per attempt, measured verifier seconds x $/CPU-hour.
+
+A generation re-used from the attempt cache was paid for by the finished
+run named in `reused_from_run`: its generation row here is $0 with unit
+`reused` (quantity still the tokens or seconds), so no generation is paid
+twice. One adopted from a run that never finished is charged here. A
+replayed attempt (backend `replay`) was paid for elsewhere: $0 too.
 """
 
 from __future__ import annotations
 
 import apache_beam as beam
+
+from tasksieve.transforms.backends import REPLAY_PREFIX
 
 def expert_cost_row(task: dict, rates, run_id: str) -> dict:
     base = {"run_id": run_id, "content_hash": task.get("content_hash"), "source": task["source"],
@@ -26,13 +34,17 @@ def expert_cost_row(task: dict, rates, run_id: str) -> dict:
     return dict(base, quantity=0.0, unit="unpriced", usd=0.0)
 
 
-def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: str) -> list[dict]:
+def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: str,
+                      finished_runs: frozenset = frozenset()) -> list[dict]:
     source, task_id = task_key
     base = {"run_id": run_id, "content_hash": attempt["content_hash"], "source": source, "task_id": task_id,
             "attempt_idx": attempt["attempt_idx"]}
     model_rate = rates.for_model(attempt["model_id"])
     gen_usd, gen_qty, gen_unit = model_rate.usd(
         attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0, attempt["gen_seconds"] or 0.0)
+    origin = attempt.get("reused_from_run")
+    if origin is not None and (origin in finished_runs or origin.startswith(REPLAY_PREFIX)):
+        gen_usd, gen_unit = 0.0, "reused"
     vsec = attempt["verify_seconds"] or 0.0
     return [
         dict(base, component="generation", quantity=gen_qty, unit=gen_unit, usd=gen_usd),
@@ -46,14 +58,15 @@ class CostRows(beam.PTransform):
     task through a keyed join on content_hash: after exact dedup, each
     sampled hash belongs to exactly one task."""
 
-    def __init__(self, rates, run_id: str):
+    def __init__(self, rates, run_id: str, finished_runs: frozenset = frozenset()):
         super().__init__()
         self.rates = rates
         self.run_id = run_id
+        self.finished_runs = finished_runs
 
     def expand(self, pcolls):
         results, attempts = pcolls
-        rates, run_id = self.rates, self.run_id
+        rates, run_id, finished = self.rates, self.run_id, self.finished_runs
         expert = (
             results
             | "Priced" >> beam.Filter(lambda r: r["status"] != "quarantined")
@@ -67,7 +80,7 @@ class CostRows(beam.PTransform):
                 return
             key = (owners[0]["source"], owners[0]["task_id"])
             for a in grouped["attempts"]:
-                yield from attempt_cost_rows(a, key, rates, run_id)
+                yield from attempt_cost_rows(a, key, rates, run_id, finished)
 
         sampled = (
             {

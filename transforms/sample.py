@@ -10,16 +10,22 @@ wave depends on the verdicts.
 from __future__ import annotations
 
 import json
+import os
 import threading
-from dataclasses import dataclass
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 import apache_beam as beam
 
-from tasksieve.transforms.backends import Backend, GenRequest
+from tasksieve.transforms.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
+                                                writer_for)
+from tasksieve.transforms.backends import NOT_RECORDED, Backend, GenRequest, GenResult
 from tasksieve.transforms.classify import classify
 from tasksieve.transforms.routing import split_tagged
-from tasksieve.transforms.sampling_policy import attempt_seed, next_wave
+from tasksieve.transforms.sampling_policy import Policy, attempt_seed, next_attempts, posterior_interval
 from tasksieve.transforms.verifiers import verifier_for
 
 # Tags of the pairs this stage emits (see transforms/routing.py).
@@ -44,10 +50,21 @@ class SamplePlan:
     system_prompt: str
     min_pass_rate: float
     max_pass_rate: float
+    prior_a: float = 0.1
+    prior_b: float = 0.1
+    confidence: float = 0.9
+    # Where finished generations persist (transforms/attempt_cache.py); None:
+    # nowhere (replayed attempts, probes).
+    cache_dir: str | None = None
 
     @property
     def band_is_default(self) -> bool:
         return self.min_pass_rate <= 0.0 and self.max_pass_rate >= 1.0
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(self.mode, self.k, tuple(self.waves), self.min_pass_rate, self.max_pass_rate,
+                      self.prior_a, self.prior_b, self.confidence)
 
 
 def needs_no_sampling(task: dict) -> dict | None:
@@ -63,18 +80,47 @@ def messages_for(task: dict, plan: SamplePlan) -> tuple:
     return (("system", plan.system_prompt), ("user", task["prompt"]))
 
 
+@dataclass
+class SamplingStats:
+    """Where a worker's sampling time went: engine_seconds inside
+    `generate`, wall_seconds in the whole stage (verification included)."""
+
+    engine_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    engine_calls: int = 0
+    generated: int = 0
+    reused: int = 0
+
+
+def _from_cache(rec: dict) -> GenResult:
+    return GenResult(rec["completion"], rec["prompt_tokens"], rec["completion_tokens"], rec["finish_reason"],
+                     rec["gen_seconds"], rec.get("error"))
+
+
 def sample_tasks(
-    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None
+    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
+    cache: CacheWriter | None = None, stats: SamplingStats | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
-    task once decided. Beam-free: the unit tests drive it directly."""
-    state = {t["content_hash"]: {"task": t, "n": 0, "pass": 0, "done": False} for t in tasks}
+    task once decided. Beam-free: the unit tests drive it directly.
+
+    A task may carry `cached`: generations of earlier runs for this model and
+    sampler (attempt_cache.py). Those attempts are re-verified, not
+    regenerated; new generations go to `cache` as each one finishes."""
+    policy = plan.policy
+    stats = stats if stats is not None else SamplingStats()
+    t_start = time.perf_counter()
+    state = {}
+    for t in tasks:
+        cached = {r["attempt_idx"]: r for r in t.get(CACHED_KEY) or ()}
+        task = {k: v for k, v in t.items() if k != CACHED_KEY}
+        state[task["content_hash"]] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": cached}
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
         for st in state.values():
             if st["done"]:
                 continue
-            more = next_wave(plan.mode, plan.k, list(plan.waves), st["n"], st["pass"], plan.band_is_default)
+            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"])
             if more == 0:
                 st["done"] = True
                 yield RESULT_TAG, _result(st, plan)
@@ -83,13 +129,17 @@ def sample_tasks(
                 continue
             wave.extend((st, st["n"] + j) for j in range(more))
         if not wave:
-            return
+            break
         requests = [
-            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.seed, st["task"]["content_hash"], idx))
+            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.seed, st["task"]["content_hash"], idx),
+                       content_hash=st["task"]["content_hash"], attempt_idx=idx)
             for st, idx in wave
         ]
-        generated = backend.generate(requests)
-        for (st, idx), req, gen in zip(wave, requests, generated):
+        generated = _generate(backend, plan, wave, requests, cache, stats)
+        for (st, idx), req, (gen, reused_from) in zip(wave, requests, generated):
+            if gen.finish_reason == NOT_RECORDED:
+                st["exhausted"] = True  # replay: this task has no more recorded attempts
+                continue
             task = st["task"]
             verdict = verifier_for(task["domain"])(task, gen.completion)
             attempt = {
@@ -97,17 +147,65 @@ def sample_tasks(
                 "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
                 "completion": gen.completion, "prompt_tokens": gen.prompt_tokens,
                 "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
-                "gen_seconds": gen.gen_seconds, **verdict,
+                "gen_seconds": gen.gen_seconds, **verdict, "reused_from_run": reused_from or gen.origin,
             }
             if gen.error:
                 attempt["error"] = gen.error
             st["n"] += 1
             st["pass"] += int(bool(attempt["passed"]))
             yield ATTEMPT_TAG, attempt
+    stats.wall_seconds += time.perf_counter() - t_start
+
+
+def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResult, str | None]]:
+    """(result, run that generated it if not this one) per request: cached
+    generations first, one engine call for the rest."""
+    out: list[tuple[GenResult, str | None] | None] = [None] * len(wave)
+    todo = []
+    for i, (st, idx) in enumerate(wave):
+        rec = st["cached"].get(idx)
+        if rec is not None:
+            out[i] = (_from_cache(rec), rec["run_id"])
+            stats.reused += 1
+        else:
+            todo.append(i)
+    if todo:
+        batch = [requests[i] for i in todo]
+        persisted: set[int] = set()
+
+        def persist(j: int, res: GenResult) -> None:
+            # Called as each generation finishes, so a run killed mid-wave
+            # keeps every attempt it already paid for.
+            if cache is not None and res.finish_reason != NOT_RECORDED:
+                cache.write(cache_record(plan, batch[j], res))
+                persisted.add(j)
+
+        t0 = time.perf_counter()
+        try:
+            results = backend.generate(batch, on_result=persist)
+        finally:
+            stats.engine_seconds += time.perf_counter() - t0
+            stats.engine_calls += 1
+        for j, res in enumerate(results):
+            if j not in persisted and res.origin is None:
+                persist(j, res)  # a backend that reports only at the end
+        if cache is not None:
+            cache.sync()
+        for i, res in zip(todo, results):
+            out[i] = (res, None)
+        stats.generated += sum(1 for r in results if r.finish_reason != NOT_RECORDED)
+    return out  # type: ignore[return-value]
 
 
 def _result(st: dict, plan: SamplePlan) -> dict:
+    if st["n"] == 0:
+        # Replay with no recorded attempt for this task: nothing to judge.
+        return dict(st["task"], run_id=plan.run_id, status="dropped", drop_stage=STAGE,
+                    drop_reason="no_recorded_attempts",
+                    drop_detail=json.dumps({"why": "the replayed rollouts hold no attempt for this content_hash"}))
     stats = classify(st["pass"], st["n"], plan.min_pass_rate, plan.max_pass_rate)
+    if plan.mode == "bayes":
+        stats["pass_rate_lo"], stats["pass_rate_hi"] = posterior_interval(plan.policy, st["pass"], st["n"])
     if stats["status"] in ("all_pass", "all_fail"):
         # Not dropped, but not kept either: the funnel counts it out here.
         stats.update(drop_stage="classify", drop_reason=stats["status"])
@@ -134,34 +232,85 @@ class _Progress:
 
 
 class _SampleFn(beam.DoFn):
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend]):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], stats_dir: str | None):
         self.plan = plan
         self.backend_factory = backend_factory
+        self.stats_dir = stats_dir
 
     def setup(self):
         # The factory returns the process-wide engine: loaded once per worker.
         self.backend = self.backend_factory()
+        self.cache = writer_for(self.plan.cache_dir, self.plan.run_id) if self.plan.cache_dir else None
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
         _, tasks = group
         tasks = sorted(tasks, key=lambda t: t["content_hash"])  # deterministic batches
+        stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
             yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n))
+                                    lambda n: _Progress.update(total, n), self.cache, stats)
+        if self.stats_dir:
+            write_stats(self.stats_dir, stats)
+
+
+def write_stats(stats_dir: str, stats: SamplingStats) -> None:
+    """One small JSON file per sampled group; `read_stats` adds them up.
+    A file, not a Beam metric: not every runner reports metrics."""
+    Path(stats_dir).mkdir(parents=True, exist_ok=True)
+    tmp = Path(stats_dir) / f".{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(asdict(stats)))
+    os.replace(tmp, tmp.with_name(tmp.name[1:-4] + ".json"))
+
+
+def read_stats(stats_dir: str) -> SamplingStats:
+    total = SamplingStats()
+    for f in Path(stats_dir).glob("*.json") if Path(stats_dir).is_dir() else ():
+        for k, v in json.loads(f.read_text()).items():
+            setattr(total, k, getattr(total, k) + v)
+    return total
+
+
+def attach_cached(kv, finished: frozenset):
+    """Tasks with their cached generations (if any) under CACHED_KEY."""
+    _, grouped = kv
+    cached = pick_cached(grouped["cached"], finished)
+    for task in grouped["tasks"]:
+        yield dict(task, **{CACHED_KEY: cached}) if cached else task
 
 
 class SampleAndClassify(beam.PTransform):
     """Tasks in; (classified task results, attempts, tasks that cannot be
-    sampled) out."""
+    sampled) out. Cached generations (attempt_cache.py) are joined to their
+    tasks by content_hash first, so they are re-used, not paid for again."""
 
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int,
+                 cache_files: list[str] = (), finished_runs: frozenset = frozenset(), stats_dir: str | None = None):
         super().__init__()
         self.plan = plan
         self.backend_factory = backend_factory
         self.tasks_per_batch = tasks_per_batch
         self.groups = groups
+        self.cache_files = list(cache_files)
+        self.finished_runs = finished_runs
+        self.stats_dir = stats_dir
+
+    def _with_cached(self, to_sample):
+        if not self.cache_files:
+            return to_sample
+        plan = self.plan
+        cached = (
+            to_sample.pipeline
+            | "CacheFiles" >> beam.Create(self.cache_files)
+            | "ReadCache" >> beam.FlatMap(read_cache_file, plan.model_id, plan.sampler_key)
+            | "CachedByHash" >> beam.Map(lambda r: (r["content_hash"], r))
+        )
+        return (
+            {"tasks": to_sample | "TaskByHash" >> beam.Map(lambda t: (t["content_hash"], t)), "cached": cached}
+            | "JoinCache" >> beam.CoGroupByKey()
+            | "AttachCached" >> beam.FlatMap(attach_cached, self.finished_runs)
+        )
 
     def expand(self, tasks):
         def route(task):
@@ -169,7 +318,7 @@ class SampleAndClassify(beam.PTransform):
             yield (SAMPLE_TAG, task) if dropped is None else (DROPPED_TAG, dropped)
 
         routed = split_tagged(tasks | "HasVerifier" >> beam.FlatMap(route), "HasVerifierSplit", (SAMPLE_TAG, DROPPED_TAG))
-        to_sample = routed[SAMPLE_TAG]
+        to_sample = self._with_cached(routed[SAMPLE_TAG])
         total = to_sample | "CountForProgress" >> beam.combiners.Count.Globally()
         groups = self.groups
         sampled = (
@@ -181,7 +330,8 @@ class SampleAndClassify(beam.PTransform):
             | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
             | "Group" >> beam.GroupByKey()
             | "SampleVerifyClassify" >> beam.ParDo(
-                _SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total), self.tasks_per_batch)
+                _SampleFn(self.plan, self.backend_factory, self.stats_dir), beam.pvalue.AsSingleton(total),
+                self.tasks_per_batch)
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
         return out[RESULT_TAG], out[ATTEMPT_TAG], routed[DROPPED_TAG]
