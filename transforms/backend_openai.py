@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from tasksieve.transforms.backends import (BackendUnavailable, GenRequest, GenResult, ModelLoadError,
                                            OnResult)
@@ -92,7 +92,7 @@ class OpenAIBackend:
         results: list[GenResult | None] = [None] * len(requests)
         pending, failure = set(futures), None
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 if f.exception() is not None:
                     failure = failure or f.exception()
