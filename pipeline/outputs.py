@@ -177,7 +177,11 @@ def summary_text(out: Path, run_id: str, fig: dict) -> str:
         "",
         f"learnable {fig['learnable']}  all_pass {fig['all_pass']}  all_fail {fig['all_fail']}  "
         f"dropped {fig['dropped']}  quarantined {fig['quarantined']}",
-        f"attempts used {fig['attempts']} vs {fig['attempts_fixed_k']} with fixed k (saved {saved})",
+        f"attempts used {fig['attempts']} vs {fig['attempts_fixed_k']} with fixed k (saved {saved})"
+        + (f"; {fig['attempts_reused']} re-used from the attempt cache, {fig['attempts_generated']} generated"
+           if fig.get("attempts_reused") else "")
+        + (f"; engine busy {fig['engine_busy_fraction']:.0%} of the sampling stage"
+           if fig.get("engine_busy_fraction") is not None else ""),
         f"total spend ${fig['total_usd']:.4f}  cost per learnable task {per}"
         + (f"  ({fig['unpriced_tasks']} tasks unpriced)" if fig["unpriced_tasks"] else ""),
         f"row accounting: rows_in {fig['rows_in']} == learnable {fig['learnable']} + all_pass {fig['all_pass']} + "

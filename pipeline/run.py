@@ -28,6 +28,7 @@ from tasksieve import __version__
 from tasksieve.pipeline.graph import ROWS_READ_FILE, STAGED, RunSpec, build
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
+from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
 from tasksieve.transforms.attempt_cache import cache_files, finished_runs, settle_run
@@ -202,42 +203,43 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     if runner == DASK and cfg.sampling.groups == 1:
         # One group per worker, or a single worker would do all the sampling.
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": dask_workers})})
-    staging = out / "_staging" / run_id
-    finished = finished_runs(cache_dir)
-    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
-                   cache_files=tuple(cache_files(cache_dir)), finished_runs=finished)
-    if spec.cache_files:
-        print(f"attempt cache: {cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
-              file=sys.stderr)
-    started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
-    try:
-        _run_graph(spec, factory, runner, beam_args, dask_address, dask_workers)
-    except Exception as e:
-        stop = _backend_stop(e)
-        if stop is None:
-            raise
-        raise RunStopped(
-            f"the model backend stopped answering: {stop}\n"
-            f"Every attempt finished before that is saved in {cache_dir}. Start the same command again "
-            f"to resume: finished attempts are re-used, none is paid for twice.") from None
-    rows_in = read_rows_in(staging, ROWS_READ_FILE)
-    sampling = read_stats(spec.stats_dir)
-    run_row = {
-        "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
-        "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
-        "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(), "rates": rates.to_json(),
-        "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
-        "attempts_generated": sampling.generated, "attempts_reused": sampling.reused,
-        "engine_seconds": sampling.engine_seconds, "sampling_wall_seconds": sampling.wall_seconds,
-        # Share of the sampling stage's time spent inside the engine (the
-        # rest: verification, waiting on stragglers of a wave, bookkeeping).
-        "engine_busy_fraction": sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
-    }
-    figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)
-    if cache_dir:
-        settle_run(cache_dir, run_id, pq.read_table(out / "attempts.parquet"), finished)
-    figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused, engine_busy_fraction=run_row["engine_busy_fraction"])
+    with claimed_staging(out, run_id) as staging:
+        finished = finished_runs(cache_dir)
+        spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
+                       cache_files=tuple(cache_files(cache_dir)), finished_runs=finished)
+        if spec.cache_files:
+            print(f"attempt cache: {cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
+                  file=sys.stderr)
+        started = datetime.now(timezone.utc)
+        t0 = time.perf_counter()
+        try:
+            _run_graph(spec, factory, runner, beam_args, dask_address, dask_workers)
+        except Exception as e:
+            stop = _backend_stop(e)
+            if stop is None:
+                raise
+            raise RunStopped(
+                f"the model backend stopped answering: {stop}\n"
+                f"Every attempt finished before that is saved in {cache_dir}. Start the same command again "
+                f"to resume: finished attempts are re-used, none is paid for twice.") from None
+        rows_in = read_rows_in(staging, ROWS_READ_FILE)
+        sampling = read_stats(spec.stats_dir)
+        run_row = {
+            "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
+            "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
+            "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(), "rates": rates.to_json(),
+            "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
+            "attempts_generated": sampling.generated, "attempts_reused": sampling.reused,
+            "engine_seconds": sampling.engine_seconds, "sampling_wall_seconds": sampling.wall_seconds,
+            # Share of the sampling stage's time spent inside the engine (the
+            # rest: verification, waiting on stragglers of a wave, bookkeeping).
+            "engine_busy_fraction": sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
+        }
+        figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)
+        if cache_dir:
+            settle_run(cache_dir, run_id, pq.read_table(out / "attempts.parquet"), finished)
+        figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,
+                       engine_seconds=sampling.engine_seconds, engine_busy_fraction=run_row["engine_busy_fraction"])
     if not any((out / "_staging").iterdir()):
         shutil.rmtree(out / "_staging", ignore_errors=True)
     print(summary_text(out, run_id, figures))

@@ -10,8 +10,11 @@ the same shard instead of adding a second copy, on every runner.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import apache_beam as beam
@@ -65,3 +68,31 @@ class WriteStaged(beam.PTransform):
             | "GroupShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, self.folder, self.schema)
         )
+
+
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def claimed_staging(out: Path, run_id: str):
+    """OUT/_staging/<run_id>, locked for as long as the run lives. Staging
+    folders that nobody holds are what killed runs left behind: they are
+    removed first (their finished attempts live on in the attempt cache).
+    A folder another live run holds is left alone."""
+    root = out / "_staging"
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        if old.is_dir() and old.name != run_id:
+            try:
+                with open(old / LOCK_FILE, "a") as fh:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live run
+            except OSError:
+                pass
+            shutil.rmtree(old, ignore_errors=True)
+    staging = root / run_id
+    staging.mkdir(parents=True, exist_ok=True)
+    with open(staging / LOCK_FILE, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield staging

@@ -60,6 +60,7 @@ def resumed(sample_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("resume")
     with pytest.raises(RunStopped) as stopped:
         run([str(sample_dir)], str(out), RunConfig(), None, [], backend_factory=_factory(DyingBackend(60)))
+    assert len(list((out / "_staging").iterdir())) == 1  # what the killed run left behind
     after_kill = sorted((out / "attempt_cache").glob("*.jsonl"))
     cached_lines = sum(len(f.read_text().splitlines()) for f in after_kill)
     fig = run([str(sample_dir)], str(out), RunConfig(), None, [], backend_factory=_factory(ScriptedBackend()))
@@ -79,6 +80,7 @@ def test_resume_reuses_every_finished_attempt_and_pays_for_none_twice(resumed):
     assert fig["attempts_generated"] == len(attempts) - cached_lines  # the engine made only the missing ones
     keys = [(a["content_hash"], a["attempt_idx"]) for a in attempts]
     assert len(keys) == len(set(keys))
+    assert not (out / "_staging").exists()  # the killed run's leftovers were cleared
     # The killed run never finished, so the resumed run pays for its attempts, once.
     assert _cost_by_unit(out, fig["run_id"]) == {"gpu_second": len(attempts)}
 

@@ -52,7 +52,7 @@ class SamplePlan:
     max_pass_rate: float
     prior_a: float = 0.1
     prior_b: float = 0.1
-    confidence: float = 0.9
+    confidence: float = 0.95
     # Where finished generations persist (transforms/attempt_cache.py); None:
     # nowhere (replayed attempts, probes).
     cache_dir: str | None = None

@@ -46,7 +46,7 @@ class Policy:
     max_pass_rate: float = 1.0
     prior_a: float = 0.1
     prior_b: float = 0.1
-    confidence: float = 0.9
+    confidence: float = 0.95
 
     def __post_init__(self):
         if self.mode not in MODES:
