@@ -148,7 +148,24 @@ GROUP BY r.run_id, r.model_id, r.sampling_mode, r.k
 ORDER BY r.run_id
 """
 
-ALL_VIEWS = [TASK_SPEND, TASK_FACTS, FUNNEL, YIELD, COST_PER_USEFUL_SIGNAL, WASTE, PASS_RATE_HIST, ATTEMPTS_SAVED]
+# A task across runs and model versions: the same content_hash in every run
+# that sampled it, in time order, with where its attempts came from. Shows a
+# task moving from learnable to all_pass as models improve.
+TASK_HISTORY = """
+CREATE OR REPLACE VIEW task_history AS
+SELECT t.content_hash, t.source, t.task_id, r.started_at, t.run_id, r.model_id, r.sampling_mode, t.status,
+       t.n_attempts, t.n_pass, t.pass_rate,
+       lag(t.status) OVER (PARTITION BY t.content_hash ORDER BY r.started_at, t.run_id) AS previous_status,
+       coalesce(a.reused, 0) AS attempts_reused
+FROM tasks t
+JOIN runs r USING (run_id)
+LEFT JOIN (SELECT run_id, content_hash, count(*) FILTER (WHERE reused_from_run IS NOT NULL) AS reused
+           FROM attempts GROUP BY ALL) a ON a.run_id = t.run_id AND a.content_hash = t.content_hash
+WHERE t.n_attempts > 0
+"""
+
+ALL_VIEWS = [TASK_SPEND, TASK_FACTS, FUNNEL, YIELD, COST_PER_USEFUL_SIGNAL, WASTE, PASS_RATE_HIST, ATTEMPTS_SAVED,
+             TASK_HISTORY]
 
 
 def create_views(con) -> None:

@@ -108,9 +108,14 @@ def test_a_new_model_reuses_nothing_and_keeps_the_old_models_history(sample_dir,
             WHERE o.run_id = ? AND n.run_id = ? AND o.status = 'all_fail' AND n.status = 'learnable'""",
                             [first["run_id"], second["run_id"]]).fetchone()[0]
         models = dict(con.execute("SELECT run_id, model_id FROM runs").fetchall())
+        history = con.execute("""
+            SELECT count(*) FROM task_history
+            WHERE run_id = ? AND previous_status = 'all_fail' AND status = 'learnable'""",
+                              [second["run_id"]]).fetchone()[0]
     finally:
         con.close()
     assert moved > 0  # products the old model never solved are learnable for the new one
+    assert history == moved  # the view analysts use for exactly this
     assert models == {first["run_id"]: "scripted@test", second["run_id"]: "scripted@v2"}
 
 
