@@ -164,6 +164,9 @@ class _Script(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["Content-Length"]))
         type(self).hits += 1
         status = self.statuses.pop(0) if self.statuses else 200
+        if status == "hang":
+            time.sleep(3)  # longer than the client's timeout
+            return
         if status == 200:
             self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                              "choices": [{"index": 0, "finish_reason": "stop",
@@ -211,6 +214,14 @@ def test_a_server_that_keeps_failing_raises_backend_unavailable(scripted):
     with pytest.raises(BackendUnavailable, match="after 2 retries"):
         _backend(url, max_retries=2).generate([GenRequest((("user", "2+3"),), seed=1)])
     assert script.hits == 3
+
+
+def test_a_hanging_server_times_out_is_retried_then_stops_the_run(scripted):
+    script, url = scripted
+    script.statuses = ["hang", "hang"]
+    with pytest.raises(BackendUnavailable, match="APITimeoutError"):
+        _backend(url, max_retries=1, timeout_s=0.5).generate([GenRequest((("user", "2+3"),), seed=1)])
+    assert script.hits == 2
 
 
 def test_a_rejected_request_is_an_attempt_error_not_a_dead_run(scripted):
