@@ -70,11 +70,26 @@ def make_plan(cfg: RunConfig, run_id: str, model_id: str) -> SamplePlan:
     s = cfg.sampling
     key = sampler_key({
         "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
-        "system_prompt": s.system_prompt,
+        "system_prompt": s.system_prompt, "system_prompts": s.system_prompts,
     })
     return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=key, mode=s.mode, k=s.k, waves=tuple(s.waves),
                       seed=s.seed, system_prompt=s.system_prompt, min_pass_rate=cfg.band.min_pass_rate,
-                      max_pass_rate=cfg.band.max_pass_rate)
+                      max_pass_rate=cfg.band.max_pass_rate, system_prompts=tuple(sorted(s.system_prompts.items())),
+                      verify=cfg.verify)
+
+
+def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:
+    """The rubric judge's factory: the one given (tests), a model of its own
+    from `[judge] path`, or None: the sampling engine judges."""
+    if judge_factory is not None or cfg.judge.path is None:
+        return judge_factory
+    path = Path(cfg.judge.path)
+    if not (path / "config.json").is_file():
+        raise RunError(f"judge path {path} is not a Hugging Face model folder (no config.json)")
+    judge_id = cfg.judge.model_id or f"{path.name}@judge"
+    factory = functools.partial(get_backend, str(path), judge_id, cfg.sampling, cfg.model)
+    factory.model_id = judge_id  # named without loading it
+    return factory
 
 
 def _runner(name: str | None):
@@ -112,9 +127,11 @@ def dask_cluster(address: str | None, workers: int):
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
-        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2) -> dict:
+        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
+        judge_factory: Callable[[], Backend] | None = None) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
-    replaces the configured engine (tests use a scripted one)."""
+    replaces the configured engine (tests use a scripted one);
+    `judge_factory` the rubric judge (default: the sampling engine)."""
     try:
         paths = expand_inputs(inputs)
     except Exception as e:
@@ -134,6 +151,10 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         factory = backend_factory
         model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
+    judge_factory = judge_factory_for(cfg, judge_factory)
+    if judge_factory is not None:
+        judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
+        rates.for_model(judge_id)  # the judge's tokens are priced too
     run_id = new_run_id()
     plan = make_plan(cfg, run_id, model_id)
     if runner in (None, IN_PROCESS):
@@ -156,7 +177,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
             address = stack.enter_context(dask_cluster(dask_address, dask_workers))
             beam_args = [*beam_args, f"--dask_client_address={address}"]
         p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build(p, spec, factory)
+        build(p, spec, factory, judge_factory)
         result = p.run()
         result.wait_until_finish()
         client = getattr(result, "client", None)  # the DaskRunner's own client

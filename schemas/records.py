@@ -16,7 +16,7 @@ DOMAINS = ("math", "code", "rubric", "exact")
 STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
 
 # The funnel's stages, in order. `drop_stage` is always one of these.
-STAGES = ("read", "validate", "exact_dedup", "decontaminate", "sample", "classify")
+STAGES = ("read", "validate", "exact_dedup", "decontaminate", "verifier_sanity", "sample", "classify")
 
 TASK_FIELDS: list[pa.Field] = [
     pa.field("task_id", pa.string()),
@@ -61,6 +61,12 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("verifier", pa.string()),
         pa.field("verify_seconds", pa.float64()),
         pa.field("error", pa.string()),
+        # The rubric judge's own generation (null for other verifiers),
+        # priced as component `judge` at the judge model's rate.
+        pa.field("judge_model_id", pa.string()),
+        pa.field("judge_prompt_tokens", pa.int64()),
+        pa.field("judge_completion_tokens", pa.int64()),
+        pa.field("judge_seconds", pa.float64()),
     ]
 )
 

@@ -95,9 +95,10 @@ def test_fixed_mode_spends_all_k():
     assert backend.calls == 1
 
 
-def test_unverifiable_domains_are_not_sampled():
-    assert needs_no_sampling({"domain": "math"}) is None
-    d = needs_no_sampling({"domain": "rubric", "task_id": "r"})
+def test_every_domain_has_a_verifier_and_an_unknown_one_is_not_sampled():
+    for domain in ("math", "exact", "code", "rubric"):
+        assert needs_no_sampling({"domain": domain}) is None
+    d = needs_no_sampling({"domain": "poetry", "task_id": "r"})
     assert d["drop_stage"] == "sample" and d["drop_reason"] == "no_verifier"
 
 

@@ -9,6 +9,8 @@ attempt, component), priced from the rates table (schemas/rates.py).
 - generation: per attempt, by the model's rate: prompt and completion
   tokens x $/M tokens, or measured engine seconds x $/GPU-hour.
 - verification: per attempt, measured verifier seconds x $/CPU-hour.
+- judge: per rubric attempt, the judge's prompt and completion tokens (or
+  engine seconds) at the judge model's generation rate.
 """
 
 from __future__ import annotations
@@ -34,11 +36,17 @@ def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: s
     gen_usd, gen_qty, gen_unit = model_rate.usd(
         attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0, attempt["gen_seconds"] or 0.0)
     vsec = attempt["verify_seconds"] or 0.0
-    return [
+    rows = [
         dict(base, component="generation", quantity=gen_qty, unit=gen_unit, usd=gen_usd),
         dict(base, component="verification", quantity=vsec, unit="cpu_second",
              usd=vsec / 3600.0 * rates.verification.usd_per_cpu_hour),
     ]
+    if attempt.get("judge_model_id"):
+        usd, qty, unit = rates.for_model(attempt["judge_model_id"]).usd(
+            attempt.get("judge_prompt_tokens") or 0, attempt.get("judge_completion_tokens") or 0,
+            attempt.get("judge_seconds") or 0.0)
+        rows.append(dict(base, component="judge", quantity=qty, unit=unit, usd=usd))
+    return rows
 
 
 class CostRows(beam.PTransform):

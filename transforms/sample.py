@@ -3,24 +3,26 @@ task's keep/drop decision is made (see sampling_policy), then `classify`.
 
 Tasks arrive in batches; each wave of a batch is one engine call with every
 undecided task's next attempts in it, so the engine always sees a large
-batch. Each attempt is verified as soon as it is generated, because the next
-wave depends on the verdicts.
+batch. Each wave is verified as soon as it is generated (one
+`verify_attempts` call: sandboxes in parallel, one judge batch), because the
+next wave depends on the verdicts.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import apache_beam as beam
 
+from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.backends import Backend, GenRequest
 from tasksieve.transforms.classify import classify
 from tasksieve.transforms.routing import split_tagged
 from tasksieve.transforms.sampling_policy import attempt_seed, next_wave
-from tasksieve.transforms.verifiers import verifier_for
+from tasksieve.transforms.verifiers import VERIFIABLE, verify_attempts
 
 # Tags of the pairs this stage emits (see transforms/routing.py).
 ATTEMPT_TAG = "attempt"
@@ -44,6 +46,9 @@ class SamplePlan:
     system_prompt: str
     min_pass_rate: float
     max_pass_rate: float
+    # ((domain, system prompt), ...); a domain not named uses system_prompt.
+    system_prompts: tuple = ()
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     @property
     def band_is_default(self) -> bool:
@@ -52,7 +57,7 @@ class SamplePlan:
 
 def needs_no_sampling(task: dict) -> dict | None:
     """The task marked dropped if no verifier can judge its attempts."""
-    if verifier_for(task["domain"]) is not None:
+    if task["domain"] in VERIFIABLE:
         return None
     return dict(task, drop_stage=STAGE, drop_reason="no_verifier",
                 drop_detail=json.dumps({"domain": task["domain"],
@@ -60,14 +65,18 @@ def needs_no_sampling(task: dict) -> dict | None:
 
 
 def messages_for(task: dict, plan: SamplePlan) -> tuple:
-    return (("system", plan.system_prompt), ("user", task["prompt"]))
+    system = dict(plan.system_prompts).get(task["domain"], plan.system_prompt)
+    return (("system", system), ("user", task["prompt"]))
 
 
 def sample_tasks(
-    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None
+    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
+    judge: Backend | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
-    task once decided. Beam-free: the unit tests drive it directly."""
+    task once decided. `judge` scores rubric attempts (default: `backend`).
+    Beam-free: the unit tests drive it directly."""
+    judge = backend if judge is None else judge
     state = {t["content_hash"]: {"task": t, "n": 0, "pass": 0, "done": False} for t in tasks}
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
@@ -89,9 +98,11 @@ def sample_tasks(
             for st, idx in wave
         ]
         generated = backend.generate(requests)
-        for (st, idx), req, gen in zip(wave, requests, generated):
+        # One call verifies the wave: sandboxes in parallel, one judge batch.
+        verdicts = verify_attempts([(st["task"], gen.completion) for (st, _), gen in zip(wave, generated)],
+                                   judge, plan.verify, [req.seed for req in requests])
+        for (st, idx), req, gen, verdict in zip(wave, requests, generated, verdicts):
             task = st["task"]
-            verdict = verifier_for(task["domain"])(task, gen.completion)
             attempt = {
                 "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
                 "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
@@ -134,13 +145,16 @@ class _Progress:
 
 
 class _SampleFn(beam.DoFn):
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend]):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend],
+                 judge_factory: Callable[[], Backend] | None = None):
         self.plan = plan
         self.backend_factory = backend_factory
+        self.judge_factory = judge_factory
 
     def setup(self):
         # The factory returns the process-wide engine: loaded once per worker.
         self.backend = self.backend_factory()
+        self.judge = self.judge_factory() if self.judge_factory else self.backend
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
@@ -149,17 +163,19 @@ class _SampleFn(beam.DoFn):
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
             yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n))
+                                    lambda n: _Progress.update(total, n), self.judge)
 
 
 class SampleAndClassify(beam.PTransform):
     """Tasks in; (classified task results, attempts, tasks that cannot be
     sampled) out."""
 
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int,
+                 judge_factory: Callable[[], Backend] | None = None):
         super().__init__()
         self.plan = plan
         self.backend_factory = backend_factory
+        self.judge_factory = judge_factory
         self.tasks_per_batch = tasks_per_batch
         self.groups = groups
 
@@ -181,7 +197,8 @@ class SampleAndClassify(beam.PTransform):
             | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
             | "Group" >> beam.GroupByKey()
             | "SampleVerifyClassify" >> beam.ParDo(
-                _SampleFn(self.plan, self.backend_factory), beam.pvalue.AsSingleton(total), self.tasks_per_batch)
+                _SampleFn(self.plan, self.backend_factory, self.judge_factory), beam.pvalue.AsSingleton(total),
+                self.tasks_per_batch)
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
         return out[RESULT_TAG], out[ATTEMPT_TAG], routed[DROPPED_TAG]
