@@ -128,3 +128,20 @@ def test_generation_errors_are_recorded_on_the_attempt():
     attempts = [r for kind, r in out if kind == "attempt"]
     assert [a["error"] for a in attempts] == ["engine said no"] * 2
     assert not any(a["passed"] for a in attempts)
+
+
+def test_system_prompt_per_domain():
+    from tasksieve.pipeline.run import make_plan
+    from tasksieve.schemas.config import RunConfig
+    from tasksieve.transforms.sample import messages_for
+
+    cfg = RunConfig()
+    plan = make_plan(cfg, "r", "m@1")
+    system = {d: dict(messages_for({"domain": d, "prompt": "p"}, plan))["system"] for d in ("math", "exact", "code", "rubric")}
+    assert "\\boxed" in system["math"] and "```python" in system["code"]
+    assert len(set(system.values())) == 4
+    custom = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"system_prompts": {"code": "C"}})})
+    other = make_plan(custom, "r", "m@1")
+    assert dict(messages_for({"domain": "code", "prompt": "p"}, other))["system"] == "C"
+    assert dict(messages_for({"domain": "exact", "prompt": "p"}, other))["system"] == cfg.sampling.system_prompt
+    assert other.sampler_key != plan.sampler_key
