@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tasksieve.schemas.records import DOMAINS
 from tasksieve.schemas.toml_files import load_toml_model
@@ -81,6 +81,12 @@ class SamplingConfig(_Section):
     )
     # Per-domain system prompts (math uses system_prompt unless named here).
     system_prompts: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SYSTEM_PROMPTS))
+
+    @field_validator("system_prompts")
+    @classmethod
+    def _over_defaults(cls, v):
+        # A config that names one domain keeps the defaults of the others.
+        return {**DEFAULT_SYSTEM_PROMPTS, **v}
 
     @model_validator(mode="after")
     def _waves_positive(self):

@@ -140,8 +140,10 @@ def test_system_prompt_per_domain():
     system = {d: dict(messages_for({"domain": d, "prompt": "p"}, plan))["system"] for d in ("math", "exact", "code", "rubric")}
     assert "\\boxed" in system["math"] and "```python" in system["code"]
     assert len(set(system.values())) == 4
-    custom = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"system_prompts": {"code": "C"}})})
+    custom = RunConfig.model_validate({"sampling": {"system_prompts": {"code": "C"}}})
     other = make_plan(custom, "r", "m@1")
     assert dict(messages_for({"domain": "code", "prompt": "p"}, other))["system"] == "C"
-    assert dict(messages_for({"domain": "exact", "prompt": "p"}, other))["system"] == cfg.sampling.system_prompt
+    assert dict(messages_for({"domain": "exact", "prompt": "p"}, other))["system"] == system["exact"]  # default kept
+    with pytest.raises(ValueError, match="unknown domain 'poetry'"):
+        RunConfig.model_validate({"sampling": {"system_prompts": {"poetry": "x"}}})
     assert other.sampler_key != plan.sampler_key
