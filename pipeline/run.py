@@ -151,6 +151,13 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         factory = backend_factory
         model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
+    if cfg.verify.sandbox == "bwrap":
+        from tasksieve.transforms.sandbox import resolve_mode
+
+        try:
+            resolve_mode("bwrap")  # asked for explicitly: fail now, not on every code attempt
+        except RuntimeError as e:
+            raise RunError(str(e)) from None
     judge_factory = judge_factory_for(cfg, judge_factory)
     if judge_factory is not None:
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id

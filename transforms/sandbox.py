@@ -151,9 +151,12 @@ def resolve_mode(requested: str = "auto") -> str:
             if not shutil.which("bwrap"):
                 why = "bubblewrap (bwrap) is not installed"
             else:
-                probe = _run([_PROBE], Limits(), "bwrap")
-                if not (probe.results and probe.results[0].passed):
-                    why = f"bubblewrap failed its start-up probe ({(probe.results[0].error if probe.results else None) or probe.stderr[-300:]})"
+                try:
+                    probe = _run([_PROBE], Limits(), "bwrap")
+                    if not probe.results[0].passed:
+                        why = f"bubblewrap failed its start-up probe ({probe.results[0].error}; {probe.stderr[-300:]!r})"
+                except Exception as e:
+                    why = f"bubblewrap failed its start-up probe ({type(e).__name__}: {e})"
             _MODE["auto"] = "bwrap" if why is None else "rlimit"
             if why:
                 _warn_once("fallback", f"{why}; model-written code runs in the weaker rlimit sandbox (no filesystem "
