@@ -4,9 +4,10 @@ and 2 local worker processes, in one run. Reports tasks/s, the ratio to the
 in-process runner, and peak memory (max RSS) of the driver and per worker.
 
 The pool is real task text (reasoning-gym arithmetic in several phrasings)
-with 5% planted exact duplicates. Its tasks are `rubric` tasks, which have
-no verifier yet, so they leave the funnel at `sample` before any engine is
-needed: this measures the cheap stages and the accounting only.
+with 5% planted exact duplicates. Its tasks are `rubric` tasks whose only
+criterion is blank, so they leave the funnel at `verifier_sanity` (reason
+`no_criteria`, no judge call) before any engine is needed: this measures
+the cheap stages and the accounting only.
 
     .venv/bin/python bench/runners.py [--tasks 100000]
 """
@@ -40,7 +41,7 @@ def make_pool(path: Path, n: int) -> None:
             e = exprs[j % len(exprs)]
             prompt = PHRASES[j % len(PHRASES)].format(e=e) + ("" if j < len(exprs) else f" (variant {j // len(exprs)})")
             fh.write(json.dumps({"task_id": f"t{i}", "source": f"vendor_{i % 3}", "domain": "rubric", "prompt": prompt,
-                                 "rubric": ["states the correct value"], "expert_minutes": 3}) + "\n")
+                                 "rubric": [" "], "expert_minutes": 3}) + "\n")
 
 
 class _NoEngine:

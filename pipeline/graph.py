@@ -1,7 +1,7 @@
 """The run graph: the funnel of DESIGN.md as one Beam pipeline.
 
     read -> validate -> normalise+hash -> exact dedup -> decontaminate
-         -> sample (waves) + verify -> classify -> costs -> staged Parquet
+         -> verifier sanity -> sample (waves) + verify -> classify -> costs -> staged Parquet
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
@@ -28,6 +28,7 @@ from tasksieve.transforms.dedup_exact import DropExactDuplicates
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import ReadDeliveries
 from tasksieve.transforms.sample import SampleAndClassify, SamplePlan
+from tasksieve.transforms.verifier_sanity import VerifierSanity
 from tasksieve.transforms.validate import ValidateRows
 
 # The staged outputs and their schemas; `outputs.finalize` reads them back.
@@ -68,7 +69,9 @@ def _write(pcoll, name: str, staging_dir: str):
     return pcoll | f"Write{name}" >> WriteStaged(str(Path(staging_dir) / name), STAGED[name])
 
 
-def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend]) -> None:
+def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend],
+          judge_factory: Callable[[], Backend] | None = None) -> None:
+    """`judge_factory` gives the rubric judge; None: the sampler judges."""
     cfg, run_id = spec.config, spec.run_id
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
     # Rows read, counted straight off the reader: the independent side of
@@ -86,13 +89,15 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     clean, contaminated = unique | "Decontaminate" >> Decontaminate(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
     )
-    classified, attempts, unsampled = clean | "Sample" >> SampleAndClassify(
+    # Before any attempt is paid for: drop tasks whose verifier is broken.
+    sane, broken = clean | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
+    classified, attempts, unsampled = sane | "Sample" >> SampleAndClassify(
         spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups,
-        spec.cache_files, spec.finished_runs, spec.stats_dir,
+        spec.cache_files, spec.finished_runs, spec.stats_dir, judge_factory,
     )
 
     dropped = (
-        (duplicates, contaminated, unsampled)
+        (duplicates, contaminated, broken, unsampled)
         | "AllDropped" >> beam.Flatten()
         | "DroppedResult" >> beam.Map(dropped_result, run_id)
     )

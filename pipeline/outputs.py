@@ -87,12 +87,13 @@ TABLE_FILES = {"tasks": "results", "attempts": "attempts", "costs": "costs", "qu
 
 
 def _add_new_columns(con, table: str, src: str) -> None:
-    """A database written by an older tasksieve lacks columns added since
-    (fields are only ever added): add them, NULL for the old runs."""
+    """A database written by an older version lacks columns added to the
+    contracts since (fields are added, never renamed): add them, null for
+    the earlier runs, so history keeps accumulating in one file."""
     have = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
-    for name, typ, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall():
+    for name, dtype, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall():
         if name not in have:
-            con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {typ}')
+            con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {dtype}')
 
 
 def load_duckdb(out: Path, run_row: dict) -> Path:
@@ -168,9 +169,9 @@ def funnel_rows(out: Path, run_id: str) -> list[dict]:
 
 
 def summary_text(out: Path, run_id: str, fig: dict) -> str:
-    lines = [f"run {run_id}", "", f"{'stage':<14}{'in':>7}{'removed':>9}{'out':>7}"]
+    lines = [f"run {run_id}", "", f"{'stage':<16}{'in':>7}{'removed':>9}{'out':>7}"]
     for r in funnel_rows(out, run_id):
-        lines.append(f"{r['stage']:<14}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
+        lines.append(f"{r['stage']:<16}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
     saved = fig["attempts_fixed_k"] - fig["attempts"]
     per = f"${fig['usd_per_learnable']:.4f}" if fig["usd_per_learnable"] is not None else "n/a (no learnable task)"
     lines += [

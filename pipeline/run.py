@@ -92,12 +92,29 @@ def make_plan(cfg: RunConfig, run_id: str, model_id: str, cache_dir: str | None 
     s = cfg.sampling
     key = sampler_key({
         "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
-        "system_prompt": s.system_prompt,
+        "system_prompt": s.system_prompt, "system_prompts": s.system_prompts,
     })
     return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=key, mode=s.mode, k=s.k, waves=tuple(s.waves),
                       seed=s.seed, system_prompt=s.system_prompt, min_pass_rate=cfg.band.min_pass_rate,
                       max_pass_rate=cfg.band.max_pass_rate, prior_a=s.bayes.prior_a, prior_b=s.bayes.prior_b,
-                      confidence=s.bayes.confidence, cache_dir=cache_dir)
+                      confidence=s.bayes.confidence, cache_dir=cache_dir,
+                      system_prompts=tuple(sorted(s.system_prompts.items())), verify=cfg.verify)
+
+
+def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:
+    """The rubric judge's factory: the one given (tests), a model of its own
+    from `[judge] path`, or None: the sampling engine judges."""
+    if judge_factory is not None or cfg.judge.path is None:
+        return judge_factory
+    path = Path(cfg.judge.path)
+    if not (path / "config.json").is_file():
+        raise RunError(f"judge path {path} is not a Hugging Face model folder (no config.json)")
+    judge_id = cfg.judge.model_id or f"{path.name}@judge"
+    # The judge is a local vLLM model whatever backend samples.
+    factory = functools.partial(get_backend, str(path), judge_id, cfg.sampling,
+                                cfg.model.model_copy(update={"backend": "vllm"}))
+    factory.model_id = judge_id  # named without loading it
+    return factory
 
 
 def _runner(name: str | None):
@@ -133,14 +150,14 @@ def dask_cluster(address: str | None, workers: int):
         cluster.close()
 
 
-def _run_graph(spec: RunSpec, factory, runner: str | None, beam_args: list[str], dask_address: str | None,
-               dask_workers: int) -> None:
+def _run_graph(spec: RunSpec, factory, judge_factory, runner: str | None, beam_args: list[str],
+               dask_address: str | None, dask_workers: int) -> None:
     with contextlib.ExitStack() as stack:
         if runner == DASK:
             address = stack.enter_context(dask_cluster(dask_address, dask_workers))
             beam_args = [*beam_args, f"--dask_client_address={address}"]
         p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build(p, spec, factory)
+        build(p, spec, factory, judge_factory)
         result = p.run()
         result.wait_until_finish()
         client = getattr(result, "client", None)  # the DaskRunner's own client
@@ -165,9 +182,11 @@ def _backend_stop(e: BaseException) -> str | None:
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
-        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2) -> dict:
+        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
+        judge_factory: Callable[[], Backend] | None = None) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
-    replaces the configured engine (tests use a scripted one)."""
+    replaces the configured engine (tests use a scripted one);
+    `judge_factory` the rubric judge (default: the sampling engine)."""
     try:
         paths = expand_inputs(inputs)
     except Exception as e:
@@ -187,6 +206,17 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         factory = backend_factory
         model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
+    if cfg.verify.sandbox == "bwrap":
+        from tasksieve.transforms.sandbox import resolve_mode
+
+        try:
+            resolve_mode("bwrap")  # asked for explicitly: fail now, not on every code attempt
+        except RuntimeError as e:
+            raise RunError(str(e)) from None
+    judge_factory = judge_factory_for(cfg, judge_factory)
+    if judge_factory is not None:
+        judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
+        rates.for_model(judge_id)  # the judge's tokens are priced too
     run_id = new_run_id()
     # Replayed attempts were generated elsewhere: nothing to cache.
     cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
@@ -213,7 +243,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         started = datetime.now(timezone.utc)
         t0 = time.perf_counter()
         try:
-            _run_graph(spec, factory, runner, beam_args, dask_address, dask_workers)
+            _run_graph(spec, factory, judge_factory, runner, beam_args, dask_address, dask_workers)
         except Exception as e:
             stop = _backend_stop(e)
             if stop is None:

@@ -28,7 +28,7 @@ from tasksieve.schemas.profile import Profile, ProfileError, default_profile_pat
 from tasksieve.transforms import delivery_checks as dc
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms.read import InputError, expand_inputs
-from tasksieve.transforms.verifiers import verifier_for
+from tasksieve.transforms.verifiers import VERIFIABLE
 
 FIELD_CHECKS = {
     "schema": "rows unreadable, breaking the Task contract, or failing a field expectation "
@@ -39,8 +39,8 @@ FIELD_CHECKS = {
 }
 
 NOTES = [
-    "Code tasks: `tests` and `reference_solution` are compiled, never executed; running vendor code "
-    "needs the sandbox that arrives with the code verifier in a later release.",
+    "Code tasks: the reference solution and four null answers (returning None, '', the prompt; a `pass` "
+    "body) run against the tests in the sandbox (no network, read-only filesystem, CPU/memory/time limits).",
     "Duplicates are exact after normalisation (Unicode NFKC, case, whitespace, punctuation spacing); "
     "paraphrases are not detected.",
     "Contamination is checked on prompts, by word n-grams against the benchmarks the profile names.",
@@ -191,7 +191,7 @@ def _probe(tasks: list[dict], checks: list[dict], probe: ProbeSpec, backend_fact
     excluded = {o["where"] for c in checks if c["name"] in
                 ("duplicates_within", "duplicates_against_pool", "contamination", "verifier_sanity")
                 for o in c["offenders"]}
-    eligible = [t for t in tasks if verifier_for(t["domain"]) is not None and dc.where(t) not in excluded]
+    eligible = [t for t in tasks if t["domain"] in VERIFIABLE and dc.where(t) not in excluded]
     backend = backend_factory()
     plan = make_plan(probe.config, "probe-" + new_run_id(), backend.model_id)
     return dc.learnable_share(eligible, backend, plan, min_share, not_probed=len(tasks) - len(eligible))

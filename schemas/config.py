@@ -11,9 +11,17 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tasksieve.schemas.records import DOMAINS
 from tasksieve.schemas.toml_files import load_toml_model
+
+DEFAULT_SYSTEM_PROMPTS = {
+    "exact": "Answer the question. End with one line of the form 'Final answer: <answer>'.",
+    "code": "You are a careful Python programmer. Answer with one ```python code block that defines the "
+            "requested function with exactly the requested name; no tests, no input(), no extra text after the block.",
+    "rubric": "You are a helpful, careful assistant. Answer the request completely and precisely.",
+}
 
 
 class _Section(BaseModel):
@@ -101,16 +109,53 @@ class SamplingConfig(_Section):
     # workers (`--dask-workers` sets it).
     groups: int = Field(1, gt=0)
     bayes: BayesConfig = Field(default_factory=BayesConfig)
+    # The math prompt, and the one for any domain not in system_prompts.
     system_prompt: str = (
         "You are a careful math assistant. Solve the problem step by step, "
         "then give the final answer as \\boxed{answer}."
     )
+    # Per-domain system prompts (math uses system_prompt unless named here).
+    system_prompts: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SYSTEM_PROMPTS))
+
+    @field_validator("system_prompts")
+    @classmethod
+    def _over_defaults(cls, v):
+        # A config that names one domain keeps the defaults of the others.
+        return {**DEFAULT_SYSTEM_PROMPTS, **v}
 
     @model_validator(mode="after")
     def _waves_positive(self):
         if not self.waves or any(w <= 0 for w in self.waves):
             raise ValueError("sampling.waves must be a non-empty list of positive integers")
+        unknown = set(self.system_prompts) - set(DOMAINS)
+        if unknown:
+            raise ValueError(f"sampling.system_prompts: unknown domain {sorted(unknown)[0]!r}; expected one of {', '.join(DOMAINS)}")
         return self
+
+    def system_prompt_for(self, domain: str) -> str:
+        return self.system_prompts.get(domain, self.system_prompt)
+
+
+class VerifyConfig(_Section):
+    """How attempts are verified (transforms/verifiers.py, sandbox.py)."""
+
+    parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
+    math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")
+    # auto: bubblewrap when installed and working, else the rlimit fallback (with a warning).
+    sandbox: Literal["auto", "bwrap", "rlimit"] = "auto"
+    code_cpu_seconds: int = Field(5, gt=0, description="CPU seconds per code attempt")
+    code_wall_seconds: float = Field(10.0, gt=0, description="wall-clock seconds per code attempt")
+    code_memory_mb: int = Field(512, ge=64, description="address space of the sandboxed process")
+    code_output_kb: int = Field(64, gt=0, description="largest stdout, stderr or file a code attempt may write")
+    rubric_pass_threshold: float = Field(0.7, ge=0, le=1, description="share of rubric criteria met for a pass")
+    judge_max_chars: int = Field(8000, gt=0, description="an attempt is cut to this many characters in the judge prompt")
+
+
+class JudgeConfig(_Section):
+    """The rubric judge: by default the sampling engine itself."""
+
+    path: str | None = Field(None, description="a Hugging Face model folder for the judge; unset = the sampler's engine")
+    model_id: str | None = Field(None, description="name@revision of the judge, priced from the rates file")
 
 
 class BandConfig(_Section):
@@ -137,6 +182,8 @@ class RunConfig(_Section):
     # model_id, sampler_key, attempt_idx); None = OUT/attempt_cache. Point
     # several output folders at one cache to share attempts between them.
     attempt_cache: str | None = None
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
     # Prices live in their own file (schemas/rates.py); None = the bundled
     # rates.default.toml. `tasksieve run --rates FILE` overrides this.
     rates: str | None = None

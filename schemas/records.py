@@ -16,7 +16,7 @@ DOMAINS = ("math", "code", "rubric", "exact")
 STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
 
 # The funnel's stages, in order. `drop_stage` is always one of these.
-STAGES = ("read", "validate", "exact_dedup", "decontaminate", "sample", "classify")
+STAGES = ("read", "validate", "exact_dedup", "decontaminate", "verifier_sanity", "sample", "classify")
 
 TASK_FIELDS: list[pa.Field] = [
     pa.field("task_id", pa.string()),
@@ -64,6 +64,12 @@ ATTEMPT_SCHEMA = pa.schema(
         # Set when the generation was not made by this run but re-used from the
         # attempt cache: the run that made it (see transforms/attempt_cache.py).
         pa.field("reused_from_run", pa.string()),
+        # The rubric judge's own generation (null for other verifiers),
+        # priced as component `judge` at the judge model's rate.
+        pa.field("judge_model_id", pa.string()),
+        pa.field("judge_prompt_tokens", pa.int64()),
+        pa.field("judge_completion_tokens", pa.int64()),
+        pa.field("judge_seconds", pa.float64()),
     ]
 )
 

@@ -25,5 +25,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   $VPY -m pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
+# bubblewrap sandboxes model-written code (the code verifier). Without it the
+# sandbox falls back to rlimits in a subprocess, with a warning; installed
+# here when we may (root or sudo), never fatal.
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if [ -z "$SUDO" ] || $SUDO true 2>/dev/null; then
+    echo "== installing bubblewrap (the code sandbox)"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null; } \
+      || echo "   could not install bubblewrap; code attempts will run in the weaker rlimit sandbox" >&2
+  fi
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 .venv/bin/tasksieve prepare-model >/dev/null

@@ -3,7 +3,11 @@
 It answers arithmetic prompts ("Calculate 5 + 3.") by evaluating them, and
 decides per operator whether to be right: '+' always right, '*' always
 wrong, '-' right on even seeds only. That gives all three outcomes
-deterministically. The real engine is tested in test_e2e_vllm.py.
+deterministically. Code prompts ("Write a Python function add(a, b) that
+returns a + b.") get a fenced solution, right on even seeds only. As the
+rubric judge (a prompt from verifiers.judge_messages) it rates every
+criterion YES on even seeds and NO on odd ones. The real engine is tested
+in test_e2e_vllm.py.
 """
 
 from __future__ import annotations
@@ -13,6 +17,19 @@ import re
 from tasksieve.transforms.backends import GenResult
 
 _EXPR = re.compile(r"Calculate (.+)\.$", re.IGNORECASE)
+_CODE = re.compile(r"Write a Python function (\w+)\(a, b\) that returns a ([-+*]) b")
+
+
+def _code_answer(m, seed: int) -> str:
+    name, op = m.group(1), m.group(2)
+    body = f"a {op} b" if seed % 2 == 0 else f"a {op} b + 1"
+    return f"Here is the function:\n```python\ndef {name}(a, b):\n    return {body}\n```\nIt works."
+
+
+def _judge_answer(prompt: str, seed: int) -> str:
+    criteria = prompt.split("Criteria:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    word = "YES" if seed % 2 == 0 else "NO"
+    return "\n".join(f"{i}: {word}" for i in range(1, len(criteria) + 1))
 
 
 class ScriptedBackend:
@@ -30,7 +47,12 @@ class ScriptedBackend:
         for r in requests:
             prompt = dict(r.messages)["user"]
             m = _EXPR.search(prompt.strip())
-            if not m:
+            code = _CODE.search(prompt)
+            if prompt.startswith("Task:") and "Criteria:\n" in prompt:
+                text = _judge_answer(prompt, r.seed)
+            elif code:
+                text = _code_answer(code, r.seed)
+            elif not m:
                 text = "I am not sure."
             else:
                 expr = m.group(1).replace("×", "*")

@@ -19,6 +19,15 @@ TASKS = [
      "expert_minutes": 2, "created_at": "2026-01-01"}
     for i, (a, b) in enumerate([(2, 3), (4, 4), (7, 1), (38, 47)])
 ]
+# One code and one rubric task after the malformed line: the real engine
+# writes the code (run in the sandbox) and judges the rubric.
+OTHER_DOMAINS = [
+    {"task_id": "c0", "source": "probe", "domain": "code", "prompt": "Write a Python function add(a, b) that returns a + b.",
+     "entry_point": "add", "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+     "reference_solution": "def add(a, b):\n    return a + b\n", "expert_minutes": 5},
+    {"task_id": "r0", "source": "probe", "domain": "rubric", "prompt": "Write one sentence about rain.",
+     "rubric": ["mentions rain", "is one sentence"], "expert_minutes": 1},
+]
 CONFIG = """
 [sampling]
 k = 4
@@ -37,6 +46,7 @@ def vllm_run(tmp_path_factory):
     lines = [json.dumps(t) for t in TASKS]
     lines.append(json.dumps(dict(TASKS[0], task_id="dup-of-t0", prompt="  calculate 2 +  3. ", created_at="2026-02-01")))
     lines.append('{"task_id": "broken", "prompt": ')
+    lines += [json.dumps(t) for t in OTHER_DOMAINS]
     (d / "delivery.jsonl").write_text("\n".join(lines) + "\n")
     (d / "cfg.toml").write_text(CONFIG)
     proc = subprocess.run(
@@ -50,7 +60,7 @@ def vllm_run(tmp_path_factory):
 def test_run_succeeds_and_prints_the_summary(vllm_run):
     out, proc = vllm_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "row accounting: rows_in 6 == " in proc.stdout and "OK" in proc.stdout
+    assert "row accounting: rows_in 8 == " in proc.stdout and "OK" in proc.stdout
     assert "attempts used" in proc.stdout and "cost per learnable task" in proc.stdout
 
 
@@ -61,7 +71,8 @@ def test_attempts_are_real_generations(vllm_run):
     assert all(a["model_id"].startswith("HuggingFaceTB/SmolLM2-135M-Instruct@") for a in attempts)
     assert all(a["prompt_tokens"] > 10 and a["completion_tokens"] > 0 for a in attempts)
     assert all(a["finish_reason"] in ("stop", "length") for a in attempts)
-    assert all(a["gen_seconds"] > 0 and a["verifier"] == "math" for a in attempts)
+    assert all(a["gen_seconds"] > 0 for a in attempts)
+    assert {a["verifier"] for a in attempts} == {"math", "code", "rubric"}
     # Distinct seeds give distinct samples: within a task, not all alike.
     by_task = {}
     for a in attempts:
@@ -95,5 +106,19 @@ def test_funnel_view_reads_back(vllm_run):
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     rows = con.execute("select stage, rows_in, rows_out from funnel order by stage_order").fetchall()
     con.close()
-    assert rows[0] == ("read", 6, 5)
-    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "decontaminate", "sample", "classify"]
+    assert rows[0] == ("read", 8, 7)
+    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "decontaminate", "verifier_sanity", "sample",
+                                    "classify"]
+
+
+def test_code_runs_in_the_sandbox_and_the_rubric_is_judged_and_costed(vllm_run):
+    out, _ = vllm_run
+    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    code = con.execute("select count(*), count(*) filter (where passed or error is not null) from attempts "
+                       "where verifier = 'code'").fetchone()
+    assert code[0] > 0 and code[0] == code[1]  # every failure says why
+    judged = con.execute("select count(*), min(judge_prompt_tokens), min(judge_completion_tokens) from attempts "
+                         "where verifier = 'rubric' and judge_model_id like 'HuggingFaceTB/SmolLM2-135M-Instruct@%'").fetchone()
+    assert judged[0] > 0 and judged[1] > 50 and judged[2] > 0
+    assert con.execute("select count(*) from costs where component = 'judge' and usd > 0").fetchone()[0] == judged[0]
+    con.close()

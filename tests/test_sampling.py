@@ -99,9 +99,10 @@ def test_fixed_mode_spends_all_k():
     assert backend.calls == 1
 
 
-def test_unverifiable_domains_are_not_sampled():
-    assert needs_no_sampling({"domain": "math"}) is None
-    d = needs_no_sampling({"domain": "rubric", "task_id": "r"})
+def test_every_domain_has_a_verifier_and_an_unknown_one_is_not_sampled():
+    for domain in ("math", "exact", "code", "rubric"):
+        assert needs_no_sampling({"domain": domain}) is None
+    d = needs_no_sampling({"domain": "poetry", "task_id": "r"})
     assert d["drop_stage"] == "sample" and d["drop_reason"] == "no_verifier"
 
 
@@ -131,3 +132,22 @@ def test_generation_errors_are_recorded_on_the_attempt():
     attempts = [r for kind, r in out if kind == "attempt"]
     assert [a["error"] for a in attempts] == ["engine said no"] * 2
     assert not any(a["passed"] for a in attempts)
+
+
+def test_system_prompt_per_domain():
+    from tasksieve.pipeline.run import make_plan
+    from tasksieve.schemas.config import RunConfig
+    from tasksieve.transforms.sample import messages_for
+
+    cfg = RunConfig()
+    plan = make_plan(cfg, "r", "m@1")
+    system = {d: dict(messages_for({"domain": d, "prompt": "p"}, plan))["system"] for d in ("math", "exact", "code", "rubric")}
+    assert "\\boxed" in system["math"] and "```python" in system["code"]
+    assert len(set(system.values())) == 4
+    custom = RunConfig.model_validate({"sampling": {"system_prompts": {"code": "C"}}})
+    other = make_plan(custom, "r", "m@1")
+    assert dict(messages_for({"domain": "code", "prompt": "p"}, other))["system"] == "C"
+    assert dict(messages_for({"domain": "exact", "prompt": "p"}, other))["system"] == system["exact"]  # default kept
+    with pytest.raises(ValueError, match="unknown domain 'poetry'"):
+        RunConfig.model_validate({"sampling": {"system_prompts": {"poetry": "x"}}})
+    assert other.sampler_key != plan.sampler_key

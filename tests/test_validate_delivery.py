@@ -55,7 +55,7 @@ CASES = [
     ("contamination", [_bad(prompt=None, answer="18")], "", "contamination", "gsm8k"),
     ("broken_verifier_code", [_bad(domain="code", answer=None, tests="assert add(1, 2) == 3 +", entry_point="add",
                                    reference_solution="def add(a, b): return a + b")], "",
-     "verifier_sanity", "tests does not compile"),
+     "verifier_sanity", "tests do not compile"),
     ("broken_verifier_echo", [_bad(prompt="Add 4 and 3, the sum is 7", answer="7")], "",
      "verifier_sanity", "an echo of the prompt passes"),
     ("bad_license", [_bad(license="GPL-3.0")], "", "license", "license is one of"),

@@ -53,7 +53,7 @@ def test_exact_verifier_and_registry():
     assert verify_exact("Paris", "The answer is paris.")["passed"]
     assert verify_exact("/\\d{3}/", "Answer: 123")["passed"]
     assert not verify_exact("/\\d{3}/", "Answer: 12")["passed"]
-    assert verifier_for("code") is None and verifier_for("math") is not None
+    assert verifier_for("rubric") is None and verifier_for("math") is not None and verifier_for("code") is not None
 
 
 def _rates(**gen):

@@ -57,6 +57,9 @@ def load_recorded(paths: list[str]) -> tuple[dict[str, list[dict]], int]:
 
 
 class ReplayBackend:
+    # A record cannot judge a rubric attempt: configure [judge] for those.
+    can_judge = False
+
     def __init__(self, paths: list[str], model_id: str):
         self.model_id = model_id
         self.recorded, self.skipped = load_recorded(paths)

@@ -9,12 +9,15 @@ attempt, component), priced from the rates table (schemas/rates.py).
 - generation: per attempt, by the model's rate: prompt and completion
   tokens x $/M tokens, or measured engine seconds x $/GPU-hour.
 - verification: per attempt, measured verifier seconds x $/CPU-hour.
+- judge: per rubric attempt, the judge's prompt and completion tokens (or
+  engine seconds) at the judge model's generation rate.
 
 A generation re-used from the attempt cache was paid for by the finished
 run named in `reused_from_run`: its generation row here is $0 with unit
 `reused` (quantity still the tokens or seconds), so no generation is paid
 twice. One adopted from a run that never finished is charged here. A
-replayed attempt (backend `replay`) was paid for elsewhere: $0 too.
+replayed attempt (backend `replay`) was paid for elsewhere: $0 too. (The
+judge is not cached: a resumed run judges its rubric attempts again.)
 """
 
 from __future__ import annotations
@@ -46,11 +49,17 @@ def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: s
     if origin is not None and (origin in finished_runs or origin.startswith(REPLAY_PREFIX)):
         gen_usd, gen_unit = 0.0, "reused"
     vsec = attempt["verify_seconds"] or 0.0
-    return [
+    rows = [
         dict(base, component="generation", quantity=gen_qty, unit=gen_unit, usd=gen_usd),
         dict(base, component="verification", quantity=vsec, unit="cpu_second",
              usd=vsec / 3600.0 * rates.verification.usd_per_cpu_hour),
     ]
+    if attempt.get("judge_model_id"):
+        usd, qty, unit = rates.for_model(attempt["judge_model_id"]).usd(
+            attempt.get("judge_prompt_tokens") or 0, attempt.get("judge_completion_tokens") or 0,
+            attempt.get("judge_seconds") or 0.0)
+        rows.append(dict(base, component="judge", quantity=qty, unit=unit, usd=usd))
+    return rows
 
 
 class CostRows(beam.PTransform):

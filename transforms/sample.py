@@ -3,8 +3,9 @@ task's keep/drop decision is made (see sampling_policy), then `classify`.
 
 Tasks arrive in batches; each wave of a batch is one engine call with every
 undecided task's next attempts in it, so the engine always sees a large
-batch. Each attempt is verified as soon as it is generated, because the next
-wave depends on the verdicts.
+batch. Each wave is verified as soon as it is generated (one
+`verify_attempts` call: sandboxes in parallel, one judge batch), because the
+next wave depends on the verdicts.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 import apache_beam as beam
 
+from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
 from tasksieve.transforms.backends import NOT_RECORDED, Backend, GenRequest, GenResult
 from tasksieve.transforms.classify import classify
 from tasksieve.transforms.routing import split_tagged
 from tasksieve.transforms.sampling_policy import Policy, attempt_seed, next_attempts, posterior_interval
-from tasksieve.transforms.verifiers import verifier_for
+from tasksieve.transforms.verifiers import VERIFIABLE, verify_attempts
 
 # Tags of the pairs this stage emits (see transforms/routing.py).
 ATTEMPT_TAG = "attempt"
@@ -56,6 +58,9 @@ class SamplePlan:
     # Where finished generations persist (transforms/attempt_cache.py); None:
     # nowhere (replayed attempts, probes).
     cache_dir: str | None = None
+    # ((domain, system prompt), ...); a domain not named uses system_prompt.
+    system_prompts: tuple = ()
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     @property
     def band_is_default(self) -> bool:
@@ -69,7 +74,7 @@ class SamplePlan:
 
 def needs_no_sampling(task: dict) -> dict | None:
     """The task marked dropped if no verifier can judge its attempts."""
-    if verifier_for(task["domain"]) is not None:
+    if task["domain"] in VERIFIABLE:
         return None
     return dict(task, drop_stage=STAGE, drop_reason="no_verifier",
                 drop_detail=json.dumps({"domain": task["domain"],
@@ -77,7 +82,8 @@ def needs_no_sampling(task: dict) -> dict | None:
 
 
 def messages_for(task: dict, plan: SamplePlan) -> tuple:
-    return (("system", plan.system_prompt), ("user", task["prompt"]))
+    system = dict(plan.system_prompts).get(task["domain"], plan.system_prompt)
+    return (("system", system), ("user", task["prompt"]))
 
 
 @dataclass
@@ -99,15 +105,18 @@ def _from_cache(rec: dict) -> GenResult:
 
 def sample_tasks(
     tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
-    cache: CacheWriter | None = None, stats: SamplingStats | None = None,
+    cache: CacheWriter | None = None, stats: SamplingStats | None = None, judge: Backend | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
-    task once decided. Beam-free: the unit tests drive it directly.
+    task once decided. `judge` scores rubric attempts (default: `backend`).
+    Beam-free: the unit tests drive it directly.
 
     A task may carry `cached`: generations of earlier runs for this model and
     sampler (attempt_cache.py). Those attempts are re-verified, not
     regenerated; new generations go to `cache` as each one finishes."""
     policy = plan.policy
+    if judge is None and getattr(backend, "can_judge", True):
+        judge = backend
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
     state = {}
@@ -136,12 +145,15 @@ def sample_tasks(
             for st, idx in wave
         ]
         generated = _generate(backend, plan, wave, requests, cache, stats)
-        for (st, idx), req, (gen, reused_from) in zip(wave, requests, generated):
-            if gen.finish_reason == NOT_RECORDED:
-                st["exhausted"] = True  # replay: this task has no more recorded attempts
-                continue
+        real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED]
+        for i in set(range(len(wave))) - set(real):
+            wave[i][0]["exhausted"] = True  # replay: this task has no more recorded attempts
+        # One call verifies the wave: sandboxes in parallel, one judge batch.
+        verdicts = verify_attempts([(wave[i][0]["task"], generated[i][0].completion) for i in real],
+                                   judge, plan.verify, [requests[i].seed for i in real])
+        for i, verdict in zip(real, verdicts):
+            (st, idx), req, (gen, reused_from) = wave[i], requests[i], generated[i]
             task = st["task"]
-            verdict = verifier_for(task["domain"])(task, gen.completion)
             attempt = {
                 "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
                 "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
@@ -232,15 +244,18 @@ class _Progress:
 
 
 class _SampleFn(beam.DoFn):
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], stats_dir: str | None):
+    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], stats_dir: str | None,
+                 judge_factory: Callable[[], Backend] | None = None):
         self.plan = plan
         self.backend_factory = backend_factory
         self.stats_dir = stats_dir
+        self.judge_factory = judge_factory
 
     def setup(self):
         # The factory returns the process-wide engine: loaded once per worker.
         self.backend = self.backend_factory()
         self.cache = writer_for(self.plan.cache_dir, self.plan.run_id) if self.plan.cache_dir else None
+        self.judge = self.judge_factory() if self.judge_factory else self.backend
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
@@ -250,7 +265,7 @@ class _SampleFn(beam.DoFn):
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
             yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n), self.cache, stats)
+                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge)
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 
@@ -286,7 +301,8 @@ class SampleAndClassify(beam.PTransform):
     tasks by content_hash first, so they are re-used, not paid for again."""
 
     def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int,
-                 cache_files: list[str] = (), finished_runs: frozenset = frozenset(), stats_dir: str | None = None):
+                 cache_files: list[str] = (), finished_runs: frozenset = frozenset(), stats_dir: str | None = None,
+                 judge_factory: Callable[[], Backend] | None = None):
         super().__init__()
         self.plan = plan
         self.backend_factory = backend_factory
@@ -295,6 +311,7 @@ class SampleAndClassify(beam.PTransform):
         self.cache_files = list(cache_files)
         self.finished_runs = finished_runs
         self.stats_dir = stats_dir
+        self.judge_factory = judge_factory
 
     def _with_cached(self, to_sample):
         if not self.cache_files:
@@ -330,7 +347,8 @@ class SampleAndClassify(beam.PTransform):
             | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
             | "Group" >> beam.GroupByKey()
             | "SampleVerifyClassify" >> beam.ParDo(
-                _SampleFn(self.plan, self.backend_factory, self.stats_dir), beam.pvalue.AsSingleton(total),
+                _SampleFn(self.plan, self.backend_factory, self.stats_dir, self.judge_factory),
+                beam.pvalue.AsSingleton(total),
                 self.tasks_per_batch)
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))

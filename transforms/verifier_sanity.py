@@ -1,5 +1,5 @@
-"""Verifier sanity: can this task's verifier tell a right answer from a
-wrong one at all? Checked once per task, before anything is sampled.
+"""Stage `verifier_sanity`: can this task's verifier tell a right answer
+from a wrong one at all? Checked once per task, before anything is sampled.
 
 A task with a broken verifier is worse than no task: it rewards nothing (the
 reference fails against itself) or rewards anything (an empty answer, "I
@@ -11,20 +11,34 @@ found). Per domain:
   reference given as /regex/ must compile; it cannot be checked against
   itself, so only the null answers are tried.
 - code: `tests` and `reference_solution` must compile and the solution must
-  define `entry_point`. Nothing is executed: running vendor code needs the
-  sandbox, which arrives with the code verifier in a later issue.
-- rubric: at least one non-empty criterion.
+  define `entry_point`; then, in the sandbox, the reference must pass the
+  tests and each null answer must fail them: a function returning None,
+  one returning "", one returning the prompt, one whose body is `pass`.
+- rubric: at least one non-empty criterion (judging costs money: no judge
+  call here).
 
-Beam-free and side-effect free, so the pipeline can call it as a stage later.
+Each problem has a reason code; the first one is the task's `drop_reason`
+and all of them go into `drop_detail`. `check_verifier` is Beam-free (the
+vendor validator calls it too); `VerifierSanity` is the pipeline stage.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
-from tasksieve.transforms.verifiers import verifier_for
+import apache_beam as beam
 
+from tasksieve.schemas.config import VerifyConfig
+from tasksieve.transforms import sandbox
+from tasksieve.transforms.routing import split_tagged
+from tasksieve.transforms.verifiers import code_case, compile_error, limits_of, verify_one
+
+STAGE = "verifier_sanity"
+OK_TAG = "ok"
+BROKEN_TAG = "broken"
 NULL_ANSWERS = ("", "I don't know.")
 
 
@@ -33,81 +47,141 @@ def _null_completions(task: dict) -> list[tuple[str, str]]:
             ("an echo of the prompt", task.get("prompt") or "")]
 
 
-def _check_answer_domain(task: dict) -> list[str]:
-    verify = verifier_for(task["domain"])
+def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, str]]:
     answer = (task.get("answer") or "").strip()
     if not answer:
-        return ["no reference answer"]
+        return [("no_reference", "no reference answer")]
     problems = []
     is_regex = task["domain"] == "exact" and len(answer) > 2 and answer.startswith("/") and answer.endswith("/")
     if is_regex:
         try:
             re.compile(answer[1:-1])
         except re.error as e:
-            return [f"reference regex does not compile: {e}"]
+            return [("bad_reference", f"reference regex does not compile: {e}")]
     else:
-        own = verify(task, f"The answer is \\boxed{{{answer}}}")
+        own = verify_one(task, f"The answer is \\boxed{{{answer}}}", settings)
         if not own["passed"]:
             why = f" ({own['error']})" if own.get("error") else ""
-            problems.append(f"the reference answer {answer[:60]!r} does not verify against itself{why}")
+            problems.append(("reference_fails", f"the reference answer {answer[:60]!r} does not verify against itself{why}"))
     for label, completion in _null_completions(task):
-        if verify(task, completion)["passed"]:
-            problems.append(f"{label} passes the verifier")
+        if verify_one(task, completion, settings)["passed"]:
+            problems.append(("null_answer_passes", f"{label} passes the verifier"))
     return problems
 
 
-def _compiles(label: str, source: str) -> tuple[ast.Module | None, str | None]:
-    try:
-        # compile() only: the code is parsed and byte-compiled, never run.
-        compile(source, f"<{label}>", "exec")
-        return ast.parse(source), None
-    except (SyntaxError, ValueError) as e:
-        where = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""
-        return None, f"{label} does not compile: {getattr(e, 'msg', e)}{where}"
+def null_solutions(task: dict) -> list[tuple[str, str]]:
+    """(label, program) for each null answer a code task's tests must reject."""
+    entry = task["entry_point"].strip()
+    sig = f"def {entry}(*args, **kwargs):\n"
+    return [("a function returning None", sig + "    return None\n"),
+            ("a function returning an empty string", sig + "    return ''\n"),
+            ("a function returning the prompt", sig + f"    return {task.get('prompt') or ''!r}\n"),
+            ("a function whose body is `pass`", sig + "    pass\n")]
 
 
-def _check_code(task: dict) -> list[str]:
+def _check_code(task: dict, settings: VerifyConfig) -> tuple[list[tuple[str, str]], bool]:
+    """(problems, executed)."""
     problems = []
     entry = (task.get("entry_point") or "").strip()
     if not entry.isidentifier():
-        problems.append(f"entry_point {entry[:40]!r} is not a Python identifier")
+        problems.append(("bad_entry_point", f"entry_point {entry[:40]!r} is not a Python identifier"))
     tests = task.get("tests") or ""
     if not tests.strip():
-        problems.append("no tests")
+        problems.append(("no_tests", "no tests"))
     else:
-        _, err = _compiles("tests", tests)
+        err = compile_error(tests, "tests")
         if err:
-            problems.append(err)
+            problems.append(("tests_do_not_compile", f"tests do not compile: {err.split(': ', 1)[-1]}"))
     solution = task.get("reference_solution")
     if solution is None or not solution.strip():
-        problems.append("no reference_solution: the tests cannot be shown to pass")
+        problems.append(("no_reference", "no reference_solution: the tests cannot be shown to pass"))
     else:
-        tree, err = _compiles("reference_solution", solution)
+        err = compile_error(solution, "reference_solution")
         if err:
-            problems.append(err)
+            problems.append(("reference_does_not_compile",
+                             f"reference_solution does not compile: {err.split(': ', 1)[-1]}"))
         elif entry.isidentifier():
+            tree = ast.parse(solution)
             defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
             if entry not in defined:
-                problems.append(f"reference_solution does not define entry_point {entry!r}")
-    return problems
+                problems.append(("bad_entry_point", f"reference_solution does not define entry_point {entry!r}"))
+    if problems and any(code in ("bad_entry_point", "no_tests", "tests_do_not_compile") for code, _ in problems):
+        return problems, False  # nothing meaningful to run
+    limits = limits_of(settings)
+    if not problems:
+        ref = sandbox.run_cases([code_case(task, solution)], limits, settings.sandbox).results[0]
+        if not ref.passed:
+            problems.append(("reference_fails", f"the reference solution fails its own tests: {ref.error}"))
+    nulls = null_solutions(task)
+    run = sandbox.run_cases([code_case(task, prog) for _, prog in nulls], limits, settings.sandbox)
+    for (label, _), res in zip(nulls, run.results):
+        if res.passed:
+            problems.append(("null_answer_passes", f"the tests pass for a null answer: {label}"))
+    return problems, True
 
 
-def _check_rubric(task: dict) -> list[str]:
+def _check_rubric(task: dict) -> list[tuple[str, str]]:
     criteria = [c for c in (task.get("rubric") or []) if isinstance(c, str) and c.strip()]
-    return [] if criteria else ["rubric has no non-empty criterion"]
+    return [] if criteria else [("no_criteria", "rubric has no non-empty criterion")]
 
 
-def check_verifier(task: dict) -> dict:
-    """{"broken": bool, "problems": [...], "executed": bool} for a valid task
-    (the output of validate_row). `executed` says whether any verifier ran
-    (code tasks are only compiled)."""
+def check_verifier(task: dict, settings: VerifyConfig | None = None) -> dict:
+    """{"broken", "problems" (text), "reasons" (codes), "executed"} for a
+    valid task (the output of validate_row). `executed`: whether any
+    verifier or test actually ran. Never raises."""
+    settings = settings or VerifyConfig()
     domain = task["domain"]
-    if domain in ("math", "exact"):
-        problems, executed = _check_answer_domain(task), True
-    elif domain == "code":
-        problems, executed = _check_code(task), False
-    elif domain == "rubric":
-        problems, executed = _check_rubric(task), False
-    else:
-        problems, executed = [f"no sanity check for domain {domain!r}"], False
-    return {"broken": bool(problems), "problems": problems, "executed": executed}
+    executed = False
+    try:
+        if domain in ("math", "exact"):
+            found, executed = _check_answer_domain(task, settings), True
+        elif domain == "code":
+            found, executed = _check_code(task, settings)
+        elif domain == "rubric":
+            found = _check_rubric(task)
+        else:
+            found = [("no_verifier", f"no sanity check for domain {domain!r}")]
+    except Exception as e:  # the check itself failed: the task cannot be trusted
+        found = [("sanity_check_failed", f"the sanity check crashed: {type(e).__name__}: {e}"[:300])]
+    return {"broken": bool(found), "problems": [p for _, p in found], "reasons": [c for c, _ in found],
+            "executed": executed}
+
+
+def sanity_route(task: dict, settings: VerifyConfig) -> tuple[str, dict]:
+    """(OK_TAG, task) or (BROKEN_TAG, task marked dropped at this stage)."""
+    verdict = check_verifier(task, settings)
+    if not verdict["broken"]:
+        return OK_TAG, task
+    detail = {"domain": task["domain"], "problems": verdict["problems"], "reasons": verdict["reasons"],
+              "executed": verdict["executed"]}
+    return BROKEN_TAG, dict(task, drop_stage=STAGE, drop_reason=verdict["reasons"][0],
+                            drop_detail=json.dumps(detail, ensure_ascii=False))
+
+
+class VerifierSanity(beam.PTransform):
+    """Tasks in; (tasks whose verifier works, dropped tasks) out. Tasks are
+    checked in `groups` keyed groups, `settings.parallel` at a time inside
+    each (code checks are sandboxed processes)."""
+
+    def __init__(self, settings: VerifyConfig, groups: int = 1):
+        super().__init__()
+        self.settings = settings
+        self.groups = groups
+
+    def expand(self, tasks):
+        settings, groups = self.settings, self.groups
+
+        def check_group(kv):
+            _, members = kv
+            members = sorted(members, key=lambda t: t["content_hash"])
+            with ThreadPoolExecutor(max_workers=settings.parallel) as pool:
+                yield from pool.map(lambda t: sanity_route(t, settings), members)
+
+        routed = (
+            tasks
+            | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
+            | "Group" >> beam.GroupByKey()
+            | "Check" >> beam.FlatMap(check_group)
+        )
+        out = split_tagged(routed, "SanitySplit", (OK_TAG, BROKEN_TAG))
+        return out[OK_TAG], out[BROKEN_TAG]

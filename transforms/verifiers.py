@@ -1,30 +1,60 @@
-"""Verifiers behind one interface: (task, completion) -> verdict.
+"""Verifiers: (task, completion) -> verdict, for every domain.
 
 A verdict is a dict with passed, score (0..1), extracted_answer, error,
-verifier and verify_seconds. A verifier never raises: a crash is recorded
-in `error` and the attempt counts as not passed.
+verifier, verify_seconds, and the rubric judge's judge_model_id,
+judge_prompt_tokens, judge_completion_tokens, judge_seconds (None for the
+other domains). A verifier never raises: a crash, a timeout or a hostile
+attempt is recorded in `error` and the attempt counts as not passed.
 
-Domains without a verifier here (code, rubric) are not sampled at all: the
-sampling stage drops them with reason `no_verifier` before any attempt is
-paid for.
+- math: math-verify equivalence (verify_math.py, deadline in a worker process);
+- exact: normalised exact match, or a /regex/ reference matched in full;
+- code: the task's tests run against the attempt in the sandbox (sandbox.py);
+- rubric: an LLM judge, through the same Backend interface as the sampler,
+  rates each criterion YES/NO; score = share met, pass at the threshold.
+
+`verify_attempts` verifies a whole wave at once: code and math in a thread
+pool (each verification is a separate process, so threads suffice), every
+rubric judge prompt of the wave in ONE judge.generate call.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from tasksieve.schemas.config import VerifyConfig
+from tasksieve.transforms.backends import Backend, GenRequest
 from tasksieve.transforms.normalize import normalize_text
-from tasksieve.transforms.verify_math import extract_final_answer, verify_math
+from tasksieve.transforms import sandbox
+from tasksieve.transforms import verify_math as vm
+from tasksieve.transforms.verify_math import extract_final_answer
 
+VERIFIABLE = ("math", "exact", "code", "rubric")
+JUDGE_FIELDS = ("judge_model_id", "judge_prompt_tokens", "judge_completion_tokens", "judge_seconds")
+# Source longer than this is not compiled or run: no real answer is this long.
+MAX_CODE_CHARS = 100_000
+EXTRACTED_KEEP_CHARS = 4000
+
+
+def _verdict(verifier: str, **kw) -> dict:
+    out = {"passed": False, "score": 0.0, "extracted_answer": None, "error": None, "verifier": verifier,
+           "verify_seconds": 0.0, **{f: None for f in JUDGE_FIELDS}}
+    out.update(kw)
+    return out
+
+
+# --- exact ---------------------------------------------------------------------------------
 
 def verify_exact(reference: str, completion: str) -> dict:
     """Normalised exact match of the extracted final answer; a reference
     written as /pattern/ is a regular expression matched in full."""
     t0 = time.perf_counter()
     candidate, _ = extract_final_answer(completion, math_only=False)
-    out = {"passed": False, "score": 0.0, "extracted_answer": candidate, "error": None, "verifier": "exact"}
+    out = _verdict("exact", extracted_answer=candidate)
     try:
         if candidate is not None:
             if len(reference) > 2 and reference.startswith("/") and reference.endswith("/"):
@@ -38,11 +68,223 @@ def verify_exact(reference: str, completion: str) -> dict:
     return out
 
 
-_BY_DOMAIN: dict[str, Callable[[dict, str], dict]] = {
-    "math": lambda task, completion: verify_math(task["answer"], completion),
-    "exact": lambda task, completion: verify_exact(task["answer"], completion),
-}
+# --- code ----------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_CODE_START = re.compile(r"^(?:async\s+def|def|class|import|from|@)\b")
+
+
+def compile_error(source: str, label: str) -> str | None:
+    """'syntax error: ...' when `source` does not compile (compile only:
+    nothing runs in this process)."""
+    if len(source) > MAX_CODE_CHARS:
+        return f"syntax error: {label} is over {MAX_CODE_CHARS} characters"
+    try:
+        compile(source, f"<{label}>", "exec")
+        return None
+    except SyntaxError as e:
+        return f"syntax error in {label}: {e.msg} (line {e.lineno})"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return f"syntax error in {label}: {type(e).__name__}: {e}"[:300]
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"^[ \t]*(?:async\s+def|def|class)\s+{re.escape(name)}\b", code, re.M) is not None
+
+
+def extract_code(completion: str, entry_point: str) -> str:
+    """The program in a completion. Fenced blocks (```python, ```py or bare
+    ```; an unclosed fence runs to the end): the last one that defines the
+    entry point, else all of them joined. No fence: from the first line that
+    starts code (def/class/import/from/@) on, with trailing prose lines cut
+    until it compiles; "" when there is no code at all."""
+    blocks = [body for lang, body in _FENCE.findall(completion or "")
+              if lang.lower() in ("", "python", "py", "python3")]
+    if blocks:
+        defining = [b for b in blocks if _defines(b, entry_point)]
+        return (defining[-1] if defining else "\n\n".join(blocks)).strip("\n")
+    text = completion or ""
+    if compile_error(text, "attempt") is None:
+        return text
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if _CODE_START.match(ln)), None)
+    if start is None:
+        # "Sure! def f(x): ..." : code that starts mid-line, or no code at all.
+        at = text.find(f"def {entry_point}")
+        return text[at:] if at >= 0 else ""
+    lines = lines[start:]
+    for end in range(len(lines), max(0, len(lines) - 200), -1):
+        # Only cut at a line that is not indented: prose after the code.
+        if end < len(lines) and lines[end][:1] in (" ", "\t"):
+            continue
+        candidate = "\n".join(lines[:end])
+        if compile_error(candidate, "attempt") is None:
+            return candidate
+    return "\n".join(lines)
+
+
+def calls_check(tests: str) -> bool:
+    """HumanEval style: the tests define check(candidate) and leave calling
+    it to the harness. Plain assert programs (and tests that call check
+    themselves) run as they are."""
+    try:
+        tree = ast.parse(tests)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
+    calls = any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                and n.value.func.id == "check" for n in tree.body)
+    return defines and not calls
+
+
+def code_case(task: dict, solution: str) -> dict:
+    tests = task.get("tests") or ""
+    return {"solution": solution, "tests": tests, "entry_point": (task.get("entry_point") or "").strip(),
+            "call_check": calls_check(tests)}
+
+
+def limits_of(settings: VerifyConfig) -> sandbox.Limits:
+    return sandbox.Limits(cpu_seconds=settings.code_cpu_seconds, wall_seconds=settings.code_wall_seconds,
+                          memory_mb=settings.code_memory_mb, output_bytes=settings.code_output_kb * 1024)
+
+
+def verify_code(task: dict, completion: str, settings: VerifyConfig | None = None) -> dict:
+    settings = settings or VerifyConfig()
+    t0 = time.perf_counter()
+    entry = (task.get("entry_point") or "").strip()
+    code = extract_code(completion, entry)
+    out = _verdict("code", extracted_answer=code[:EXTRACTED_KEEP_CHARS])
+    try:
+        err = compile_error(code, "attempt")
+        if not code.strip():
+            out["error"] = "no code in the attempt"
+        elif err:
+            out["error"] = err
+        else:
+            res = sandbox.run_cases([code_case(task, code)], limits_of(settings), settings.sandbox).results[0]
+            out.update(passed=res.passed, score=1.0 if res.passed else 0.0, error=res.error)
+    except Exception as e:  # the sandbox itself failed: the attempt is marked, the run goes on
+        out["error"] = f"verifier crashed: {type(e).__name__}: {e}"[:500]
+    out["verify_seconds"] = time.perf_counter() - t0
+    return out
+
+
+# --- rubric --------------------------------------------------------------------------------
+
+JUDGE_SYSTEM = ("You are a strict grader. You are given a task, a response and numbered criteria. For each "
+                "criterion decide whether the response meets it. Reply with one line per criterion, in order, "
+                "exactly in the form '<number>: YES' or '<number>: NO', and nothing else.")
+_RATING = re.compile(r"^\W*(?:criterion\s*)?(\d+)\W*?\s*[:.)\-]\s*\**\s*(yes|no)\b", re.I | re.M)
+
+
+def criteria_of(task: dict) -> list[str]:
+    return [c.strip() for c in (task.get("rubric") or []) if isinstance(c, str) and c.strip()]
+
+
+def judge_messages(task: dict, completion: str, max_chars: int = 8000) -> tuple:
+    criteria = criteria_of(task)
+    response = completion if len(completion) <= max_chars else completion[:max_chars] + "\n[... cut]"
+    listed = "\n".join(f"{i}. {c}" for i, c in enumerate(criteria, 1))
+    user = (f"Task:\n{task['prompt']}\n\nResponse:\n{response}\n\nCriteria:\n{listed}\n\n"
+            f"Rate all {len(criteria)} criteria, one line each ('1: YES' or '1: NO').")
+    return (("system", JUDGE_SYSTEM), ("user", user))
+
+
+def parse_judgement(text: str, n_criteria: int) -> tuple[list[bool] | None, str | None]:
+    """Per-criterion ratings from the judge's reply. A criterion the judge
+    did not rate counts as not met, and the error says which."""
+    ratings: dict[int, bool] = {}
+    for num, word in _RATING.findall(text or ""):
+        i = int(num)
+        if 1 <= i <= n_criteria and i not in ratings:
+            ratings[i] = word.lower() == "yes"
+    if not ratings:
+        return None, f"judge reply has no ratings: {(text or '').strip()[:120]!r}"
+    missing = [i for i in range(1, n_criteria + 1) if i not in ratings]
+    err = f"judge did not rate criteria {', '.join(map(str, missing))} (counted as not met)" if missing else None
+    return [ratings.get(i, False) for i in range(1, n_criteria + 1)], err
+
+
+def judge_seed(task: dict, completion: str, seed: int | None) -> int:
+    h = hashlib.sha256(f"judge:{seed}:{task.get('content_hash')}:{completion}".encode()).digest()
+    return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
+
+
+def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, settings: VerifyConfig,
+                        seeds: list[int | None] | None = None) -> list[dict]:
+    """All rubric attempts of a wave, judged in one judge.generate call."""
+    if not items:
+        return []
+    if judge is None:
+        return [_verdict("rubric", error="no judge backend configured") for _ in items]
+    seeds = seeds or [None] * len(items)
+    requests = [GenRequest(messages=judge_messages(t, c, settings.judge_max_chars), seed=judge_seed(t, c, s))
+                for (t, c), s in zip(items, seeds)]
+    try:
+        results = judge.generate(requests)
+    except Exception as e:  # the judge failed: every attempt of the wave is marked, the run goes on
+        return [_verdict("rubric", error=f"judge failed: {type(e).__name__}: {e}"[:500]) for _ in items]
+    out = []
+    for (task, _), res in zip(items, results):
+        t0 = time.perf_counter()
+        v = _verdict("rubric", judge_model_id=judge.model_id, judge_prompt_tokens=res.prompt_tokens,
+                     judge_completion_tokens=res.completion_tokens, judge_seconds=res.gen_seconds,
+                     extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS])
+        if res.error:
+            v["error"] = f"judge failed: {res.error}"
+        else:
+            ratings, err = parse_judgement(res.completion, len(criteria_of(task)))
+            v["error"] = err
+            if ratings:
+                score = sum(ratings) / len(ratings)
+                v.update(score=score, passed=score >= settings.rubric_pass_threshold)
+        v["verify_seconds"] = time.perf_counter() - t0
+        out.append(v)
+    return out
+
+
+# --- one interface -------------------------------------------------------------------------
+
+def verify_one(task: dict, completion: str, settings: VerifyConfig | None = None) -> dict:
+    """Any domain but rubric (which needs a judge: verify_attempts)."""
+    settings = settings or VerifyConfig()
+    domain = task["domain"]
+    try:
+        if domain == "math":
+            return dict(_verdict("math"), **vm.verify_math(task["answer"], completion, settings.math_timeout_s))
+        if domain == "exact":
+            return verify_exact(task["answer"], completion)
+        if domain == "code":
+            return verify_code(task, completion, settings)
+        return _verdict(domain, error=f"no verifier for domain {domain!r}")
+    except Exception as e:
+        return _verdict(domain, error=f"verifier crashed: {type(e).__name__}: {e}"[:500])
+
+
+def verify_attempts(items: list[tuple[dict, str]], judge: Backend | None = None,
+                    settings: VerifyConfig | None = None, seeds: list[int | None] | None = None) -> list[dict]:
+    """Verdicts for a wave of (task, completion) pairs, in order. Code and
+    math run `settings.parallel` at a time; rubric attempts go to the judge
+    in one batched call while those run."""
+    settings = settings or VerifyConfig()
+    vm.configure(settings.parallel)
+    seeds = seeds or [None] * len(items)
+    verdicts: list[dict | None] = [None] * len(items)
+    rubric = [i for i, (t, _) in enumerate(items) if t["domain"] == "rubric"]
+    others = [i for i, (t, _) in enumerate(items) if t["domain"] != "rubric"]
+    with ThreadPoolExecutor(max_workers=settings.parallel) as pool:
+        futures = {i: pool.submit(verify_one, items[i][0], items[i][1], settings) for i in others}
+        judged = verify_rubric_batch([items[i] for i in rubric], judge, settings, [seeds[i] for i in rubric])
+        for i, v in zip(rubric, judged):
+            verdicts[i] = v
+        for i, f in futures.items():
+            verdicts[i] = f.result()
+    return verdicts
 
 
 def verifier_for(domain: str) -> Callable[[dict, str], dict] | None:
-    return _BY_DOMAIN.get(domain)
+    """A single-attempt verifier (default settings) for the domains that
+    need no judge; None for rubric and unknown domains."""
+    if domain in ("math", "exact", "code"):
+        return verify_one
+    return None
