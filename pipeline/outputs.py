@@ -103,6 +103,11 @@ def load_duckdb(out: Path, run_row: dict) -> Path:
         run_tbl = pa.Table.from_pylist([run_row])
         con.register("run_row", run_tbl)
         con.execute("CREATE TABLE IF NOT EXISTS runs AS SELECT * FROM run_row LIMIT 0")
+        # A database written by an earlier version may lack newer columns (n_kept).
+        have = {r[0] for r in con.execute("DESCRIBE runs").fetchall()}
+        for name, typ, *_ in con.execute("DESCRIBE SELECT * FROM run_row").fetchall():
+            if name not in have:
+                con.execute(f'ALTER TABLE runs ADD COLUMN "{name}" {typ}')
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_row["run_id"]])
         con.execute("INSERT INTO runs BY NAME SELECT * FROM run_row")
         con.unregister("run_row")
@@ -155,10 +160,32 @@ def funnel_rows(out: Path, run_id: str) -> list[dict]:
         con.close()
 
 
-def summary_text(out: Path, run_id: str, fig: dict) -> str:
+def _funnel_lines(out: Path, run_id: str, upto: str | None = None) -> list[str]:
     lines = [f"run {run_id}", "", f"{'stage':<14}{'in':>7}{'removed':>9}{'out':>7}"]
     for r in funnel_rows(out, run_id):
         lines.append(f"{r['stage']:<14}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
+        if r["stage"] == upto:
+            break
+    return lines
+
+
+def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
+    """The summary of `tasksieve dedup`: the funnel up to decontamination."""
+    lines = _funnel_lines(out, run_id, upto="decontaminate")
+    lines += [
+        "",
+        f"kept {fig['kept']}  dropped {fig['dropped']}  quarantined {fig['quarantined']}",
+        f"row accounting: rows_in {fig['rows_in']} == kept {fig['kept']} + dropped {fig['dropped']} + "
+        f"quarantined {fig['quarantined']}  OK",
+        "",
+        f"outputs in {out}: results.parquet quarantine.parquet costs.parquet curation.duckdb",
+        f"evidence: duckdb {out}/curation.duckdb -c \"select drop_stage, drop_reason, task_id, drop_detail from drops\"",
+    ]
+    return "\n".join(lines)
+
+
+def summary_text(out: Path, run_id: str, fig: dict) -> str:
+    lines = _funnel_lines(out, run_id)
     saved = fig["attempts_fixed_k"] - fig["attempts"]
     per = f"${fig['usd_per_learnable']:.4f}" if fig["usd_per_learnable"] is not None else "n/a (no learnable task)"
     lines += [

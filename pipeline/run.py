@@ -29,6 +29,8 @@ from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
 from tasksieve.transforms.backends import Backend, ModelLoadError, get_backend
+from tasksieve.transforms.minhash import params_from_config
+from tasksieve.transforms.pool_index import PoolIndexError, build_index, is_index, load_meta
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample import SamplePlan
 from tasksieve.transforms.sampling_policy import sampler_key
@@ -39,6 +41,42 @@ DASK = "dask"
 
 class RunError(Exception):
     """A run that cannot start; the message is one line for a person."""
+
+
+def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
+    """Saved indexes for `dedup.against`: prebuilt ones are checked against
+    the run's MinHash parameters; raw pool files are hashed once into
+    `dedup.save_index` (kept for reuse) or a scratch folder in `work_dir`."""
+    d = cfg.dedup
+    if not d.against:
+        if d.save_index:
+            raise RunError("--save-index needs --dedup-against (the pool to index)")
+        return ()
+    params = params_from_config(d)
+    indexes, raw = [], []
+    try:
+        for path in d.against:
+            if is_index(path):
+                meta = load_meta(path, params)
+                print(f"reference pool: index {path} ({meta['rows']} tasks)", file=sys.stderr)
+                indexes.append(str(path))
+            else:
+                raw.append(path)
+        if raw:
+            try:
+                expand_inputs(raw)
+            except Exception as e:
+                raise RunError(f"--dedup-against: {e}") from None
+            target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
+            print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
+            t0 = time.perf_counter()
+            meta = build_index(raw, params, target)
+            print(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
+                  + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""), file=sys.stderr)
+            indexes.append(str(target))
+    except PoolIndexError as e:
+        raise RunError(str(e)) from None
+    return tuple(indexes)
 
 
 def new_run_id() -> str:
@@ -110,6 +148,22 @@ def dask_cluster(address: str | None, workers: int):
         cluster.close()
 
 
+def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, beam_args: list[str],
+            dask_address: str | None, dask_workers: int) -> None:
+    """Build the graph on the chosen runner and run it to completion."""
+    with contextlib.ExitStack() as stack:
+        if runner == DASK:
+            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
+            beam_args = [*beam_args, f"--dask_client_address={address}"]
+        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
+        build_graph(p)
+        result = p.run()
+        result.wait_until_finish()
+        client = getattr(result, "client", None)  # the DaskRunner's own client
+        if client is not None:
+            client.close()
+
+
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
         rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2) -> dict:
@@ -136,6 +190,8 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
     run_id = new_run_id()
     plan = make_plan(cfg, run_id, model_id)
+    staging = out / "_staging" / run_id
+    pools = prepare_pools(cfg, staging)  # a bad pool fails before the model loads
     if runner in (None, IN_PROCESS):
         # Same process as the workers: load the engine now, so a model that
         # does not load fails before any stage runs, and is loaded once.
@@ -147,21 +203,11 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     if runner == DASK and cfg.sampling.groups == 1:
         # One group per worker, or a single worker would do all the sampling.
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": dask_workers})})
-    staging = out / "_staging" / run_id
-    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates)
+    spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
+                   pool_indexes=pools)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        if runner == DASK:
-            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
-            beam_args = [*beam_args, f"--dask_client_address={address}"]
-        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build(p, spec, factory)
-        result = p.run()
-        result.wait_until_finish()
-        client = getattr(result, "client", None)  # the DaskRunner's own client
-        if client is not None:
-            client.close()
+    execute(functools.partial(build, spec=spec, backend_factory=factory), runner, beam_args, dask_address, dask_workers)
     rows_in = read_rows_in(staging, ROWS_READ_FILE)
     run_row = {
         "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
