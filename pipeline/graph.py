@@ -93,7 +93,8 @@ def dedup_stages(p: beam.Pipeline, spec: RunSpec):
             pool = p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
         unique, near = unique | "NearDedup" >> NearDedup(
             params_from_config(cfg.dedup), cfg.dedup.threshold, pool, cfg.dedup.max_bucket_pairs,
-            within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap)
+            within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
+            guard_below=cfg.dedup.number_guard_below)
         dropped.append(near)
     clean, contaminated = unique | "Decontaminate" >> Decontaminate(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam)

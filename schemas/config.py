@@ -38,8 +38,11 @@ class DedupConfig(_Section):
     bands: int = Field(20, ge=1, description="LSH bands; a pair sharing one band's rows is a candidate")
     rows: int = Field(5, ge=1, description="signature rows per band")
     threshold: float = Field(0.7, gt=0, le=1, description="exact Jaccard of shingle sets that confirms a candidate pair")
-    number_overlap: float = Field(0.5, ge=0, le=1, description="a pair is confirmed only if this share of their "
-                                  "numbers agree (multiset Jaccard): a template refilled with new numbers is a new problem")
+    number_overlap: float = Field(0.5, ge=0, le=1, description="a pair less similar than number_guard_below is "
+                                  "confirmed only if this share of its numbers agree (multiset Jaccard): in a short "
+                                  "prompt, a template refilled with new numbers is a new problem")
+    number_guard_below: float = Field(0.9, gt=0, le=1, description="pairs at least this similar are duplicates "
+                                      "whatever their numbers (one number edited in a long prompt)")
     seed: int = Field(1, description="MinHash permutation seed (an index is only reusable with the same one)")
     max_bucket_pairs: int = Field(32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain")
     against: list[str] = Field(default_factory=list,
@@ -63,7 +66,7 @@ class DecontamConfig(_Section):
     short_min_words: int = Field(4, ge=1, description="benchmark items shorter than ngram words (but this long) "
                                                       "drop a task that contains their whole word sequence")
     fuzzy: bool = Field(True, description="also catch lightly reworded benchmark items (in-order word coverage)")
-    fuzzy_threshold: float = Field(0.8, gt=0, le=1, description="share of a benchmark item's words found in order "
+    fuzzy_threshold: float = Field(0.7, gt=0, le=1, description="share of a benchmark item's words found in order "
                                                                 "in the task that marks it reworded")
     fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
     fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")

@@ -96,4 +96,4 @@ def test_funnel_view_reads_back(vllm_run):
     rows = con.execute("select stage, rows_in, rows_out from funnel order by stage_order").fetchall()
     con.close()
     assert rows[0] == ("read", 6, 5)
-    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "decontaminate", "sample", "classify"]
+    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "near_dedup", "against_pool", "decontaminate", "sample", "classify"]

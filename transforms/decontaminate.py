@@ -128,7 +128,7 @@ class BenchmarkIndex:
       appear in the task in the same order (difflib's matching blocks on
       word lists)."""
 
-    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.8,
+    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.7,
                  probe: int = 3, max_df: int = 50):
         self.n = n
         self.grams: dict[int, tuple[str, str]] = {}
@@ -146,7 +146,9 @@ class BenchmarkIndex:
             self.grams.setdefault(h, (benchmark, item_id))
         if self.short_min_words <= len(ws) < self.n:
             self.short.setdefault(len(ws), {}).setdefault(_ngram_hash(ws), (benchmark, item_id))
-        if self.fuzzy and fuzzy and len(ws) >= self.short_min_words:
+        # Fuzzy only for items of n words or more: a shorter item must match whole
+        # (one changed word in "what is the capital of X" is another question).
+        if self.fuzzy and fuzzy and len(ws) >= self.n:
             idx = len(self.fuzzy_items)
             self.fuzzy_items.append((benchmark, item_id, ws))
             for h in {h for _, h in ngrams(ws, min(self.probe, len(ws)))}:

@@ -54,11 +54,11 @@ def number_overlap(a: str, b: str) -> float:
     """Multiset Jaccard of the numbers in two texts (1.0 if either has none).
 
     Why: "Calculate 1 + 8." and "Calculate 1 + 9." are 71% similar as
-    5-character shingles, yet they are two problems from one template.
-    What separates a copy with a changed number from a new instance of a
-    template is how many of the numbers changed: a GSM8K problem with one
-    of its four numbers edited keeps 3/5 = 0.6; a freshly filled template
-    keeps few or none."""
+    5-character shingles, yet they are two problems from one template:
+    in a short prompt the numbers *are* the problem. So a pair that is
+    similar but not very similar (below `number_guard_below`) must also
+    share most of its numbers; a GSM8K-length problem with one number
+    edited stays ~96% similar and is caught whatever its numbers."""
     na, nb = Counter(_NUMBER.findall(a)), Counter(_NUMBER.findall(b))
     if not na or not nb:
         return 1.0
@@ -180,8 +180,13 @@ class _Shingles:
         return round(inter / (ha.shape[0] + hb.shape[0] - inter), 4)
 
 
+def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, guard_below: float) -> bool:
+    """A candidate pair with similarity `s` and number overlap `numbers` is a duplicate."""
+    return s >= threshold and (s >= guard_below or numbers >= min_numbers)
+
+
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
-                      min_numbers: float = 0.5):
+                      min_numbers: float = 0.5, guard_below: float = 0.9):
     """Confirm a component's candidate edges and decide: yields (tag, task)."""
     by_node = {task_node(t): t for t in tasks}
     pool_by_node = {r["node"]: r for r in pool}
@@ -197,7 +202,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
             continue
         exact = hashes[a] == hashes[b]
         s = 1.0 if exact else sh.sim(a, b)
-        if s >= threshold and (exact or sh.numbers(a, b) >= min_numbers):
+        if exact or confirmed(s, sh.numbers(a, b), threshold, min_numbers, guard_below):
             uf.union(a, b)
             for x, y in ((a, b), (b, a)):
                 if x not in via or s > via[x][1]:
@@ -266,13 +271,14 @@ class NearDedup(beam.PTransform):
     of reference-pool index rows (see pool_index.read_index_rows)."""
 
     def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
-                 within: bool = True, min_numbers: float = 0.5):
+                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9):
         super().__init__()
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
-        self.within, self.min_numbers = within, min_numbers
+        self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
 
     def expand(self, tasks):
-        p, threshold, max_pairs, within, min_numbers = self.p, self.threshold, self.max_pairs, self.within, self.min_numbers
+        p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
+        min_numbers, guard_below = self.min_numbers, self.guard_below
         records = [tasks | "Bands" >> beam.FlatMap(task_records, p)]
         keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
         if self.pool_rows is not None:
@@ -307,7 +313,7 @@ class NearDedup(beam.PTransform):
                     pool_.append(v)
                 else:
                     edges_ = v
-            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers)
+            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below)
 
         out = split_tagged(
             (routed["cluster"], comp_edges)
