@@ -128,7 +128,7 @@ class BenchmarkIndex:
       appear in the task in the same order (difflib's matching blocks on
       word lists)."""
 
-    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.7,
+    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.6,
                  probe: int = 3, max_df: int = 50):
         self.n = n
         self.grams: dict[int, tuple[str, str]] = {}
@@ -156,6 +156,8 @@ class BenchmarkIndex:
 
     def match(self, text: str) -> dict | None:
         """Evidence of the first check that matches, or None."""
+        if not self.items:
+            return None  # no benchmark configured: nothing to tokenise for
         ws = words(text)
         for i, h in ngrams(ws, self.n):
             hit = self.grams.get(h)
