@@ -3,8 +3,8 @@ confirmed with the exact Jaccard similarity, clustered with union-find.
 
 How it scales (nothing holds the corpus in one list):
 1. Element-wise: each task's signature and band keys (`minhash.py`); each
-   task emits one small (band key, (node, rank)) record per band, plus one
-   for its exact content hash (catches exact copies of pool items).
+   task emits one small (band key, node id) record per band, plus one for
+   its exact content hash when a pool is given (exact copies of pool items).
    Reference-pool items come with their bands precomputed (`pool_index.py`).
 2. Keyed grouping on the band key: a bucket of 2+ members yields candidate
    pairs (all pairs up to `max_bucket_pairs` members, else a star on the
@@ -70,33 +70,42 @@ def task_node(task: dict) -> str:
     return f"{task['source']}\x1f{task['task_id']}"
 
 
-def exact_key(content_hash: str) -> tuple[int, int]:
-    return EXACT_BAND, int(content_hash[:15], 16)
+def bucket_key(band: int, key: int) -> int:
+    """One 63-bit int per (band, band hash): the cheapest key to shuffle."""
+    return (((band + 2) * 0x9E3779B97F4A7C15) ^ key) & 0x7FFFFFFFFFFFFFFF
 
 
-def task_records(task: dict, p: MinHashParams) -> list[tuple]:
-    """(band key, (node, rank)) for each band and the exact-hash bucket."""
-    member = (task_node(task), (1,) + survivor_key(task))
-    keys = task_bands(task, p) + [exact_key(task["content_hash"])]
-    return [(k, member) for k in keys]
+def exact_key(content_hash: str) -> int:
+    return bucket_key(EXACT_BAND, int(content_hash[:15], 16))
 
 
-def pool_records(row: dict) -> list[tuple]:
-    member = (row["node"], (0,))  # pool items rank first: they are never dropped
-    return [((b, k), member) for b, k in enumerate(row["bands"])] + [(exact_key(row["content_hash"]), member)]
+def task_records(task: dict, p: MinHashParams, with_exact: bool = False) -> list[tuple[int, str]]:
+    """(bucket key, node) for each band, plus the exact-hash bucket when a
+    pool is present (exact copies within the inputs are gone already).
+    Records are kept tiny, an int and the node id: there are `bands` of
+    them per task, and shuffling them is the stage's main cost."""
+    node = task_node(task)
+    out = [(bucket_key(b, k), node) for b, k in task_bands(task, p)]
+    if with_exact:
+        out.append((exact_key(task["content_hash"]), node))
+    return out
+
+
+def pool_records(row: dict) -> list[tuple[int, str]]:
+    node = row["node"]
+    return [(bucket_key(b, k), node) for b, k in enumerate(row["bands"])] + [(exact_key(row["content_hash"]), node)]
 
 
 def bucket_pairs(members, max_bucket_pairs: int = 32, within: bool = True):
-    """Candidate edges of one bucket, as sorted (a, b) node pairs. Pool-pool
-    pairs are skipped (nothing is ever dropped from the pool), and so are
-    task-task pairs when `within` is off (only against-pool matching)."""
-    ms = sorted(set(members), key=lambda m: (m[1], m[0]))
-    if len(ms) < 2:
+    """Candidate edges of one bucket (node ids), as sorted (a, b) pairs.
+    Pool-pool pairs are skipped (nothing is ever dropped from the pool), and
+    so are task-task pairs when `within` is off (only against-pool matching)."""
+    nodes = sorted(set(members), key=lambda n: (not n.startswith(POOL_NODE), n))  # pool items first
+    if len(nodes) < 2:
         return
-    nodes = [m[0] for m in ms]
     if len(nodes) <= max_bucket_pairs:
         pairs = ((nodes[i], nodes[j]) for i in range(len(nodes)) for j in range(i + 1, len(nodes)))
-    else:  # star on the first (the likely survivor or pool item) + chain: linear
+    else:  # star on the first (a pool item if any) + chain: linear
         pairs = [(nodes[0], n) for n in nodes[1:]] + list(zip(nodes[1:], nodes[2:]))
     for a, b in pairs:
         pools = a.startswith(POOL_NODE) + b.startswith(POOL_NODE)
@@ -279,7 +288,7 @@ class NearDedup(beam.PTransform):
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
         min_numbers, guard_below = self.min_numbers, self.guard_below
-        records = [tasks | "Bands" >> beam.FlatMap(task_records, p)]
+        records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
         keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
         if self.pool_rows is not None:
             records.append(self.pool_rows | "PoolBands" >> beam.FlatMap(pool_records))
