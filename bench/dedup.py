@@ -266,7 +266,7 @@ def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
         results["tasksieve dedup (exact+near)"] = run_tasksieve(data, work)
     else:
         print(f"(tasksieve skipped at {n:,} tasks: --tasksieve-max {tasksieve_max:,}; its in-process runner "
-              "keeps every shuffle in memory, ~17 KiB per task measured at 100k)")
+              "keeps every shuffle in memory, ~10 KiB per task measured at 100k)")
     if not skip_datatrove:
         results["datatrove MinHash (5-word, 14x8)"] = run_datatrove(data, work)
     base = n / results["DuckDB exact (floor)"][0]
