@@ -93,7 +93,7 @@ def main() -> None:
     ]
     print(f"positives: {len(pos)} benchmark items ({', '.join(benches)}), each verbatim and reworded; "
           f"negatives: " + ", ".join(f"{k} ({len(v)})" for k, v in negs.items()))
-    head = f"{'setting':<44}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>16}" for k in negs)
+    head = f"{'setting':<44}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>18}" for k in negs)
     print(head + f"{'tasks/s':>9}{'ratio':>7}")
     base = None
     for label, n, opts in settings:
@@ -106,7 +106,7 @@ def main() -> None:
         fps = []
         for texts in negs.values():
             fps.append(f"{sum(index.match(t) is not None for t in texts)}/{len(texts)}")
-        print(f"{label:<44}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>16}" for x in fps)
+        print(f"{label:<44}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>18}" for x in fps)
               + f"{rate:>9,.0f}{rate / base:>7.2f}")
     sample = next(t for t in reworded if re.search(r"\d", t))
     print("\nexample reworded item:", sample[:240].replace("\n", " "), "...")
