@@ -49,7 +49,7 @@ def main(data: str, work: str, shards: int) -> None:
     def reader():
         return JsonlReader(data, text_key="prompt", id_key="task_id", glob_pattern="*.jsonl")
 
-    kw = dict(workers=1, logging_dir=None, skip_completed=False)
+    kw = dict(workers=1, logging_dir=str(w / "logs"), skip_completed=False)  # not the cwd
     LocalPipelineExecutor(pipeline=[reader(), MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg,
                                                                          language=SplitTokenizer())],
                           tasks=shards, **kw).run()
