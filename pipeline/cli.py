@@ -3,14 +3,15 @@
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
                   [--sampling fixed|sequential|bayes] [-k K] [--backend vllm|openai|replay]
                   [--base-url URL] [--replay PATH...] [--attempt-cache DIR]
-                  [--runner NAME] [beam options...]
+                  [--dedup-against POOL...] [--save-index DIR] [--runner NAME] [beam options...]
+    tasksieve dedup --input PATH... --out DIR [--dedup-against POOL...] [--save-index DIR] [--config FILE]
     tasksieve report OUT [--run-id ID]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
     tasksieve prepare-model
 
-Exit codes (run): 0 success; 1 the run could not start (bad config, missing
+Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load: one line on stderr); 2 usage error;
 3 the row-accounting check failed; 4 the run stopped mid-way (the model
 server went away): finished attempts are saved, the same command resumes.
@@ -59,6 +60,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dask-workers", type=int, default=2, metavar="N",
                    help="with --runner dask and no address: a local cluster of N worker processes (default 2)")
 
+    for cmd in (r, d := sub.add_parser("dedup", help="only the dedup and decontamination stages: no model, seconds")):
+        cmd.add_argument("--dedup-against", nargs="+", metavar="POOL",
+                         help="earlier stages' tasks (JSONL/Parquet/datasets folders or saved indexes): drop tasks "
+                              "that duplicate them; the pool is never modified")
+        cmd.add_argument("--save-index", metavar="DIR", help="save the hashed --dedup-against pool here for reuse")
+    d.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
+                   help="JSONL/Parquet files, saved datasets folders, or folders of them")
+    d.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    d.add_argument("--config", "-c", metavar="FILE", help="TOML run config ([dedup] and [decontam] apply)")
+    d.add_argument("--rates", metavar="FILE", help="TOML rates table (expert costs of what is dropped)")
+    d.add_argument("--runner", help="Beam runner (default inprocess)")
+    d.add_argument("--dask-address", metavar="ADDR", help="with --runner dask: an existing Dask scheduler")
+    d.add_argument("--dask-workers", type=int, default=2, metavar="N", help="with --runner dask: local workers")
+
     rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
     rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
     rp.add_argument("--run-id", help="which run (default: the latest in the database)")
@@ -83,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     _offline_env()
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
-    if args.command != "run" and extra:
+    if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     if args.command == "sample-data":
@@ -124,6 +139,18 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         cfg = load_config(args.config)
+        if args.dedup_against:
+            cfg.dedup.against = list(args.dedup_against)
+        if args.save_index:
+            cfg.dedup.save_index = args.save_index
+        if args.dask_workers < 1:
+            raise ConfigError("--dask-workers must be at least 1")
+        if args.command == "dedup":
+            from tasksieve.pipeline.dedup_run import dedup
+
+            dedup(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
+                  dask_address=args.dask_address, dask_workers=args.dask_workers)
+            return 0
         if args.model:
             cfg.model.path = args.model
         if args.sampling:
@@ -142,8 +169,6 @@ def main(argv: list[str] | None = None) -> int:
             if args.k < 1:
                 raise ConfigError("-k must be at least 1")
             cfg.sampling.k = args.k
-        if args.dask_workers < 1:
-            raise ConfigError("--dask-workers must be at least 1")
         run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
             dask_address=args.dask_address, dask_workers=args.dask_workers)
     except (ConfigError, RunError) as e:

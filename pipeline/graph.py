@@ -1,7 +1,8 @@
 """The run graph: the funnel of DESIGN.md as one Beam pipeline.
 
-    read -> validate -> normalise+hash -> exact dedup -> decontaminate
-         -> verifier sanity -> sample (waves) + verify -> classify -> costs -> staged Parquet
+    read -> validate -> normalise+hash -> exact dedup -> near dedup (+ against
+         reference pools) -> decontaminate -> verifier sanity
+         -> sample (waves) + verify -> classify -> costs -> staged Parquet
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
@@ -11,6 +12,7 @@ the pipeline, so the final files are the same whatever runner wrote them.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,8 +25,11 @@ from tasksieve.pipeline.staging import WriteStaged, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends import Backend
 from tasksieve.transforms.costs import CostRows
-from tasksieve.transforms.decontaminate import Decontaminate
+from tasksieve.transforms.decontaminate import Decontaminate, index_options
 from tasksieve.transforms.dedup_exact import DropExactDuplicates
+from tasksieve.transforms.dedup_near import NearDedup
+from tasksieve.transforms.minhash import params_from_config
+from tasksieve.transforms.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import ReadDeliveries
 from tasksieve.transforms.sample import SampleAndClassify, SamplePlan
@@ -50,6 +55,8 @@ class RunSpec:
     @property
     def stats_dir(self) -> str:
         return str(Path(self.staging_dir) / SAMPLING_STATS_DIR)
+    # Saved reference-pool indexes (`--dedup-against`), built before the run.
+    pool_indexes: tuple = ()
 
 
 def quarantine_result(q: dict, run_id: str) -> dict:
@@ -69,10 +76,10 @@ def _write(pcoll, name: str, staging_dir: str):
     return pcoll | f"Write{name}" >> WriteStaged(str(Path(staging_dir) / name), STAGED[name])
 
 
-def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend],
-          judge_factory: Callable[[], Backend] | None = None) -> None:
-    """`judge_factory` gives the rubric judge; None: the sampler judges."""
-    cfg, run_id = spec.config, spec.run_id
+def dedup_stages(p: beam.Pipeline, spec: RunSpec):
+    """read -> validate -> hash -> exact -> near/against pool -> decontaminate:
+    (clean tasks, dropped tasks, quarantined rows, rows-read count)."""
+    cfg = spec.config
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
     # Rows read, counted straight off the reader: the independent side of
     # the row-accounting check (runner metrics are not available everywhere).
@@ -82,13 +89,34 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
         | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_READ_FILE))
     )
     tasks, quarantined = raw | "Validate" >> ValidateRows(cfg.limits.max_field_chars)
-    quarantined = quarantined | "StampRun" >> beam.Map(lambda q: dict(q, run_id=run_id))
+    quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), spec.run_id)
 
     hashed = tasks | "NormaliseHash" >> NormalizeAndHash()
     unique, duplicates = hashed | "ExactDedup" >> DropExactDuplicates()
+    dropped = [duplicates]
+    if cfg.dedup.near or spec.pool_indexes:
+        pool = None
+        if spec.pool_indexes:
+            # Read by Parquet row group: element-wise, so a large pool is spread over workers.
+            units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
+            pool = p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
+        unique, near = unique | "NearDedup" >> NearDedup(
+            params_from_config(cfg.dedup), cfg.dedup.threshold, pool, cfg.dedup.max_bucket_pairs,
+            within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
+            guard_below=cfg.dedup.number_guard_below)
+        dropped.append(near)
     clean, contaminated = unique | "Decontaminate" >> Decontaminate(
-        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths
+        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam)
     )
+    dropped.append(contaminated)
+    return clean, dropped, quarantined, rows_read
+
+
+def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend],
+          judge_factory: Callable[[], Backend] | None = None) -> None:
+    """`judge_factory` gives the rubric judge; None: the sampler judges."""
+    cfg, run_id = spec.config, spec.run_id
+    clean, dropped_parts, quarantined, rows_read = dedup_stages(p, spec)
     # Before any attempt is paid for: drop tasks whose verifier is broken.
     sane, broken = clean | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
     classified, attempts, unsampled = sane | "Sample" >> SampleAndClassify(
@@ -97,7 +125,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     )
 
     dropped = (
-        (duplicates, contaminated, broken, unsampled)
+        (*dropped_parts, broken, unsampled)
         | "AllDropped" >> beam.Flatten()
         | "DroppedResult" >> beam.Map(dropped_result, run_id)
     )
@@ -117,3 +145,44 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     # this join makes it run every write (other runners are unaffected).
     _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
 
+
+
+def kept_result(task: dict, run_id: str) -> dict:
+    return dict(task, run_id=run_id, status="kept")
+
+
+class _Progress(beam.DoFn):
+    """Prints every `every` rows this worker has seen: a progress line on
+    runners without metrics (the DaskRunner has none)."""
+
+    def __init__(self, label: str, every: int = 10_000):
+        self.label, self.every = label, every
+
+    def setup(self):
+        self.seen = 0
+
+    def process(self, row):
+        self.seen += 1
+        if self.seen % self.every == 0:
+            print(f"  {self.label}: {self.seen} rows", file=sys.stderr, flush=True)
+        yield row
+
+
+def build_dedup(p: beam.Pipeline, spec: RunSpec) -> None:
+    """`tasksieve dedup`: the funnel up to decontamination; survivors are
+    written with status `kept`. Same outputs as `build`, without attempts."""
+    clean, dropped_parts, quarantined, rows_read = dedup_stages(p, spec)
+    run_id = spec.run_id
+    kept = clean | "Progress" >> beam.ParDo(_Progress("kept after dedup")) | "KeptResult" >> beam.Map(kept_result, run_id)
+    dropped = tuple(dropped_parts) | "AllDropped" >> beam.Flatten() | "DroppedResult" >> beam.Map(dropped_result, run_id)
+    q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
+    results = (kept, dropped, q_results) | "AllResults" >> beam.Flatten()
+    no_attempts = p | "NoAttempts" >> beam.Create([])
+    costs = (results, no_attempts) | "Costs" >> CostRows(spec.rates, run_id)
+    written = [
+        _write(results, "results", spec.staging_dir),
+        _write(quarantined, "quarantine", spec.staging_dir),
+        _write(costs, "costs", spec.staging_dir),
+        rows_read,
+    ]
+    _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()

@@ -168,10 +168,32 @@ def funnel_rows(out: Path, run_id: str) -> list[dict]:
         con.close()
 
 
-def summary_text(out: Path, run_id: str, fig: dict) -> str:
+def _funnel_lines(out: Path, run_id: str, upto: str | None = None) -> list[str]:
     lines = [f"run {run_id}", "", f"{'stage':<16}{'in':>7}{'removed':>9}{'out':>7}"]
     for r in funnel_rows(out, run_id):
         lines.append(f"{r['stage']:<16}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
+        if r["stage"] == upto:
+            break
+    return lines
+
+
+def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
+    """The summary of `tasksieve dedup`: the funnel up to decontamination."""
+    lines = _funnel_lines(out, run_id, upto="decontaminate")
+    lines += [
+        "",
+        f"kept {fig['kept']}  dropped {fig['dropped']}  quarantined {fig['quarantined']}",
+        f"row accounting: rows_in {fig['rows_in']} == kept {fig['kept']} + dropped {fig['dropped']} + "
+        f"quarantined {fig['quarantined']}  OK",
+        "",
+        f"outputs in {out}: results.parquet quarantine.parquet costs.parquet curation.duckdb",
+        f"evidence: duckdb {out}/curation.duckdb -c \"select drop_stage, drop_reason, task_id, drop_detail from drops\"",
+    ]
+    return "\n".join(lines)
+
+
+def summary_text(out: Path, run_id: str, fig: dict) -> str:
+    lines = _funnel_lines(out, run_id)
     saved = fig["attempts_fixed_k"] - fig["attempts"]
     per = f"${fig['usd_per_learnable']:.4f}" if fig["usd_per_learnable"] is not None else "n/a (no learnable task)"
     lines += [

@@ -149,9 +149,13 @@ def _evidence(detail: str | None) -> str:
     except json.JSONDecodeError:
         return detail
     if "duplicate_of" in d:
-        return f"duplicate of {d.get('duplicate_of_source', '')}/{d['duplicate_of']}"
+        sim = f" (similarity {d['similarity']:.2f})" if "similarity" in d else ""
+        return f"duplicate of {d.get('duplicate_of_source', '')}/{d['duplicate_of']}{sim}"
+    if "pool_task_id" in d:
+        return f"{d.get('match')} copy of pool item {d.get('pool_source')}/{d['pool_task_id']} (similarity {d.get('similarity')})"
     if "benchmark" in d:
-        return f"{d['benchmark']} item {d.get('benchmark_item')}: \u201c{d.get('ngram', '')}\u201d"
+        text = d.get("ngram") or d.get("matched_text", "")
+        return f"{d['benchmark']} item {d.get('benchmark_item')} ({d.get('check', 'ngram')}): \u201c{text[:200]}\u201d"
     return ", ".join(f"{k}: {v}" for k, v in d.items())
 
 

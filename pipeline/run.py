@@ -33,6 +33,8 @@ from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
 from tasksieve.transforms.attempt_cache import cache_files, finished_runs, settle_run
 from tasksieve.transforms.backends import Backend, BackendUnavailable, ModelLoadError, get_backend
+from tasksieve.transforms.minhash import params_from_config
+from tasksieve.transforms.pool_index import PoolIndexError, build_index, is_index, load_meta
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample import SamplePlan, read_stats
 from tasksieve.transforms.sampling_policy import sampler_key
@@ -48,6 +50,42 @@ class RunError(Exception):
 class RunStopped(Exception):
     """The run stopped mid-way (the model backend went away); what it
     finished is saved and the same command resumes it."""
+
+
+def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
+    """Saved indexes for `dedup.against`: prebuilt ones are checked against
+    the run's MinHash parameters; raw pool files are hashed once into
+    `dedup.save_index` (kept for reuse) or a scratch folder in `work_dir`."""
+    d = cfg.dedup
+    if not d.against:
+        if d.save_index:
+            raise RunError("--save-index needs --dedup-against (the pool to index)")
+        return ()
+    params = params_from_config(d)
+    indexes, raw = [], []
+    try:
+        for path in d.against:
+            if is_index(path):
+                meta = load_meta(path, params)
+                print(f"reference pool: index {path} ({meta['rows']} tasks)", file=sys.stderr)
+                indexes.append(str(path))
+            else:
+                raw.append(path)
+        if raw:
+            try:
+                expand_inputs(raw)
+            except Exception as e:
+                raise RunError(f"--dedup-against: {e}") from None
+            target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
+            print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
+            t0 = time.perf_counter()
+            meta = build_index(raw, params, target)
+            print(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
+                  + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""), file=sys.stderr)
+            indexes.append(str(target))
+    except PoolIndexError as e:
+        raise RunError(str(e)) from None
+    return tuple(indexes)
 
 
 def new_run_id() -> str:
@@ -150,14 +188,15 @@ def dask_cluster(address: str | None, workers: int):
         cluster.close()
 
 
-def _run_graph(spec: RunSpec, factory, judge_factory, runner: str | None, beam_args: list[str],
-               dask_address: str | None, dask_workers: int) -> None:
+def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, beam_args: list[str],
+            dask_address: str | None, dask_workers: int) -> None:
+    """Build the graph on the chosen runner and run it to completion."""
     with contextlib.ExitStack() as stack:
         if runner == DASK:
             address = stack.enter_context(dask_cluster(dask_address, dask_workers))
             beam_args = [*beam_args, f"--dask_client_address={address}"]
         p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build(p, spec, factory, judge_factory)
+        build_graph(p)
         result = p.run()
         result.wait_until_finish()
         client = getattr(result, "client", None)  # the DaskRunner's own client
@@ -222,6 +261,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
         str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
     plan = make_plan(cfg, run_id, model_id, cache_dir)
+    pools = prepare_pools(cfg, out / "_staging" / run_id)  # a bad pool fails before the model loads
     if runner in (None, IN_PROCESS):
         # Same process as the workers: load the engine now, so a model that
         # does not load fails before any stage runs, and is loaded once.
@@ -236,14 +276,15 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     with claimed_staging(out, run_id) as staging:
         finished = finished_runs(cache_dir)
         spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
-                       cache_files=tuple(cache_files(cache_dir)), finished_runs=finished)
+                       cache_files=tuple(cache_files(cache_dir)), finished_runs=finished, pool_indexes=pools)
         if spec.cache_files:
             print(f"attempt cache: {cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
                   file=sys.stderr)
         started = datetime.now(timezone.utc)
         t0 = time.perf_counter()
         try:
-            _run_graph(spec, factory, judge_factory, runner, beam_args, dask_address, dask_workers)
+            execute(functools.partial(build, spec=spec, backend_factory=factory, judge_factory=judge_factory),
+                    runner, beam_args, dask_address, dask_workers)
         except Exception as e:
             stop = _backend_stop(e)
             if stop is None:

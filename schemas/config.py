@@ -34,13 +34,51 @@ class LimitsConfig(_Section):
     max_field_chars: int = Field(100_000, gt=0, description="a text field longer than this is quarantined")
 
 
+class DedupConfig(_Section):
+    """Near dedup (MinHash + LSH, confirmed by exact Jaccard) and dedup
+    against earlier stages' pools. Defaults and why: README, "Dedup and
+    decontamination"."""
+
+    near: bool = Field(True, description="run the near-duplicate stage (exact dedup always runs)")
+    shingle: Literal["char", "word"] = Field("char", description="shingle unit: characters (any script) or words")
+    shingle_size: int = Field(5, ge=1, le=64, description="characters (or words) per shingle")
+    num_perm: int = Field(100, ge=8, le=1024, description="MinHash permutations")
+    bands: int = Field(20, ge=1, description="LSH bands; a pair sharing one band's rows is a candidate")
+    rows: int = Field(5, ge=1, description="signature rows per band")
+    threshold: float = Field(0.7, gt=0, le=1, description="exact Jaccard of shingle sets that confirms a candidate pair")
+    number_overlap: float = Field(0.5, ge=0, le=1, description="a pair less similar than number_guard_below is "
+                                  "confirmed only if this share of its numbers agree (multiset Jaccard): in a short "
+                                  "prompt, a template refilled with new numbers is a new problem")
+    number_guard_below: float = Field(0.9, gt=0, le=1, description="pairs at least this similar are duplicates "
+                                      "whatever their numbers (one number edited in a long prompt)")
+    seed: int = Field(1, description="MinHash permutation seed (an index is only reusable with the same one)")
+    max_bucket_pairs: int = Field(32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain")
+    against: list[str] = Field(default_factory=list,
+                               description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified")
+    save_index: str | None = Field(None, description="save the index of `against` here for reuse")
+
+    @model_validator(mode="after")
+    def _bands_fit(self):
+        if self.bands * self.rows > self.num_perm:
+            raise ValueError(f"dedup.bands x dedup.rows ({self.bands} x {self.rows}) exceeds dedup.num_perm ({self.num_perm})")
+        return self
+
+
 class DecontamConfig(_Section):
-    ngram: int = Field(13, ge=4, description="word n-gram length shared with a benchmark that drops a task")
+    ngram: int = Field(8, ge=4, description="word n-gram length shared with a benchmark that drops a task "
+                                           "(open-r1's 8: prompts are short; see README for 13 and 12)")
     benchmarks: list[str] = Field(
         default_factory=lambda: ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"],
         description="bundled benchmarks to check against",
     )
     extra_paths: list[str] = Field(default_factory=list, description="user benchmark files (JSONL/Parquet/datasets)")
+    short_min_words: int = Field(4, ge=1, description="benchmark items shorter than ngram words (but this long) "
+                                                      "drop a task that contains their whole word sequence")
+    fuzzy: bool = Field(True, description="also catch lightly reworded benchmark items (in-order word coverage)")
+    fuzzy_threshold: float = Field(0.6, gt=0, le=1, description="share of a benchmark item's words found in order "
+                                                                "in the task that marks it reworded")
+    fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
+    fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")
 
 
 class OpenAIConfig(_Section):
@@ -174,6 +212,7 @@ class BandConfig(_Section):
 
 class RunConfig(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
     decontam: DecontamConfig = Field(default_factory=DecontamConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)

@@ -13,10 +13,12 @@ import pyarrow as pa
 DOMAINS = ("math", "code", "rubric", "exact")
 
 # Statuses a task can end in; every input row ends in exactly one of them.
-STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
+# `kept` only comes from `tasksieve dedup`, which stops before sampling.
+STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined", "kept")
 
 # The funnel's stages, in order. `drop_stage` is always one of these.
-STAGES = ("read", "validate", "exact_dedup", "decontaminate", "verifier_sanity", "sample", "classify")
+STAGES = ("read", "validate", "exact_dedup", "near_dedup", "against_pool", "decontaminate", "verifier_sanity", "sample",
+          "classify")
 
 TASK_FIELDS: list[pa.Field] = [
     pa.field("task_id", pa.string()),

@@ -72,3 +72,38 @@ def test_ngram_window_needs_n_words():
     assert idx.match("zero one two three four five")["ngram"] == "one two three four"
     assert idx.match("one two three") is None
     assert words("Héllo, wörld!") == ["héllo", "wörld"]
+
+
+def test_short_benchmark_item_is_caught_whole_even_below_n_words(tmp_path):
+    f = tmp_path / "capitals.jsonl"
+    f.write_text(json.dumps({"id": "cap-1", "question": "What is the capital of Burkina Faso?"}) + "\n")
+    index = build_index(13, [], [str(f)])
+    dropped = check_task(_task("t", "Quiz time! what is the capital of  BURKINA FASO ? Answer in one word."), index)
+    detail = json.loads(dropped["drop_detail"])
+    assert detail["check"] == "short_item" and detail["benchmark_item"] == "cap-1"
+    assert detail["matched_text"] == "what is the capital of burkina faso"
+    assert dropped["drop_reason"] == "benchmark_short_item"
+    assert check_task(_task("t", "What is the capital of Burkina?"), index) is None
+
+
+def test_lightly_reworded_gsm8k_item_is_caught_by_the_fuzzy_check():
+    index = build_index(13, ["gsm8k"], [])
+    # GSM8K test/0 with a word changed every few words: no 13-word run survives.
+    reworded = ("Janet's ducks laid 16 eggs each day. She eats 3 for breakfast each morning and bakes muffins "
+                "for her friends each day with 4. She sells the rest at the farmers' market every day for $2 per "
+                "fresh duck egg. How many dollars does she make daily at the farmers' market?")
+    assert build_index(13, ["gsm8k"], [], fuzzy=False).match(reworded) is None
+    dropped = check_task(_task("t", reworded), index)
+    detail = json.loads(dropped["drop_detail"])
+    assert detail["check"] == "fuzzy" and detail["benchmark"] == "gsm8k" and detail["benchmark_item"] == "test/0"
+    assert 0.7 <= detail["similarity"] < 1 and detail["matched_text"].startswith("janet s ducks lay 16 eggs")
+    assert dropped["drop_reason"] == "benchmark_fuzzy_match"
+
+
+def test_same_domain_text_that_was_never_published_is_clean():
+    index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
+    for text in ("Mara bakes 18 trays of rolls every morning, and each tray holds 12 rolls. She sets aside 40 rolls "
+                 "for the shelter and sells the rest. How many rolls does she sell?",
+                 "A ferry carries 32 cars per crossing. It makes 5 crossings in the morning and 3 in the afternoon. "
+                 "How many cars can it carry in a full day?"):
+        assert index.match(text) is None

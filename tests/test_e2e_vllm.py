@@ -107,8 +107,8 @@ def test_funnel_view_reads_back(vllm_run):
     rows = con.execute("select stage, rows_in, rows_out from funnel order by stage_order").fetchall()
     con.close()
     assert rows[0] == ("read", 8, 7)
-    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "decontaminate", "verifier_sanity", "sample",
-                                    "classify"]
+    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "near_dedup", "against_pool", "decontaminate",
+                                    "verifier_sanity", "sample", "classify"]
 
 
 def test_code_runs_in_the_sandbox_and_the_rubric_is_judged_and_costed(vllm_run):

@@ -27,7 +27,7 @@ def _results(out):
 def test_every_row_ends_in_exactly_one_place(curated):
     out, fig = curated
     rows = _results(out)
-    assert fig["rows_in"] == 94 == len(rows)  # what the sample builder wrote
+    assert fig["rows_in"] == 98 == len(rows)  # what the sample builder wrote
     statuses = {s: sum(r["status"] == s for r in rows) for s in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")}
     assert sum(statuses.values()) == fig["rows_in"]
     assert all(statuses[s] > 0 for s in statuses)
@@ -55,6 +55,9 @@ def test_planted_duplicates_and_benchmark_items_dropped_with_evidence(curated):
         assert json.loads(by_id[key]["drop_detail"])["duplicate_of"] == survivor
     cross = [r for r in dups if r["source"] == "vendor_b"]
     assert cross and all(json.loads(r["drop_detail"])["duplicate_of_source"] == "vendor_a" for r in cross)
+    near = {r["task_id"]: json.loads(r["drop_detail"]) for r in rows if r["drop_stage"] == "near_dedup"}
+    assert {k: v["duplicate_of"] for k, v in near.items()} == {"c-13": "A-047", "c-14": "A-048"}
+    assert all(0.7 <= v["similarity"] < 1 and v["duplicate_of_source"] == "vendor_a" for v in near.values())
     contaminated = [r for r in rows if r["drop_stage"] == "decontaminate"]
     assert len(contaminated) == 4
     assert all(json.loads(r["drop_detail"])["benchmark"] == "gsm8k" for r in contaminated)
@@ -114,7 +117,7 @@ def test_accounting_check_fails_loudly_on_a_lost_row(curated):
     results = pq.read_table(out / "results.parquet")
     quarantine = pq.read_table(out / "quarantine.parquet")
     check_accounting(fig["rows_in"], results, quarantine)
-    with pytest.raises(AccountingError, match="95 rows read but 94 rows accounted"):
+    with pytest.raises(AccountingError, match="99 rows read but 98 rows accounted"):
         check_accounting(fig["rows_in"] + 1, results, quarantine)
     with pytest.raises(AccountingError, match="quarantine.parquet has"):
         check_accounting(fig["rows_in"], results, quarantine.slice(1))

@@ -89,6 +89,7 @@ def test_report_is_self_contained(report):
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no CDN, nothing fetched
     assert page.count('<svg class="chart"') == 6
     assert "gsm8k item test/0" in page and "duplicate of vendor_a/A-001" in page
+    assert "duplicate of vendor_a/A-047 (similarity 0.9" in page  # a near duplicate, with its measured similarity
 
 
 def _chromium():

@@ -49,7 +49,7 @@ def test_row_accounting_holds_on_both(both):
     (_, fig_local), (_, fig_dask), _ = both
     for fig in (fig_local, fig_dask):
         parts = sum(fig[s] for s in ("learnable", "all_pass", "all_fail", "dropped", "quarantined"))
-        assert parts == fig["rows_in"] == 94
+        assert parts == fig["rows_in"] == 98
 
 
 def test_engine_loaded_once_per_worker(both):

@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 import threading
+from difflib import SequenceMatcher
 from importlib import resources
 from pathlib import Path
 from typing import Iterator
@@ -114,35 +115,91 @@ def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:
 
 
 class BenchmarkIndex:
-    """Hashed word n-grams of benchmark items -> (benchmark, item id)."""
+    """Three checks over benchmark items, cheapest first:
+    - `ngram`: hashed word n-grams -> (benchmark, item id); any shared
+      n-gram drops the task (verbatim copies, embedded items);
+    - `short_item`: items with fewer than n words (but at least
+      `short_min_words`) that a long n-gram can never match: the task
+      contains the item's whole normalised word sequence;
+    - `fuzzy`: light rewording that breaks every n-gram. Candidates are
+      items sharing several word `probe`-grams with the task (probes in
+      more than `max_df` items are too common to mean anything); a
+      candidate is confirmed when `fuzzy_threshold` of the item's words
+      appear in the task in the same order (difflib's matching blocks on
+      word lists)."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.6,
+                 probe: int = 3, max_df: int = 50):
         self.n = n
         self.grams: dict[int, tuple[str, str]] = {}
         self.items = 0
+        self.short_min_words = short_min_words
+        self.short: dict[int, dict[int, tuple[str, str]]] = {}  # length -> hash -> item
+        self.fuzzy, self.fuzzy_threshold, self.probe, self.max_df = fuzzy, fuzzy_threshold, probe, max_df
+        self.fuzzy_items: list[tuple[str, str, list[str]]] = []
+        self.postings: dict[int, list[int]] = {}
 
-    def add(self, benchmark: str, item_id: str, text: str) -> None:
+    def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True) -> None:
         self.items += 1
-        for _, h in ngrams(words(text), self.n):
+        ws = words(text)
+        for _, h in ngrams(ws, self.n):
             self.grams.setdefault(h, (benchmark, item_id))
+        if self.short_min_words <= len(ws) < self.n:
+            self.short.setdefault(len(ws), {}).setdefault(_ngram_hash(ws), (benchmark, item_id))
+        # Fuzzy only for items of n words or more: a shorter item must match whole
+        # (one changed word in "what is the capital of X" is another question).
+        if self.fuzzy and fuzzy and len(ws) >= self.n:
+            idx = len(self.fuzzy_items)
+            self.fuzzy_items.append((benchmark, item_id, ws))
+            for h in {h for _, h in ngrams(ws, min(self.probe, len(ws)))}:
+                self.postings.setdefault(h, []).append(idx)
 
     def match(self, text: str) -> dict | None:
-        """Evidence of the first shared n-gram, or None."""
+        """Evidence of the first check that matches, or None."""
+        if not self.items:
+            return None  # no benchmark configured: nothing to tokenise for
         ws = words(text)
         for i, h in ngrams(ws, self.n):
             hit = self.grams.get(h)
             if hit is not None:
-                return {"benchmark": hit[0], "benchmark_item": hit[1], "ngram": " ".join(ws[i : i + self.n]), "n": self.n}
+                return {"benchmark": hit[0], "benchmark_item": hit[1], "check": "ngram",
+                        "ngram": " ".join(ws[i : i + self.n]), "n": self.n}
+        for length, table in self.short.items():
+            for i, h in ngrams(ws, length):
+                hit = table.get(h)
+                if hit is not None:
+                    return {"benchmark": hit[0], "benchmark_item": hit[1], "check": "short_item",
+                            "matched_text": " ".join(ws[i : i + length])}
+        return self._fuzzy(ws) if self.fuzzy and self.fuzzy_items else None
+
+    def _fuzzy(self, ws: list[str]) -> dict | None:
+        hits: dict[int, int] = {}
+        for h in {h for _, h in ngrams(ws, self.probe)}:
+            post = self.postings.get(h)
+            if post is not None and len(post) <= self.max_df:
+                for idx in post:
+                    hits[idx] = hits.get(idx, 0) + 1
+        # Enough shared probes to be worth aligning: a fifth of the item's.
+        cands = [i for i, c in hits.items() if c >= max(2, (len(self.fuzzy_items[i][2]) - self.probe + 1) // 5)]
+        for idx in sorted(cands, key=lambda i: (-hits[i], i))[:5]:
+            bench, item_id, item_ws = self.fuzzy_items[idx]
+            blocks = SequenceMatcher(None, item_ws, ws, autojunk=False).get_matching_blocks()
+            coverage = sum(b.size for b in blocks) / len(item_ws)
+            if coverage >= self.fuzzy_threshold:
+                return {"benchmark": bench, "benchmark_item": item_id, "check": "fuzzy",
+                        "matched_text": " ".join(item_ws)[:500], "similarity": round(coverage, 4)}
         return None
 
 
-def build_index(n: int, benchmarks: list[str], extra_paths: list[str]) -> BenchmarkIndex:
-    index = BenchmarkIndex(n)
+def build_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -> BenchmarkIndex:
+    """`checks`: BenchmarkIndex's keyword options (short_min_words, fuzzy, ...)."""
+    index = BenchmarkIndex(n, **checks)
     for name in benchmarks:
         if name not in BUNDLED:
             raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(BUNDLED)}")
         for item_id, text in BUNDLED[name]():
-            index.add(name, item_id, text)
+            # Worked answers are long and only ever pasted verbatim: n-grams suffice.
+            index.add(name, item_id, text, fuzzy=not item_id.endswith("/answer"))
     for path in extra_paths:
         label = Path(path).stem
         for item_id, text in load_user_benchmark(path):
@@ -154,13 +211,22 @@ _INDEXES: dict[tuple, BenchmarkIndex] = {}
 _LOCK = threading.Lock()
 
 
-def get_index(n: int, benchmarks: list[str], extra_paths: list[str]) -> BenchmarkIndex:
+def get_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -> BenchmarkIndex:
     """The process's index for these settings, built on first use."""
-    key = (n, tuple(benchmarks), tuple(extra_paths))
+    key = (n, tuple(benchmarks), tuple(extra_paths), tuple(sorted(checks.items())))
     with _LOCK:
         if key not in _INDEXES:
-            _INDEXES[key] = build_index(n, benchmarks, extra_paths)
+            _INDEXES[key] = build_index(n, benchmarks, extra_paths, **checks)
         return _INDEXES[key]
+
+
+REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_item", "fuzzy": "benchmark_fuzzy_match"}
+
+
+def index_options(decontam) -> dict:
+    """BenchmarkIndex keyword options from a `schemas.config.DecontamConfig`."""
+    return {"short_min_words": decontam.short_min_words, "fuzzy": decontam.fuzzy,
+            "fuzzy_threshold": decontam.fuzzy_threshold, "probe": decontam.fuzzy_probe, "max_df": decontam.fuzzy_max_df}
 
 
 def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
@@ -168,16 +234,17 @@ def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
     evidence = index.match(task["prompt"])
     if evidence is None:
         return None
-    return dict(task, drop_stage=STAGE, drop_reason="benchmark_ngram_overlap",
+    return dict(task, drop_stage=STAGE, drop_reason=REASONS[evidence["check"]],
                 drop_detail=json.dumps(evidence, sort_keys=True, ensure_ascii=False))
 
 
 class _DecontaminateFn(beam.DoFn):
-    def __init__(self, n, benchmarks, extra_paths):
+    def __init__(self, n, benchmarks, extra_paths, checks):
         self.args = (n, list(benchmarks), list(extra_paths))
+        self.checks = dict(checks)
 
     def setup(self):
-        self.index = get_index(*self.args)
+        self.index = get_index(*self.args, **self.checks)
 
     def process(self, task):
         dropped = check_task(task, self.index)
@@ -187,9 +254,9 @@ class _DecontaminateFn(beam.DoFn):
 class Decontaminate(beam.PTransform):
     """Tasks in; (clean tasks, contaminated ones) out."""
 
-    def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str]):
+    def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str], checks: dict | None = None):
         super().__init__()
-        self.fn = _DecontaminateFn(n, benchmarks, extra_paths)
+        self.fn = _DecontaminateFn(n, benchmarks, extra_paths, checks or {})
 
     def expand(self, tasks):
         out = split_tagged(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit", (CLEAN_TAG, DROPPED_TAG))

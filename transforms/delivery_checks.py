@@ -136,9 +136,16 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
         dropped = decontam_check(t, index)
         if dropped is not None:
             ev = json.loads(dropped["drop_detail"])
-            offenders.append(offender(t["task_id"], where(t), f"shares {ev['n']} words with {ev['benchmark']} "
-                                      f"item {ev['benchmark_item']}: \"{ev['ngram']}\"", **ev))
-    return check("contamination", f"tasks sharing a {index.n}-word n-gram with a benchmark "
+            item = f"{ev['benchmark']} item {ev['benchmark_item']}"
+            if ev["check"] == "ngram":
+                why = f"shares {ev['n']} words with {item}: \"{ev['ngram']}\""
+            elif ev["check"] == "short_item":
+                why = f"contains the whole of {item}: \"{ev['matched_text']}\""
+            else:
+                why = f"rewords {item} ({ev['similarity']:.0%} of its words in order): \"{ev['matched_text'][:200]}\""
+            offenders.append(offender(t["task_id"], where(t), why, **ev))
+    return check("contamination", f"tasks sharing a {index.n}-word n-gram with a benchmark, containing a short one, "
+                 "or rewording one "
                  f"({', '.join(benchmarks) or 'none'})", len(offenders), f"<= {max_n}", len(offenders) <= max_n,
                  offenders, benchmark_items=index.items)
 

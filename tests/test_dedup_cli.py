@@ -1,0 +1,67 @@
+"""`tasksieve dedup` end to end: the cheap stages only, no model, the same
+outputs as `run`, a pool that is never modified, and a saved index that
+gives the same drops as hashing the pool again."""
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import duckdb
+import pyarrow.parquet as pq
+
+TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
+
+
+def _dedup(*args):
+    return subprocess.run([*TASKSIEVE, "dedup", *args], capture_output=True, text=True, timeout=300)
+
+
+def _drops(out):
+    rows = pq.read_table(out / "results.parquet").to_pylist()
+    return {(r["source"], r["task_id"]): (r["drop_stage"], r["drop_reason"], r["drop_detail"])
+            for r in rows if r["status"] == "dropped"}
+
+
+def test_dedup_command_runs_the_cheap_stages_and_accounts_for_every_row(sample_dir, tmp_path):
+    out = tmp_path / "out"
+    proc = _dedup("--input", str(sample_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "row accounting: rows_in 98 == kept 72 + dropped 15 + quarantined 11  OK" in proc.stdout
+    assert "loading model" not in proc.stderr and "dedup:" in proc.stderr  # progress, and no engine
+    stages = {}
+    for stage, _, _ in _drops(out).values():
+        stages[stage] = stages.get(stage, 0) + 1
+    assert stages == {"exact_dedup": 9, "near_dedup": 2, "decontaminate": 4}
+    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    funnel = dict(con.execute("select stage, removed from funnel").fetchall())
+    assert funnel["near_dedup"] == 2 and funnel["against_pool"] == 0
+    assert con.execute("select sampling_mode, n_kept from runs").fetchone() == ("dedup-only", 72)
+    con.close()
+
+
+def test_dedup_against_a_pool_saved_index_reused(sample_dir, tmp_path):
+    # Last quarter's pool: vendor_b's Parquet delivery, as it was accepted then.
+    pool = sample_dir / "vendor_b.parquet"
+    before = hashlib.sha256(pool.read_bytes()).hexdigest()
+    vendor_a = str(sample_dir / "vendor_a.jsonl")
+    built = _dedup("--input", vendor_a, "--out", str(tmp_path / "o1"), "--dedup-against", str(pool),
+                   "--save-index", str(tmp_path / "idx"))
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert "hashing 1 path(s)" in built.stderr and (tmp_path / "idx" / "meta.json").is_file()
+    reused = _dedup("--input", vendor_a, "--out", str(tmp_path / "o2"), "--dedup-against", str(tmp_path / "idx"))
+    assert reused.returncode == 0, reused.stderr[-2000:]
+    assert "hashing" not in reused.stderr and "reference pool: index" in reused.stderr
+    d1, d2 = _drops(tmp_path / "o1"), _drops(tmp_path / "o2")
+    assert d1 == d2
+    against = {k: json.loads(v[2]) for k, v in d1.items() if v[0] == "against_pool"}
+    # vendor_b's B0025 is a copy of vendor_a's A-003; the GSM8K items differ between the two.
+    assert {k[1]: (v["pool_task_id"], v["match"]) for k, v in against.items()} == {"A-003": ("B0025", "exact")}
+    assert hashlib.sha256(pool.read_bytes()).hexdigest() == before
+
+
+def test_bad_pool_or_index_fails_with_one_line(sample_dir, tmp_path):
+    proc = _dedup("--input", str(sample_dir), "--out", str(tmp_path / "o"), "--dedup-against", str(tmp_path / "nope"))
+    assert proc.returncode == 1 and "--dedup-against" in proc.stderr
+    proc = _dedup("--input", str(sample_dir), "--out", str(tmp_path / "o"), "--save-index", str(tmp_path / "i"))
+    assert proc.returncode == 1 and "needs --dedup-against" in proc.stderr

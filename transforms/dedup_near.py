@@ -1,0 +1,334 @@
+"""Stages `near_dedup` and `against_pool`: MinHash + LSH candidates,
+confirmed with the exact Jaccard similarity, clustered with union-find.
+
+How it scales (nothing holds the corpus in one list):
+1. Element-wise: each task's signature and band keys (`minhash.py`); each
+   task emits one small (band key, node id) record per band, plus one for
+   its exact content hash when a pool is given (exact copies of pool items).
+   Reference-pool items come with their bands precomputed (`pool_index.py`).
+2. Keyed grouping on the band key: a bucket of 2+ members yields candidate
+   pairs (all pairs up to `max_bucket_pairs` members, else a star on the
+   first member plus a chain in rank order: linear in the bucket).
+3. Union-find over the distinct candidate *edges* in one combiner. Memory
+   bound: O(nodes that have a candidate edge) ids, never texts; edges are
+   far fewer than rows (a 100k-task pool with 5% planted duplicates gives
+   ~5k edges). A corpus where most tasks collide would make this O(corpus
+   ids), ~100 bytes each.
+4. A keyed join (node -> component root) sends only tasks that have a
+   candidate edge to their component; every other task passes straight on.
+5. Per component: every candidate edge is confirmed with the exact Jaccard
+   similarity of the two shingle sets, and by the numbers the two texts
+   hold (see `number_overlap`); a local union-find over confirmed edges
+   gives the clusters. A cluster holding a pool item drops all its
+   tasks at `against_pool` (the pool is never modified); otherwise the
+   survivor is chosen by the exact-dedup rule (earliest `created_at`, then
+   `source`, `task_id`, file position) and the rest drop at `near_dedup`.
+   `drop_detail` names the survivor (or pool item), the measured similarity
+   to it, and the edge that confirmed the link (clusters are transitive, so
+   a member may join through a neighbour rather than the survivor).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import apache_beam as beam
+import numpy as np
+
+from tasksieve.transforms.dedup_exact import survivor_key
+from tasksieve.transforms.minhash import MinHashParams, shingle_hashes, task_bands, text_of
+from tasksieve.transforms.routing import split_tagged
+
+STAGE = "near_dedup"
+POOL_STAGE = "against_pool"
+KEPT_TAG = "kept"
+DROPPED_TAG = "dropped"
+POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task ids never start with it
+EXACT_BAND = -1  # band index of the exact-content-hash bucket
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def number_overlap(a: str, b: str) -> float:
+    """Multiset Jaccard of the numbers in two texts (1.0 if either has none).
+
+    Why: "Calculate 1 + 8." and "Calculate 1 + 9." are 71% similar as
+    5-character shingles, yet they are two problems from one template:
+    in a short prompt the numbers *are* the problem. So a pair that is
+    similar but not very similar (below `number_guard_below`) must also
+    share most of its numbers; a GSM8K-length problem with one number
+    edited stays ~96% similar and is caught whatever its numbers."""
+    na, nb = Counter(_NUMBER.findall(a)), Counter(_NUMBER.findall(b))
+    if not na or not nb:
+        return 1.0
+    return round(sum((na & nb).values()) / sum((na | nb).values()), 4)
+
+
+def task_node(task: dict) -> str:
+    # (source, task_id) is unique after validation.
+    return f"{task['source']}\x1f{task['task_id']}"
+
+
+def bucket_key(band: int, key: int) -> int:
+    """One 63-bit int per (band, band hash): the cheapest key to shuffle."""
+    return (((band + 2) * 0x9E3779B97F4A7C15) ^ key) & 0x7FFFFFFFFFFFFFFF
+
+
+def exact_key(content_hash: str) -> int:
+    return bucket_key(EXACT_BAND, int(content_hash[:15], 16))
+
+
+def task_records(task: dict, p: MinHashParams, with_exact: bool = False) -> list[tuple[int, str]]:
+    """(bucket key, node) for each band, plus the exact-hash bucket when a
+    pool is present (exact copies within the inputs are gone already).
+    Records are kept tiny, an int and the node id: there are `bands` of
+    them per task, and shuffling them is the stage's main cost."""
+    node = task_node(task)
+    out = [(bucket_key(b, k), node) for b, k in task_bands(task, p)]
+    if with_exact:
+        out.append((exact_key(task["content_hash"]), node))
+    return out
+
+
+def pool_records(row: dict) -> list[tuple[int, str]]:
+    node = row["node"]
+    return [(bucket_key(b, k), node) for b, k in enumerate(row["bands"])] + [(exact_key(row["content_hash"]), node)]
+
+
+def bucket_pairs(members, max_bucket_pairs: int = 32, within: bool = True):
+    """Candidate edges of one bucket (node ids), as sorted (a, b) pairs.
+    Pool-pool pairs are skipped (nothing is ever dropped from the pool), and
+    so are task-task pairs when `within` is off (only against-pool matching)."""
+    nodes = sorted(set(members), key=lambda n: (not n.startswith(POOL_NODE), n))  # pool items first
+    if len(nodes) < 2:
+        return
+    if len(nodes) <= max_bucket_pairs:
+        pairs = ((nodes[i], nodes[j]) for i in range(len(nodes)) for j in range(i + 1, len(nodes)))
+    else:  # star on the first (a pool item if any) + chain: linear
+        pairs = [(nodes[0], n) for n in nodes[1:]] + list(zip(nodes[1:], nodes[2:]))
+    for a, b in pairs:
+        pools = a.startswith(POOL_NODE) + b.startswith(POOL_NODE)
+        if pools == 1 or (pools == 0 and within):
+            yield (a, b) if a < b else (b, a)
+
+
+class UnionFind:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, x):
+        root = x
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while x != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            # Deterministic root (the smaller id), whatever the merge order.
+            lo, hi = (ra, rb) if ra < rb else (rb, ra)
+            self.parent[hi] = lo
+            self.parent.setdefault(lo, lo)
+
+
+class ComponentsFn(beam.CombineFn):
+    """Candidate edges -> components: {root: [edges]}. Accumulators are
+    edge lists, so merging across workers is a concatenation."""
+
+    def create_accumulator(self):
+        return []
+
+    def add_input(self, acc, edge):
+        acc.append(edge)
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = []
+        for a in accs:
+            out.extend(a)
+        return out
+
+    def extract_output(self, acc):
+        uf = UnionFind()
+        for a, b in acc:
+            uf.union(a, b)
+        comps: dict = {}
+        for a, b in acc:
+            comps.setdefault(uf.find(a), []).append((a, b))
+        return comps
+
+
+def component_messages(comps: dict):
+    """(node, ('root', root)) for each node, (root, ('edges', edges)) for each component."""
+    for root, edges in comps.items():
+        yield root, ("edges", sorted(edges))
+        for n in sorted({x for e in edges for x in e}):
+            yield n, ("root", root)
+
+
+class _Shingles:
+    """Shingle sets of a component's members, computed once each."""
+
+    def __init__(self, texts: dict, p: MinHashParams):
+        self.texts, self.p, self.cache = texts, p, {}
+
+    def get(self, node):
+        if node not in self.cache:
+            self.cache[node] = shingle_hashes(self.texts[node], self.p.shingle, self.p.size)
+        return self.cache[node]
+
+    def numbers(self, a, b) -> float:
+        return number_overlap(self.texts[a], self.texts[b])
+
+    def sim(self, a, b) -> float:
+        ha, hb = self.get(a), self.get(b)
+        inter = np.intersect1d(ha, hb, assume_unique=True).shape[0]
+        return round(inter / (ha.shape[0] + hb.shape[0] - inter), 4)
+
+
+def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, guard_below: float) -> bool:
+    """A candidate pair with similarity `s` and number overlap `numbers` is a duplicate."""
+    return s >= threshold and (s >= guard_below or numbers >= min_numbers)
+
+
+def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
+                      min_numbers: float = 0.5, guard_below: float = 0.9):
+    """Confirm a component's candidate edges and decide: yields (tag, task)."""
+    by_node = {task_node(t): t for t in tasks}
+    pool_by_node = {r["node"]: r for r in pool}
+    texts = {n: text_of(t) for n, t in by_node.items()}
+    texts.update({n: r["text"] for n, r in pool_by_node.items()})
+    hashes = {n: t["content_hash"] for n, t in by_node.items()}
+    hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+    sh = _Shingles(texts, p)
+    uf = UnionFind()
+    via: dict = {}  # node -> (neighbour, similarity) of its best confirmed edge
+    for a, b in edges:
+        if a not in texts or b not in texts:
+            continue
+        exact = hashes[a] == hashes[b]
+        s = 1.0 if exact else sh.sim(a, b)
+        if exact or confirmed(s, sh.numbers(a, b), threshold, min_numbers, guard_below):
+            uf.union(a, b)
+            for x, y in ((a, b), (b, a)):
+                if x not in via or s > via[x][1]:
+                    via[x] = (y, s)
+    clusters: dict = {}
+    for n in texts:
+        clusters.setdefault(uf.find(n), []).append(n)
+    for members in clusters.values():
+        ts = sorted((by_node[n] for n in members if n in by_node), key=survivor_key)
+        pools = [pool_by_node[n] for n in members if n in pool_by_node]
+        if len(members) == 1 or not ts:
+            for t in ts:
+                yield KEPT_TAG, t
+            continue
+        if pools:
+            for t in ts:
+                n = task_node(t)
+                best = max(pools, key=lambda r: (hashes[n] == r["content_hash"], sh.sim(n, r["node"]), r["node"]))
+                exact = hashes[n] == best["content_hash"]
+                detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
+                          "match": "exact" if exact else "near", "similarity": 1.0 if exact else sh.sim(n, best["node"]),
+                          **_via(via, n, pool_by_node, by_node)}
+                yield DROPPED_TAG, _dropped(t, POOL_STAGE, "dedup_against_pool", detail)
+            continue
+        keep = ts[0]
+        yield KEPT_TAG, keep
+        kn = task_node(keep)
+        for t in ts[1:]:
+            n = task_node(t)
+            detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
+                      "similarity": sh.sim(n, kn), "number_overlap": sh.numbers(n, kn), "threshold": threshold,
+                      "shingle": f"{p.shingle}{p.size}",
+                      **_via(via, n, pool_by_node, by_node)}
+            yield DROPPED_TAG, _dropped(t, STAGE, "near_duplicate", detail)
+
+
+def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
+    nb, s = via[n]
+    row = by_node.get(nb) or pool_by_node[nb]
+    return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s}
+
+
+def _dropped(task: dict, stage: str, reason: str, detail: dict) -> dict:
+    return dict(task, drop_stage=stage, drop_reason=reason,
+                drop_detail=json.dumps(detail, sort_keys=True, ensure_ascii=False))
+
+
+def _route_joined(kv):
+    """After the node join: tasks without a component pass on; the rest go to their root."""
+    _, values = kv
+    root, items = None, []
+    for kind, v in values:
+        if kind == "root":
+            root = v
+        else:
+            items.append((kind, v))
+    for kind, v in items:
+        if root is not None:
+            yield "cluster", (root, (kind, v))
+        elif kind == "task":
+            yield KEPT_TAG, v
+
+
+class NearDedup(beam.PTransform):
+    """Tasks in; (kept, dropped) out. `pool_rows` is an optional PCollection
+    of reference-pool index rows (see pool_index.read_index_rows)."""
+
+    def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
+                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9):
+        super().__init__()
+        self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
+        self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
+
+    def expand(self, tasks):
+        p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
+        min_numbers, guard_below = self.min_numbers, self.guard_below
+        records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
+        keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
+        if self.pool_rows is not None:
+            records.append(self.pool_rows | "PoolBands" >> beam.FlatMap(pool_records))
+            keyed.append(self.pool_rows | "KeyPool" >> beam.Map(lambda r: (r["node"], ("pool", r))))
+        edges = (
+            tuple(records)
+            | "AllBands" >> beam.Flatten()
+            | "GroupBuckets" >> beam.GroupByKey()
+            | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
+            | "DistinctEdges" >> beam.Distinct()
+        )
+        messages = (
+            edges
+            | "Components" >> beam.CombineGlobally(ComponentsFn())
+            | "ComponentMessages" >> beam.FlatMap(component_messages)
+        )
+        routed = split_tagged(
+            (*keyed, messages | "Roots" >> beam.Filter(lambda kv: kv[1][0] == "root"))
+            | "JoinNodes" >> beam.Flatten()
+            | "GroupNodes" >> beam.GroupByKey()
+            | "Route" >> beam.FlatMap(_route_joined),
+            "RouteSplit", (KEPT_TAG, "cluster"))
+        comp_edges = messages | "Edges" >> beam.Filter(lambda kv: kv[1][0] == "edges")
+
+        def resolve(kv):
+            tasks_, pool_, edges_ = [], [], []
+            for kind, v in kv[1]:
+                if kind == "task":
+                    tasks_.append(v)
+                elif kind == "pool":
+                    pool_.append(v)
+                else:
+                    edges_ = v
+            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below)
+
+        out = split_tagged(
+            (routed["cluster"], comp_edges)
+            | "JoinComponents" >> beam.Flatten()
+            | "GroupComponents" >> beam.GroupByKey()
+            | "Resolve" >> beam.FlatMap(resolve),
+            "ResolveSplit", (KEPT_TAG, DROPPED_TAG))
+        kept = (routed[KEPT_TAG], out[KEPT_TAG]) | "AllKept" >> beam.Flatten()
+        return kept, out[DROPPED_TAG]
