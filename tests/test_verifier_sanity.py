@@ -96,7 +96,11 @@ def curated(tmp_path_factory):
     (root / "in").mkdir()
     (root / "in" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in DELIVERY))
     backend = ScriptedBackend()
-    figures = run([str(root / "in")], str(root / "out"), RunConfig(), None, [], backend_factory=lambda: backend)
+    # The code prompts share one template and differ only in a function name:
+    # near dedup rightly merges those (a changed name is a near duplicate), so
+    # it is off here, where the subject is the verifier_sanity stage.
+    cfg = RunConfig.model_validate({"dedup": {"near": False}})
+    figures = run([str(root / "in")], str(root / "out"), cfg, None, [], backend_factory=lambda: backend)
     return root / "out", figures, backend
 
 
