@@ -37,25 +37,17 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasksieve.schemas.records import ATTEMPT_SCHEMA
+
 # Key on a task dict carrying its cached generations into the sampling stage.
 CACHED_KEY = "cached"
 FINISHED_DIR = "_finished"
 
-CACHE_SCHEMA = pa.schema([
-    pa.field("content_hash", pa.string()),
-    pa.field("model_id", pa.string()),
-    pa.field("sampler_key", pa.string()),
-    pa.field("attempt_idx", pa.int64()),
-    pa.field("seed", pa.int64()),
-    pa.field("completion", pa.string()),
-    pa.field("prompt_tokens", pa.int64()),
-    pa.field("completion_tokens", pa.int64()),
-    pa.field("finish_reason", pa.string()),
-    pa.field("gen_seconds", pa.float64()),
-    pa.field("error", pa.string()),
-    # The run that paid for the generation.
-    pa.field("run_id", pa.string()),
-])
+# A cached generation: the generation half of an Attempt (no verdict), and
+# `run_id`, the run that paid for it.
+CACHE_SCHEMA = pa.schema([ATTEMPT_SCHEMA.field(name) for name in (
+    "content_hash", "model_id", "sampler_key", "attempt_idx", "seed", "completion", "prompt_tokens",
+    "completion_tokens", "finish_reason", "gen_seconds", "error", "run_id")])
 
 
 def cache_record(plan, request, result) -> dict:
