@@ -16,15 +16,13 @@ import shutil
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 from tasksieve import __version__
 from tasksieve.pipeline.graph import ROWS_READ_FILE, STAGED, RunSpec, build_dedup
 from tasksieve.pipeline.outputs import dedup_summary_text, finalize, read_rows_in
-from tasksieve.pipeline.run import IN_PROCESS, RunError, execute, new_run_id, prepare_pools
+from tasksieve.pipeline.run import IN_PROCESS, execute, inputs_and_output, new_run_id, prepare_pools
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
-from tasksieve.transforms.read import expand_inputs
 
 DEDUP_MODE = "dedup-only"
 
@@ -32,15 +30,7 @@ DEDUP_MODE = "dedup-only"
 def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = None, beam_args: list[str] | None = None,
           config_path: str | None = None, rates_path: str | None = None, dask_address: str | None = None,
           dask_workers: int = 2) -> dict:
-    try:
-        paths = expand_inputs(inputs)
-    except Exception as e:
-        raise RunError(str(e)) from None
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"cannot create output folder {out}: {e}") from None
+    paths, out = inputs_and_output(inputs, out_dir)
     rates = load_rates(rates_path or cfg.rates)
     run_id = new_run_id()
     staging = out / "_staging" / run_id

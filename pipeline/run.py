@@ -219,13 +219,8 @@ def _backend_stop(e: BaseException) -> str | None:
     return None
 
 
-def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
-        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
-        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
-        judge_factory: Callable[[], Backend] | None = None) -> dict:
-    """Run the funnel; returns the summary figures. `backend_factory`
-    replaces the configured engine (tests use a scripted one);
-    `judge_factory` the rubric judge (default: the sampling engine)."""
+def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]:
+    """The input files and the created output folder, or a one-line RunError."""
     try:
         paths = expand_inputs(inputs)
     except Exception as e:
@@ -235,6 +230,17 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise RunError(f"cannot create output folder {out}: {e}") from None
+    return paths, out
+
+
+def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
+        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
+        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
+        judge_factory: Callable[[], Backend] | None = None) -> dict:
+    """Run the funnel; returns the summary figures. `backend_factory`
+    replaces the configured engine (tests use a scripted one);
+    `judge_factory` the rubric judge (default: the sampling engine)."""
+    paths, out = inputs_and_output(inputs, out_dir)
     rates = load_rates(rates_path or cfg.rates)
     if backend_factory is None:
         model_path, model_id = resolve_model(cfg)
