@@ -39,8 +39,10 @@ FIELD_CHECKS = {
 }
 
 NOTES = [
-    "Code tasks: the reference solution and four null answers (returning None, '', the prompt; a `pass` "
-    "body) run against the tests in the sandbox (no network, read-only filesystem, CPU/memory/time limits).",
+    "Verifier sanity: the reference must pass, and every known reward hack (null answers, constants, "
+    "number spraying, several boxed answers, always-equal objects, patched builtins, exiting before the "
+    "asserts, forged verdicts, ...) must fail; each probe that passes is named. Code runs in the sandbox "
+    "(attempt and tests in separate processes; no network, no host files, CPU/memory/time limits).",
     "Duplicates are exact after normalisation (Unicode NFKC, case, whitespace, punctuation spacing); "
     "paraphrases are not detected.",
     "Contamination is checked on prompts, by word n-grams against the benchmarks the profile names.",

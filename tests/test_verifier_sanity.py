@@ -28,10 +28,10 @@ def test_working_code_tasks_pass_in_both_test_styles():
 
 
 @pytest.mark.parametrize("task,reason,says", [
-    (_code(ref="def add(a, b):\n    return a - b\n"), "reference_fails", "assertion failed"),
+    (_code(ref="def add(a, b):\n    return a - b\n"), "reference_fails", "wrong_answer"),
     (_code(ref="def add(a, b):\n    while True:\n        pass\n"), "reference_fails", "timeout"),
     (_code(tests="r = add(2, 1)\nassert r == 3 or r is None\n"), "null_answer_passes", "returning None"),
-    (_code(tests="assert isinstance(add(1, 2), (int, str))\n"), "null_answer_passes", "an empty string"),
+    (_code(tests="assert isinstance(add(1, 2), (int, str))\n"), "null_answer_passes", "returning ''"),
     (_code(tests="assert 'function' in str(add(1, 2)) or add(1, 2) == 3\n"), "null_answer_passes", "the prompt"),
     (_code(tests="assert add(1, 2) == 3 +\n"), "tests_do_not_compile", "tests do not compile"),
     (_code(ref="def add(a, b)\n    return a + b\n"), "reference_does_not_compile", "does not compile"),
@@ -47,7 +47,7 @@ def test_broken_code_tasks_are_caught(task, reason, says):
 
 def test_answer_and_rubric_domains():
     assert not check_verifier({"domain": "math", "answer": "8", "prompt": "Calculate 5 + 3."})["broken"]
-    echo = check_verifier({"domain": "math", "answer": "7", "prompt": "Add 4 and 3, the sum is 7"})
+    echo = check_verifier({"domain": "math", "answer": "7", "prompt": "Add 4 and 3. The answer is 7"})
     assert echo["reasons"] == ["null_answer_passes"]
     assert check_verifier({"domain": "exact", "answer": "/[/", "prompt": "p"})["reasons"] == ["bad_reference"]
     assert check_verifier({"domain": "rubric", "rubric": [" "], "prompt": "p"})["reasons"] == ["no_criteria"]
@@ -72,7 +72,7 @@ DELIVERY = [
     _row("m-pass", prompt="Calculate 2 + 3.", answer="5"),
     _row("m-mixed", prompt="Calculate 9 - 4.", answer="5"),
     _row("m-fail", prompt="Calculate 4 * 5.", answer="20"),
-    _row("m-echo", prompt="Add 4 and 3, the sum is 7", answer="7"),
+    _row("m-echo", prompt="Add 4 and 3. The answer is 7", answer="7"),
     _row("c-good", domain="code", prompt="Write a Python function add(a, b) that returns a + b.", entry_point="add",
          tests=HE_TESTS, reference_solution="def add(a, b):\n    return a + b\n"),
     _row("c-plain", domain="code", prompt="Write a Python function mul(a, b) that returns a * b.", entry_point="mul",

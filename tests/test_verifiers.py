@@ -38,16 +38,16 @@ def test_code_verifier_pass_fail_and_syntax(task):
     assert ok["passed"] and ok["score"] == 1.0 and ok["error"] is None and ok["verifier"] == "code"
     assert ok["extracted_answer"].startswith("def add") and ok["verify_seconds"] > 0
     bad = verify_code(task, "```python\ndef add(a, b):\n    return a - b\n```", FAST)
-    assert not bad["passed"] and bad["error"].startswith("assertion failed")
+    assert not bad["passed"] and bad["error"].startswith("wrong_answer (tests line ")
     syn = verify_code(task, "```python\ndef add(a, b)\n    return a + b\n```", FAST)
-    assert not syn["passed"] and syn["error"].startswith("syntax error")
+    assert not syn["passed"] and syn["error"] == "syntax_error (line 1)"
     none = verify_code(task, "I don't know.", FAST)
-    assert not none["passed"] and none["error"] == "no code in the attempt"
+    assert not none["passed"] and none["error"] == "no_code"
 
 
 @pytest.mark.parametrize("body,reason", [
-    ("import socket\n    socket.create_connection(('8.8.8.8', 53))", "network blocked"),
-    ("open('/etc/passwd', 'a').write('x')", "write outside the sandbox directory blocked"),
+    ("import socket\n    socket.create_connection(('8.8.8.8', 53))", "blocked: network"),
+    ("open('/etc/passwd', 'a').write('x')", "blocked: write"),
     ("while True: pass", "timeout"),
     ("import os\n    return os.environ['HOME']", "KeyError"),
 ])

@@ -157,7 +157,7 @@ def verifier_sanity(tasks: list[dict], max_n: int) -> dict:
         executed += int(t["domain"] == "code" and verdict["executed"])
         if verdict["broken"]:
             offenders.append(offender(t["task_id"], where(t), "; ".join(verdict["problems"]), domain=t["domain"]))
-    return check("verifier_sanity", "tasks whose verifier cannot tell a right answer from a null one "
+    return check("verifier_sanity", "tasks whose verifier cannot tell a right answer from a null one or a known hack "
                  "(code: run in the sandbox)", len(offenders), f"<= {max_n}", len(offenders) <= max_n, offenders,
                  code_tasks_run_in_sandbox=executed)
 

@@ -1,31 +1,36 @@
-"""The sandbox that runs model-written programs: a security boundary.
+"""The sandbox that runs model-written programs: a security boundary, and the
+place where a code attempt's verdict is decided.
 
-Each run is a separate Python process (`sandbox_runner.py`) that gets one
-or more cases (an attempt and the task's tests) on stdin and answers one
-line per case on a private pipe. Two modes:
+Each case (an attempt's program and the task's tests) runs as TWO sandboxed
+processes that share nothing but two pipes:
 
-- `bwrap` (bubblewrap, when installed and its start-up probe passes):
-  `--unshare-all` (no network: an empty network namespace; own PID, IPC,
-  UTS and user namespaces), `--ro-bind / /` (read-only filesystem), a
-  private size-capped tmpfs on /tmp as the working directory, fresh /proc
-  and /dev, `--die-with-parent`, `--new-session`, an empty environment.
-  bwrap itself is started as `nobody` when we are root, so the rlimits
-  below bind (the kernel exempts root from RLIMIT_NPROC).
-- `rlimit` (fallback, with a loud warning once per process): a subprocess
-  as `nobody` when we are root, in a private temp directory, with an empty
-  environment, inside `unshare --user --net` when the kernel allows it (no
-  network) and the audit hook otherwise.
+- the attempt's process (`sandbox_attempt.py`) runs the program and answers
+  calls of its entry point, in plain data;
+- the harness (`sandbox_harness.py`) runs the tests against a proxy of the
+  entry point, decides pass or fail, and writes the verdict on a third pipe
+  that only it holds. It never runs attempt code; the attempt never sees
+  the tests.
 
-Both modes: RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE (output and file size cap),
-RLIMIT_NOFILE, RLIMIT_NPROC = 0 (no fork, no threads), a wall-clock
-deadline after which the whole process group is killed, and the runner's
-audit hook (sockets, process creation, ctypes, writes outside the working
-directory, other processes' /proc entries). The audit hook is a second
-line of defence only: native code can get around it, which is why the
-kernel-enforced limits come first. What the fallback does not guarantee is
-in the README.
+Both are started by this module, stdlib-only, as `python -I -S -B`, locked
+down by `sandbox_guard.py` (drop to a non-root uid, seccomp filter, rlimits,
+audit hook). Around them, one of three modes:
 
-Beam-free; thread-safe (verifications run from a thread pool).
+- `bwrap` (bubblewrap): a new mount namespace holding only /usr, the
+  library folders and the interpreter's prefix, read-only, a private
+  size-capped tmpfs /tmp as the work dir, fresh /proc and /dev; own PID,
+  network, IPC and UTS namespaces (and a user namespace when not root);
+  every capability dropped but the two the runner needs to drop to
+  `nobody`; die-with-parent, empty environment, in a session and process
+  group of its own without a terminal (one killpg ends all of it).
+- `rlimit` (fallback): a plain subprocess (as root: in new network and IPC
+  namespaces through `unshare`, dropped to `nobody`, with an interpreter
+  `nobody` can read). Refuses to run as root. No filesystem isolation
+  beyond file permissions and the audit hook.
+- `unsafe-root`: the fallback even where it cannot drop root. Named, never
+  chosen by `auto`.
+
+`auto` takes bwrap, else rlimit, else raises NoSafeSandbox: code tasks are
+then dropped before sampling (`no_safe_sandbox`). Beam-free; thread-safe.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ import json
 import logging
 import os
 import pwd
-import secrets
+import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,11 +53,26 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-RUNNER_SOURCE = (Path(__file__).with_name("sandbox_runner.py")).read_text()
-# The interpreter the sandbox runs: the real binary behind the venv, with
-# -I (no environment, no user site) -S (no site-packages) -B (no .pyc writes).
+_HERE = Path(__file__).parent
+_SOURCES = {name: (_HERE / f"{name}.py").read_text() for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")}
+MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
 PYTHON = os.path.realpath(sys.executable)
 NOBODY = "nobody"
+# Largest message either side may send (one call's arguments or answer).
+MESSAGE_CAP = 8 * 2**20
+STARTUP_MARGIN_S = 10.0
+
+
+def _boot(role: str) -> str:
+    """The -c program: load the guard as module `sandbox_guard`, then run the role."""
+    return ("import sys, types\n"
+            "m = types.ModuleType('sandbox_guard')\n"
+            f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
+            "sys.modules['sandbox_guard'] = m\n"
+            f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n")
+
+
+_BOOT = {role: _boot(role) for role in ("sandbox_attempt", "sandbox_harness")}
 
 
 @dataclass(frozen=True)
@@ -73,16 +94,15 @@ class SandboxRun:
     results: list[CaseResult]
     seconds: float
     mode: str
-    stdout: str
+    stdout: str  # the last case's attempt process
     stderr: str
 
 
-# --- mode selection ----------------------------------------------------------------------
+class NoSafeSandbox(RuntimeError):
+    """No sandbox that keeps attempt code off the host (and off root) is usable here."""
 
-_MODE: dict[str, str] = {}
-_MODE_LOCK = threading.RLock()  # the fallback probe re-enters
-_WARNED = set()
 
+# --- where and as whom ------------------------------------------------------------------------
 
 def _nobody_ids() -> tuple[int, int] | None:
     """(uid, gid) to drop to when we are root; None when we are not."""
@@ -95,39 +115,79 @@ def _nobody_ids() -> tuple[int, int] | None:
         return 65534, 65534
 
 
-PY_MOUNT = "/tmp/.python"
-
-
-def _bwrap_argv(tmpfs_bytes: int) -> tuple[list[str], str]:
-    """(bwrap argv, the interpreter's path inside). As root, bwrap runs in
-    its privileged mode without a user namespace (in one, uid 0 stays the
-    host's root, whom the kernel exempts from RLIMIT_NPROC), and the runner
-    drops to nobody first thing; the interpreter is bound into the private
-    /tmp because nobody may not reach it where it lives (e.g. under /root)."""
-    common = ["--die-with-parent", "--new-session", "--clearenv", "--ro-bind", "/", "/", "--proc", "/proc",
-              "--dev", "/dev", "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/tmp"]
-    if os.geteuid() != 0:
-        return ["bwrap", "--unshare-all", *common, "--chdir", "/tmp"], PYTHON
-    prefix = os.path.realpath(sys.base_prefix)
-    rel = os.path.relpath(PYTHON, prefix)
-    if rel.startswith(".."):  # an interpreter outside its prefix: bind its folder instead
-        prefix, rel = os.path.dirname(PYTHON), os.path.basename(PYTHON)
-    ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-    return ["bwrap", *ns, *common, "--ro-bind", prefix, PY_MOUNT, "--chdir", "/tmp"], os.path.join(PY_MOUNT, rel)
-
-
-def _unshare_prefix() -> list[str]:
-    """`unshare --net` (root) or `unshare --user --net` if this kernel
-    allows it: no network even without bubblewrap."""
-    if not shutil.which("unshare"):
-        return []
-    prefix = ["unshare", "--net", "--"] if os.geteuid() == 0 else ["unshare", "--user", "--net", "--"]
+def _world_reachable(path: str) -> bool:
+    """Can a user with no special rights read (and run) `path`?"""
+    p = Path(os.path.realpath(path))
     try:
-        ok = subprocess.run([*prefix, PYTHON, "-I", "-S", "-c", "pass"], env={}, capture_output=True,
-                            timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    return prefix if ok else []
+        for parent in reversed(p.parents):
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+        mode = os.stat(p).st_mode
+        return bool(mode & stat.S_IROTH) and (stat.S_ISDIR(mode) or bool(mode & stat.S_IXOTH))
+    except OSError:
+        return False
+
+
+def _python_candidates() -> list[str]:
+    """Interpreters for the fallback, ours first. The sandboxed programs are
+    stdlib-only, so any Python 3.9+ serves."""
+    found = [PYTHON]
+    for name in ("python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
+        for d in ("/usr/bin", "/usr/local/bin", "/bin"):
+            p = os.path.join(d, name)
+            if os.path.exists(p) and os.path.realpath(p) not in found:
+                found.append(os.path.realpath(p))
+    return found
+
+
+def _bind_args() -> list[str]:
+    """bwrap mounts: /usr and the library folders (as links where they are
+    links), and the interpreter's prefix, all read-only at their own paths
+    (the interpreter's run path is absolute)."""
+    out = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/lib", "/lib64", "/lib32", "/libx32", "/bin"):
+        if os.path.islink(top):
+            out += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            out += ["--ro-bind", top, top]
+    prefixes = {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(PYTHON))}
+    for pre in sorted(prefixes):
+        if pre != "/usr" and not pre.startswith("/usr/"):
+            # Parents made 0755 first: bwrap would copy the host's modes (/root is 0700).
+            for parent in reversed(Path(pre).parents[:-1]):
+                out += ["--perms", "0755", "--dir", str(parent)]
+            out += ["--ro-bind", pre, pre]
+    return out
+
+
+def _bwrap_prefix(tmpfs_bytes: int) -> list[str]:
+    # No --new-session: the whole sandbox stays in the process group (and
+    # session) it is started in, so one killpg ends all of it; that session
+    # has no terminal, which is what --new-session protects.
+    common = ["--die-with-parent", "--clearenv", *_bind_args(), "--proc", "/proc",
+              "--dev", "/dev", "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/tmp",
+              "--remount-ro", "/", "--chdir", "/tmp"]
+    if os.geteuid() != 0:
+        return ["bwrap", "--unshare-all", "--cap-drop", "ALL", *common]
+    # As root bwrap runs privileged and without a user namespace (inside one,
+    # the host's uid 0 stays exempt from RLIMIT_NPROC): it keeps only the two
+    # capabilities the runner needs to become nobody, which go with the drop.
+    ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    return ["bwrap", *ns, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", *common]
+
+
+@dataclass(frozen=True)
+class _Setup:
+    mode: str
+    prefix: tuple[str, ...]  # command before the interpreter
+    python: str
+    drop: tuple[int, int] | None
+    private_tmp: bool  # bwrap: the work dir is the sandbox's own /tmp
+
+
+_CACHE: dict[str, _Setup | str] = {}
+_LOCK = threading.RLock()
+_WARNED: set[str] = set()
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -138,178 +198,265 @@ def _warn_once(key: str, message: str) -> None:
     print(f"\n*** WARNING: {message}\n", file=sys.stderr, flush=True)
 
 
-def resolve_mode(requested: str = "auto") -> str:
-    """`bwrap` or `rlimit`. `auto` takes bwrap when it is installed and a
-    probe run inside it works; otherwise the fallback, with a warning."""
-    if requested not in ("auto", "bwrap", "rlimit"):
-        raise ValueError(f"unknown sandbox mode {requested!r}")
-    if requested == "rlimit":
-        return "rlimit"
-    with _MODE_LOCK:
-        if "auto" not in _MODE:
-            why = None
-            if not shutil.which("bwrap"):
-                why = "bubblewrap (bwrap) is not installed"
-            else:
-                try:
-                    probe = _run([_PROBE], Limits(), "bwrap")
-                    if not probe.results[0].passed:
-                        why = f"bubblewrap failed its start-up probe ({probe.results[0].error}; {probe.stderr[-300:]!r})"
-                except Exception as e:
-                    why = f"bubblewrap failed its start-up probe ({type(e).__name__}: {e})"
-            _MODE["auto"] = "bwrap" if why is None else "rlimit"
-            if why:
-                _warn_once("fallback", f"{why}; model-written code runs in the weaker rlimit sandbox (no filesystem "
-                           "isolation, network blocked only by a network namespace if the kernel allows one, else by an audit "
-                           "hook). Install bubblewrap (apt-get install bubblewrap) for the full sandbox.")
-        if requested == "bwrap" and _MODE["auto"] != "bwrap":
-            raise RuntimeError("sandbox mode 'bwrap' was asked for but bubblewrap is not usable here")
-        return _MODE["auto"]
-
-
 _PROBE = {"solution": "import collections, fractions, decimal, statistics\ndef f():\n    return 1\n",
           "tests": "assert f() == 1", "entry_point": "f", "call_check": False}
 
 
-def _fallback_setup() -> tuple[list[str], bool]:
-    """(command prefix, drop to nobody?) for the rlimit mode, probed once."""
-    with _MODE_LOCK:
-        if "fallback" not in _MODE:
-            prefix = _unshare_prefix()
-            drop = False
-            if _nobody_ids() is not None:
-                # As root: can nobody still import the standard library?
-                _MODE["fallback"] = (prefix, True)
-                probe = _run([_PROBE], Limits(), "rlimit")
-                drop = bool(probe.results[0].passed)
-                if not drop:
-                    _warn_once("root", "the rlimit sandbox cannot drop to 'nobody' (its Python is not readable by "
-                               "nobody); attempts run as root: fork and file-permission limits are not enforced")
-            if not prefix:
-                _warn_once("net", "no network namespace available: the rlimit sandbox blocks network only through "
-                           "its audit hook")
-            _MODE["fallback"] = (prefix, drop)
-        return _MODE["fallback"]
+def _probe(setup: _Setup) -> str | None:
+    """None when a trivial case passes under `setup`, else why not."""
+    try:
+        res = _run_case(_PROBE, Limits(), setup, True)[0]
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None if res.passed else (res.error or "failed")
 
 
-# --- running -----------------------------------------------------------------------------
+def _unshare_prefix() -> list[str]:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return []
+    # No --pid: the attempt would be its namespace's init, which ignores
+    # SIGXCPU (the CPU limit); seccomp already refuses signals and ptrace.
+    prefix = ["unshare", "--net", "--ipc", "--"]
+    try:
+        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return prefix if ok else []
+
+
+def _find_setup(mode: str) -> _Setup | str:
+    """The setup for a concrete mode, or why it is not usable here."""
+    if mode == "bwrap":
+        if not shutil.which("bwrap"):
+            return "bubblewrap (bwrap) is not installed"
+        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True)
+        why = _probe(setup)
+        return setup if why is None else f"bubblewrap failed its start-up probe ({why})"
+    prefix = tuple(_unshare_prefix())
+    ids = _nobody_ids()
+    if mode == "unsafe-root" and ids is not None:
+        _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
+                   "seccomp filter only; it can read every file on this machine")
+        return _Setup("unsafe-root", prefix, PYTHON, None, False)
+    if ids is None:  # not root: the attempt runs as us
+        return _Setup(mode, (), PYTHON, None, False)
+    tried = []
+    for python in _python_candidates():
+        if not _world_reachable(python):
+            tried.append(f"{python} (not readable by {NOBODY})")
+            continue
+        setup = _Setup(mode, prefix, python, ids, False)
+        why = _probe(setup)
+        if why is None:
+            return setup
+        tried.append(f"{python} ({why})")
+    return f"cannot run as {NOBODY}: no interpreter it can use ({'; '.join(tried)})"
+
+
+def _setup_for(requested: str) -> _Setup:
+    if requested not in MODES:
+        raise ValueError(f"unknown sandbox mode {requested!r}; expected one of {', '.join(MODES)}")
+    with _LOCK:
+        order = ["bwrap", "rlimit"] if requested == "auto" else [requested]
+        reasons = []
+        for mode in order:
+            if mode not in _CACHE:
+                _CACHE[mode] = _find_setup(mode)
+            found = _CACHE[mode]
+            if isinstance(found, _Setup):
+                if requested == "auto" and mode != "bwrap":
+                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the weaker rlimit "
+                               "sandbox (no filesystem isolation: see README, 'The code sandbox'). Install "
+                               "bubblewrap (apt-get install bubblewrap) for the full sandbox.")
+                return found
+            reasons.append(f"{mode}: {found}")
+        raise NoSafeSandbox("; ".join(reasons))
+
+
+def resolve_mode(requested: str = "auto") -> str:
+    """The mode `requested` runs in here (bwrap, rlimit or unsafe-root), or
+    NoSafeSandbox with the reasons."""
+    return _setup_for(requested).mode
+
+
+def describe(requested: str = "auto") -> str:
+    """One line for run summaries: which sandbox code attempts get."""
+    try:
+        setup = _setup_for(requested)
+    except NoSafeSandbox as e:
+        return f"none usable ({e}): code tasks are dropped with no_safe_sandbox"
+    who = "nobody" if setup.drop else ("ROOT" if os.geteuid() == 0 else "the current user")
+    return f"{setup.mode} (attempts run as {who})"
+
+
+# --- running ----------------------------------------------------------------------------------
 
 def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", audit_hook: bool = True) -> SandboxRun:
-    """Run each case (dict: solution, tests, entry_point, call_check) in one
-    sandboxed process. Every case gets a CaseResult; never raises for
-    anything a case does. `mode`: auto, bwrap or rlimit (tests force one);
-    `audit_hook=False` only for tests of the kernel-enforced limits alone."""
-    return _run(cases, limits, resolve_mode(mode), audit_hook)
-
-
-def _run(cases: list[dict], limits: Limits, mode: str, audit_hook: bool = True) -> SandboxRun:
+    """Run each case (dict: solution, tests, entry_point, call_check, and
+    optionally support = the reference solution, for helpers the tests use)
+    as an attempt process and a harness process. Every case gets a
+    CaseResult; never raises for anything a case does (NoSafeSandbox when no
+    sandbox is usable). `audit_hook=False` only for tests of the kernel
+    layers alone."""
     t0 = time.perf_counter()
-    n = max(1, len(cases))
-    nonce = secrets.token_hex(16)
-    host_tmp = tempfile.mkdtemp(prefix="tasksieve-sbx-")
-    ids = _nobody_ids()
+    setup = _setup_for(mode)
+    results, out, err = [], "", ""
+    for case in cases:
+        res, out, err = _run_case(case, limits, setup, audit_hook)
+        results.append(res)
+    return SandboxRun(results, time.perf_counter() - t0, setup.mode, out, err)
+
+
+def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
+    return json.dumps({
+        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook, "message_cap": MESSAGE_CAP,
+        "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
+                   "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
+    }).encode("utf-8", "surrogatepass")
+
+
+def _workdir(setup: _Setup, host_tmp: str, name: str) -> str:
+    if setup.private_tmp:
+        return "/tmp"
+    workdir = os.path.join(host_tmp, name)
+    os.mkdir(workdir, 0o700)
+    if setup.drop:
+        os.chown(workdir, *setup.drop)
+    return workdir
+
+
+def _spawn(setup: _Setup, role: str, workdir: str, host_tmp: str, name: str, fds: tuple[int, ...]):
+    argv = [*setup.prefix, setup.python, "-I", "-S", "-B", "-c", _BOOT[role]]
+    out = open(os.path.join(host_tmp, f"{name}.out"), "wb")
+    err = open(os.path.join(host_tmp, f"{name}.err"), "wb")
     try:
-        if mode == "bwrap":
-            workdir = "/tmp"
-            bwrap, python = _bwrap_argv(max(limits.output_bytes * 16, 1 << 20))
-            argv = [*bwrap, python, "-I", "-S", "-B", "-c", RUNNER_SOURCE]
-            drop = ids
-        else:
-            workdir = os.path.join(host_tmp, "work")
-            os.mkdir(workdir, 0o700)
-            prefix, may_drop = _fallback_setup()
-            drop = ids if may_drop else None
-            if drop is not None:
-                os.chmod(host_tmp, 0o711)  # nobody may pass through to its own directory
-                os.chown(workdir, *drop)
-            argv = [*prefix, PYTHON, "-I", "-S", "-B", "-c", RUNNER_SOURCE]
-        out_path, err_path = os.path.join(host_tmp, "stdout"), os.path.join(host_tmp, "stderr")
-        r, w = os.pipe()
-        try:
-            # The child keeps the pipe's write end under the same number (pass_fds).
-            request = json.dumps({
-                "nonce": nonce, "fd": w, "workdir": workdir, "cases": cases, "drop": drop, "audit_hook": audit_hook,
-                "limits": {"cpu": int(limits.cpu_seconds * n) + 1, "memory": limits.memory_mb * 2**20,
-                           "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)},
-            })
-            env = {} if mode == "bwrap" else {"TMPDIR": workdir, "HOME": workdir}
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
-                    cwd="/" if mode == "bwrap" else workdir, pass_fds=(w,), start_new_session=True)
-            os.close(w)
-            w = -1
-            lines, timed_out = _talk(proc, request, r, limits.wall_seconds * n + 5)
-        finally:
-            if w != -1:
-                os.close(w)
-            os.close(r)
-        stdout = _tail(out_path)
-        stderr = _tail(err_path)
-        too_big = any(os.path.getsize(p) >= limits.output_bytes for p in (out_path, err_path))
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env={},
+                                cwd="/" if setup.private_tmp else workdir, pass_fds=fds, start_new_session=True)
     finally:
-        shutil.rmtree(host_tmp, ignore_errors=True)
-    results = []
-    for line in lines:
-        tag, _, body = line.partition(" ")
-        if tag != nonce:
-            continue
-        try:
-            d = json.loads(body)
-            results.append(CaseResult(bool(d["passed"]), d.get("error")))
-        except (ValueError, KeyError, TypeError):
-            continue
-    if len(results) < len(cases):
-        why = _process_error(proc.returncode, timed_out, too_big, mode, limits, stderr)
-        results += [CaseResult(False, why)] * (len(cases) - len(results))
-    results = results[: len(cases)]
-    if too_big:
-        results = [CaseResult(False, "output too large") if r.passed or r.error is None else r for r in results]
-    return SandboxRun(results, time.perf_counter() - t0, mode, stdout, stderr)
+        out.close()
+        err.close()
 
 
-def _talk(proc: subprocess.Popen, request: str, r: int, deadline_s: float) -> tuple[list[str], bool]:
-    """Send the request, collect result lines until the process exits or
-    the deadline passes (then kill its process group)."""
-    import selectors
-
+def _feed(proc: subprocess.Popen, request: bytes) -> None:
     try:
-        proc.stdin.write(request.encode())
+        proc.stdin.write(request)
         proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass
-    buf = b""
-    sel = selectors.DefaultSelector()
-    sel.register(r, selectors.EVENT_READ)
-    end = time.monotonic() + deadline_s
-    timed_out = False
+
+
+def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tuple[CaseResult, str, str]:
+    host_tmp = tempfile.mkdtemp(prefix="tasksieve-sbx-")
+    if setup.drop:
+        os.chmod(host_tmp, 0o711)  # nobody may pass through to its own directory
+    c2a, a2c, res = os.pipe(), os.pipe(), os.pipe()
+    child_ends = [c2a[0], a2c[1], c2a[1], a2c[0], res[1]]
+    procs = []
     try:
-        while True:
+        entry = (case.get("entry_point") or "").strip()
+        a_dir, h_dir = _workdir(setup, host_tmp, "a"), _workdir(setup, host_tmp, "h")
+        a_req = _request(setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry,
+                         code=case["solution"])
+        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1],
+                         entry_point=entry, tests=case["tests"], call_check=bool(case.get("call_check")),
+                         support=case.get("support") or "")
+        attempt = _spawn(setup, "sandbox_attempt", a_dir, host_tmp, "attempt", (c2a[0], a2c[1]))
+        procs.append(attempt)
+        harness = _spawn(setup, "sandbox_harness", h_dir, host_tmp, "harness", (c2a[1], a2c[0], res[1]))
+        procs.append(harness)
+        for fd in child_ends:
+            os.close(fd)
+        child_ends = []
+        _feed(attempt, a_req)
+        _feed(harness, h_req)
+        line, timed_out = _read_verdict(res[0], limits.wall_seconds + STARTUP_MARGIN_S)
+        try:  # an attempt that died on its own (CPU limit, ...) has its exit status read before the kill
+            attempt.wait(timeout=0.5 if line and b"exited_early" in line else 0)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        for fd in child_ends:
+            os.close(fd)
+        os.close(res[0])
+        for p in procs:
+            _kill_group(p)
+        files = {n: os.path.join(host_tmp, n) for n in ("attempt.out", "attempt.err", "harness.err")}
+        sizes = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in files.items()}
+        tails = {n: _tail(p) if os.path.exists(p) else "" for n, p in files.items()}
+        shutil.rmtree(host_tmp, ignore_errors=True)
+    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"])
+    if sizes["attempt.out"] >= limits.output_bytes or sizes["attempt.err"] >= limits.output_bytes:
+        result = CaseResult(False, "output_too_large")
+    return result, tails["attempt.out"], tails["attempt.err"]
+
+
+def _read_verdict(fd: int, deadline_s: float) -> tuple[bytes | None, bool]:
+    buf = b""
+    end = time.monotonic() + deadline_s
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while b"\n" not in buf:
             left = end - time.monotonic()
             if left <= 0:
-                timed_out = True
-                break
-            if not sel.select(timeout=min(left, 0.5)):
-                if proc.poll() is not None:
-                    break
+                return None, True
+            if not sel.select(timeout=left):
                 continue
-            chunk = os.read(r, 65536)
-            if not chunk:
-                try:  # every holder of the write end is gone: let it exit on its own
-                    proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    pass
-                break
+            chunk = os.read(fd, 65536)
+            if not chunk or len(buf) > 1 << 16:
+                return None, False
             buf += chunk
-            if len(buf) > 1 << 20:
-                break  # a flood on the result pipe: not ours
-    finally:
-        sel.close()
-        _kill_group(proc)
-    return buf.decode("utf-8", "replace").splitlines(), timed_out
+    return buf.partition(b"\n")[0], False
+
+
+def _signal_of(rc: int | None, setup: _Setup) -> int | None:
+    if rc is None:
+        return None
+    if rc < 0:
+        return -rc
+    if setup.mode == "bwrap" and rc > 128:
+        return rc - 128
+    return None
+
+
+def _verdict(line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup,
+             harness_err: str) -> CaseResult:
+    attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
+    if line is not None:
+        try:
+            d = json.loads(line)
+            passed, error = d["passed"] is True, d.get("error")
+            error = None if error is None else str(error)[:300]
+        except (ValueError, KeyError, TypeError):
+            return CaseResult(False, "harness_error: unreadable verdict")
+        if error == "exited_early" and attempt_sig:
+            error = _by_signal(attempt_sig, limits)
+        return CaseResult(passed and error is None, error)
+    if timed_out:
+        return CaseResult(False, "timeout")
+    harness_sig = _signal_of(procs[1].returncode, setup) if len(procs) > 1 else None
+    if harness_sig:
+        return CaseResult(False, _by_signal(harness_sig, limits) + " (in the tests)")
+    last = (harness_err.strip().splitlines() or [""])[-1]
+    if "refusing" in last:  # sandbox_guard would not run untrusted code (root, capabilities)
+        return CaseResult(False, f"harness_error: {last[:200]}")
+    if "MemoryError" in last:
+        return CaseResult(False, "memory (in the tests)")
+    return CaseResult(False, f"harness_error: exit code {procs[1].returncode if len(procs) > 1 else None}")
+
+
+def _by_signal(sig: int, limits: Limits) -> str:
+    if sig == signal.SIGXCPU:
+        return f"timeout: over {limits.cpu_seconds}s of CPU"
+    if sig == signal.SIGXFSZ:
+        return "output_too_large"
+    if sig == signal.SIGSYS:
+        return "blocked: system call"
+    return f"killed: signal {sig}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group, reap its leader, and wait until no member
+    is left, so no process of a case outlives its verdict."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -319,27 +466,33 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    end = time.monotonic() + 5
+    while _live_members(proc.pid) and time.monotonic() < end:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
 
 
-def _process_error(rc: int | None, timed_out: bool, too_big: bool, mode: str, limits: Limits, stderr: str) -> str:
-    if timed_out:
-        return f"timeout (over {limits.wall_seconds:g}s wall clock)"
-    if too_big:
-        return "output too large"
-    sig = -rc if rc is not None and rc < 0 else (rc - 128 if mode == "bwrap" and rc and rc > 128 else None)
-    if sig == signal.SIGXCPU:
-        return f"timeout (over {limits.cpu_seconds}s of CPU)"
-    if sig == signal.SIGXFSZ:
-        return "output too large"
-    if sig:
-        return f"killed by signal {sig}"
-    last = stderr.strip().splitlines()[-1:] or [""]
-    if "MemoryError" in last[0]:
-        return f"memory (over {limits.memory_mb} MB)"
-    return f"exited before the tests finished (exit code {rc}){': ' + last[0][:200] if last[0] else ''}"
+def _live_members(pgid: int) -> bool:
+    """Does any process of group `pgid` still run? Zombies do not: they wait
+    for the host's init to reap them, which can take a second."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _tail(path: str, n: int = 2000) -> str:
     with open(path, "rb") as fh:
         fh.seek(max(0, os.path.getsize(path) - n))
         return fh.read().decode("utf-8", "replace")
+

@@ -1,25 +1,28 @@
 """Stage `verifier_sanity`: can this task's verifier tell a right answer
-from a wrong one at all? Checked once per task, before anything is sampled.
+from a wrong one, and does it refuse the known reward hacks? Checked once
+per task, before anything is sampled.
 
 A task with a broken verifier is worse than no task: it rewards nothing (the
-reference fails against itself) or rewards anything (an empty answer, "I
-don't know" or an echo of the prompt passes: a reward hack waiting to be
-found). Per domain:
+reference fails against itself) or rewards anything (an empty answer, a
+sprayed list of numbers, an object whose == is always true: a reward hack
+the trainer will find). Per domain:
 
 - math / exact: the reference, written as the model is asked to write it
-  (`\\boxed{answer}`), must pass; the null answers must fail. An `exact`
-  reference given as /regex/ must compile; it cannot be checked against
-  itself, so only the null answers are tried.
+  (`\\boxed{answer}`), must pass; every probe of `hack_probes.answer_probes`
+  must fail. An `exact` reference given as /regex/ must compile; it cannot
+  be checked against itself, so only the probes are tried.
 - code: `tests` and `reference_solution` must compile and the solution must
   define `entry_point`; then, in the sandbox, the reference must pass the
-  tests and each null answer must fail them: a function returning None,
-  one returning "", one returning the prompt, one whose body is `pass`.
+  tests and every probe of `hack_probes.code_probes` must fail them. Without
+  a usable sandbox the task is dropped with `no_safe_sandbox`.
 - rubric: at least one non-empty criterion (judging costs money: no judge
   call here).
 
-Each problem has a reason code; the first one is the task's `drop_reason`
-and all of them go into `drop_detail`. `check_verifier` is Beam-free (the
-vendor validator calls it too); `VerifierSanity` is the pipeline stage.
+Each problem has a reason code (`null_answer_passes` for a probe that knows
+nothing, `hack_probe_passes` for one that games the check, each naming the
+probe); the first is the task's `drop_reason` and all of them go into
+`drop_detail`. `check_verifier` is Beam-free (the vendor validator calls
+it too); `VerifierSanity` is the pipeline stage.
 """
 
 from __future__ import annotations
@@ -34,17 +37,17 @@ import apache_beam as beam
 from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms import sandbox
 from tasksieve.transforms.routing import split_tagged
-from tasksieve.transforms.verifiers import code_case, compile_error, limits_of, verify_one
+from tasksieve.transforms.hack_probes import Probe, answer_probes, code_probes
+from tasksieve.transforms.verifiers import code_case, compile_error, is_regex_reference, limits_of, verify_one
 
 STAGE = "verifier_sanity"
 OK_TAG = "ok"
 BROKEN_TAG = "broken"
-NULL_ANSWERS = ("", "I don't know.")
 
 
-def _null_completions(task: dict) -> list[tuple[str, str]]:
-    return [("empty answer", NULL_ANSWERS[0]), ("'I don't know'", NULL_ANSWERS[1]),
-            ("an echo of the prompt", task.get("prompt") or "")]
+def _probe_problem(probe: Probe) -> tuple[str, str]:
+    code = "null_answer_passes" if probe.kind == "null" else "hack_probe_passes"
+    return code, f"probe {probe.name!r} passes the verifier: {probe.what}"
 
 
 def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, str]]:
@@ -52,8 +55,7 @@ def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, 
     if not answer:
         return [("no_reference", "no reference answer")]
     problems = []
-    is_regex = task["domain"] == "exact" and len(answer) > 2 and answer.startswith("/") and answer.endswith("/")
-    if is_regex:
+    if task["domain"] == "exact" and is_regex_reference(answer):
         try:
             re.compile(answer[1:-1])
         except re.error as e:
@@ -63,20 +65,10 @@ def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, 
         if not own["passed"]:
             why = f" ({own['error']})" if own.get("error") else ""
             problems.append(("reference_fails", f"the reference answer {answer[:60]!r} does not verify against itself{why}"))
-    for label, completion in _null_completions(task):
-        if verify_one(task, completion, settings)["passed"]:
-            problems.append(("null_answer_passes", f"{label} passes the verifier"))
+    for probe in answer_probes(task):
+        if verify_one(task, probe.text, settings)["passed"]:
+            problems.append(_probe_problem(probe))
     return problems
-
-
-def null_solutions(task: dict) -> list[tuple[str, str]]:
-    """(label, program) for each null answer a code task's tests must reject."""
-    entry = task["entry_point"].strip()
-    sig = f"def {entry}(*args, **kwargs):\n"
-    return [("a function returning None", sig + "    return None\n"),
-            ("a function returning an empty string", sig + "    return ''\n"),
-            ("a function returning the prompt", sig + f"    return {task.get('prompt') or ''!r}\n"),
-            ("a function whose body is `pass`", sig + "    pass\n")]
 
 
 def _check_code(task: dict, settings: VerifyConfig) -> tuple[list[tuple[str, str]], bool]:
@@ -108,15 +100,16 @@ def _check_code(task: dict, settings: VerifyConfig) -> tuple[list[tuple[str, str
     if problems and any(code in ("bad_entry_point", "no_tests", "tests_do_not_compile") for code, _ in problems):
         return problems, False  # nothing meaningful to run
     limits = limits_of(settings)
-    if not problems:
-        ref = sandbox.run_cases([code_case(task, solution)], limits, settings.sandbox).results[0]
-        if not ref.passed:
-            problems.append(("reference_fails", f"the reference solution fails its own tests: {ref.error}"))
-    nulls = null_solutions(task)
-    run = sandbox.run_cases([code_case(task, prog) for _, prog in nulls], limits, settings.sandbox)
-    for (label, _), res in zip(nulls, run.results):
-        if res.passed:
-            problems.append(("null_answer_passes", f"the tests pass for a null answer: {label}"))
+    try:
+        if not problems:
+            ref = sandbox.run_cases([code_case(task, solution)], limits, settings.sandbox).results[0]
+            if not ref.passed:
+                problems.append(("reference_fails", f"the reference solution fails its own tests: {ref.error}"))
+        probes = code_probes(task)
+        run = sandbox.run_cases([code_case(task, p.text) for p in probes], limits, settings.sandbox)
+    except sandbox.NoSafeSandbox as e:
+        return problems + [("no_safe_sandbox", f"no sandbox can run this task's tests safely here: {e}")], False
+    problems += [_probe_problem(p) for p, res in zip(probes, run.results) if res.passed]
     return problems, True
 
 

@@ -31,7 +31,7 @@ from tasksieve.transforms.backends import Backend, GenRequest
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms import sandbox
 from tasksieve.transforms import verify_math as vm
-from tasksieve.transforms.verify_math import extract_final_answer
+from tasksieve.transforms.verify_math import extract_final_answers
 
 VERIFIABLE = ("math", "exact", "code", "rubric")
 JUDGE_FIELDS = ("judge_model_id", "judge_prompt_tokens", "judge_completion_tokens", "judge_seconds")
@@ -49,21 +49,36 @@ def _verdict(verifier: str, **kw) -> dict:
 
 # --- exact ---------------------------------------------------------------------------------
 
-def verify_exact(reference: str, completion: str) -> dict:
-    """Normalised exact match of the extracted final answer; a reference
-    written as /pattern/ is a regular expression matched in full."""
+MAX_REGEX_CHARS = 1000
+MAX_EXACT_CANDIDATE_CHARS = 1000
+
+
+def is_regex_reference(reference: str) -> bool:
+    return len(reference) > 2 and reference.startswith("/") and reference.endswith("/")
+
+
+def verify_exact(reference: str, completion: str, prompt: str = "", timeout_s: float = vm.DEFAULT_TIMEOUT_S) -> dict:
+    """Normalised exact match of the final answer (every one, when there are
+    several); a reference written as /pattern/ is a regular expression
+    matched in full, in a worker process under a deadline (a nested
+    quantifier can backtrack for hours on model output)."""
     t0 = time.perf_counter()
-    candidate, _ = extract_final_answer(completion, math_only=False)
-    out = _verdict("exact", extracted_answer=candidate)
-    try:
-        if candidate is not None:
-            if len(reference) > 2 and reference.startswith("/") and reference.endswith("/"):
-                ok = re.fullmatch(reference[1:-1], candidate.strip()) is not None
-            else:
-                ok = normalize_text(candidate) == normalize_text(reference)
-            out.update(passed=ok, score=1.0 if ok else 0.0)
-    except re.error as e:
-        out["error"] = f"reference regex is invalid: {e}"
+    answers, _ = extract_final_answers(completion, prompt, math_only=False)
+    out = _verdict("exact", extracted_answer=" | ".join(answers) if answers else None)
+    if is_regex_reference(reference):
+        if len(reference) > MAX_REGEX_CHARS:
+            out["error"] = f"reference regex is over {MAX_REGEX_CHARS} characters"
+            return out
+
+        def check(a):
+            if len(a) > MAX_EXACT_CANDIDATE_CHARS:
+                return {"ok": False, "error": None}
+            return vm.regex_with_deadline(reference[1:-1], a.strip(), timeout_s)
+    else:
+        def check(a):
+            return {"ok": normalize_text(a) == normalize_text(reference), "error": None}
+    ans = vm.all_answers_pass(answers, check)
+    out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     out["verify_seconds"] = time.perf_counter() - t0
     return out
 
@@ -138,14 +153,29 @@ def calls_check(tests: str) -> bool:
 
 
 def code_case(task: dict, solution: str) -> dict:
+    """A sandbox case. `support` is the task's reference solution: the
+    harness takes the helpers the tests use (HumanEval's `poly`) from it,
+    never from the attempt."""
     tests = task.get("tests") or ""
     return {"solution": solution, "tests": tests, "entry_point": (task.get("entry_point") or "").strip(),
-            "call_check": calls_check(tests)}
+            "call_check": calls_check(tests), "support": task.get("reference_solution") or ""}
 
 
 def limits_of(settings: VerifyConfig) -> sandbox.Limits:
     return sandbox.Limits(cpu_seconds=settings.code_cpu_seconds, wall_seconds=settings.code_wall_seconds,
                           memory_mb=settings.code_memory_mb, output_bytes=settings.code_output_kb * 1024)
+
+
+def _syntax_line(code: str) -> str:
+    """' (line N)' of the first syntax error: the compiler's message can
+    quote attempt text, which never goes into a verdict."""
+    try:
+        compile(code, "<attempt>", "exec")
+    except SyntaxError as e:
+        return f" (line {e.lineno})" if e.lineno else ""
+    except Exception:
+        return ""
+    return ""
 
 
 def verify_code(task: dict, completion: str, settings: VerifyConfig | None = None) -> dict:
@@ -155,16 +185,17 @@ def verify_code(task: dict, completion: str, settings: VerifyConfig | None = Non
     code = extract_code(completion, entry)
     out = _verdict("code", extracted_answer=code[:EXTRACTED_KEEP_CHARS])
     try:
-        err = compile_error(code, "attempt")
         if not code.strip():
-            out["error"] = "no code in the attempt"
-        elif err:
-            out["error"] = err
+            out["error"] = "no_code"
+        elif compile_error(code, "attempt"):
+            out["error"] = f"syntax_error{_syntax_line(code)}"
         else:
             res = sandbox.run_cases([code_case(task, code)], limits_of(settings), settings.sandbox).results[0]
             out.update(passed=res.passed, score=1.0 if res.passed else 0.0, error=res.error)
+    except sandbox.NoSafeSandbox:
+        out["error"] = "no_safe_sandbox"
     except Exception as e:  # the sandbox itself failed: the attempt is marked, the run goes on
-        out["error"] = f"verifier crashed: {type(e).__name__}: {e}"[:500]
+        out["error"] = f"verifier_error: {type(e).__name__}"
     out["verify_seconds"] = time.perf_counter() - t0
     return out
 
@@ -251,14 +282,15 @@ def verify_one(task: dict, completion: str, settings: VerifyConfig | None = None
     domain = task["domain"]
     try:
         if domain == "math":
-            return dict(_verdict("math"), **vm.verify_math(task["answer"], completion, settings.math_timeout_s))
+            return dict(_verdict("math"), **vm.verify_math(task["answer"], completion, settings.math_timeout_s,
+                                                          task.get("prompt") or ""))
         if domain == "exact":
-            return verify_exact(task["answer"], completion)
+            return verify_exact(task["answer"], completion, task.get("prompt") or "", settings.math_timeout_s)
         if domain == "code":
             return verify_code(task, completion, settings)
         return _verdict(domain, error=f"no verifier for domain {domain!r}")
     except Exception as e:
-        return _verdict(domain, error=f"verifier crashed: {type(e).__name__}: {e}"[:500])
+        return _verdict(domain, error=f"verifier_error: {type(e).__name__}")
 
 
 def verify_attempts(items: list[tuple[dict, str]], judge: Backend | None = None,

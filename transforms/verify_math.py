@@ -1,14 +1,19 @@
 """Verifier `math`: is the attempt's final answer equivalent to the reference?
 
-Answer extraction, in order (the first that finds something wins):
-1. the last `\\boxed{...}` (balanced braces), as the prompt asks;
-2. the text after the last "final answer", "answer is" or "answer:", when
-   it holds a number or a math expression ("the answer is straightforward"
-   does not count);
-3. the result of the last equation: the number after the last "=",
-   "equals" or "is equal to" (small models write "4 + 4 = 8" and then
-   ramble on without boxing anything);
-4. the last number in the completion.
+A completion has ONE final answer, found by the first rule that finds one:
+1. `\\boxed{...}` (balanced braces), as the system prompt asks; every
+   boxed answer counts, so `\\boxed{41} or maybe \\boxed{42}` has two;
+2. the text after "final answer", "answer is" or "answer:" (to the end of
+   that line, holding a number or math), every such phrase counting;
+3. the last sentence that holds a number, when it holds exactly one
+   number, or exactly one equation result ("so 5 + 3 = 8."), that the
+   prompt does not already state.
+Several answers pass only when every one of them is equivalent to the
+reference, and a phrase answer listing alternatives ("41 or 42", "1, 2,
+3") counts as several; so spraying numbers or boxing every guess fails,
+and an echo of the prompt finds nothing. The rules and what each does to
+the bundled sample are in docs/verification.md.
+
 The extracted text and the reference are parsed and compared by
 math-verify (symbolic equivalence: 1/2 == 0.5, 12 == 12.0, sets, intervals).
 
@@ -18,7 +23,9 @@ caller enforces the limit: parsing and comparison run in a small pool of
 worker processes (`_MathWorker`), and one that overruns its deadline is
 killed and replaced. A length cap alone is not enough: the 21 characters
 `\\boxed{9^{9^{9^{9}}}}` keep sympy busy for minutes (measured: over 20 s,
-then stopped). Extraction (regular expressions) stays in process.
+then stopped). The `exact` verifier's /regex/ references run in the same
+workers under the same deadline (a nested quantifier can backtrack for
+hours). Extraction (linear regular expressions) stays in process.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ import time
 # its warning about that on every call is noise.
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
-# Longer candidates are truncated before parsing: the answers this verifier
-# judges are short. The deadline below is what bounds the time.
+# A longer candidate fails without being parsed (truncating it could turn it
+# into another answer). The deadline below is what bounds the time.
 MAX_CANDIDATE_CHARS = 200
 DEFAULT_TIMEOUT_S = 5.0
 # Workers at once (threads beyond this wait for a free one); see configure().
@@ -52,51 +59,111 @@ STARTUP_TIMEOUT_S = 120.0
 _ANSWER_PHRASE = re.compile(r"(?:final answer|answer is|answer\s*:)\s*(?:is\s*)?[:=]?\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
 _HAS_MATH = re.compile(r"\d|\\frac|\\sqrt|\\pi|\binfinity\b")
-# The result of the last equation: "... = 12", "which equals 12".
 _RESULT = re.compile(r"(?:=|\bequals?\b|\bis equal to\b)\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Alternatives in one phrase answer: "41 or 42", "1, 2, 3", "3; 4". A comma
+# before exactly three digits is a thousands separator, not a list.
+_ALTERNATIVES = re.compile(r",(?!\d{3}(?!\d))|;|\bor\b|\band\b")
+MAX_ANSWERS = 8
 
 
-def _last_boxed(text: str) -> str | None:
-    start = text.rfind("\\boxed")
-    while start != -1:
+def _boxed_all(text: str) -> list[str]:
+    """Every balanced \\boxed{...} in order (an unbalanced one is skipped)."""
+    out, start = [], text.find("\\boxed")
+    while start != -1 and len(out) <= MAX_ANSWERS:
         i = text.find("{", start)
         if i == -1:
-            return None
-        depth = 0
+            break
+        depth, end = 0, None
         for j in range(i, len(text)):
             if text[j] == "{":
                 depth += 1
             elif text[j] == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[i + 1 : j].strip()
-        start = text.rfind("\\boxed", 0, start)  # unbalanced: try an earlier one
-    return None
+                    end = j
+                    break
+        if end is None:
+            break
+        if text[i + 1 : end].strip():
+            out.append(text[i + 1 : end].strip())
+        start = text.find("\\boxed", end)
+    return out
 
 
-def extract_final_answer(completion: str, math_only: bool = True) -> tuple[str | None, str]:
-    """(answer text or None, which rule found it). With math_only=False (the
-    `exact` verifier) a phrase answer may be plain words."""
+def _number_key(n: str) -> str:
+    n = n.replace(",", "")
+    try:
+        return repr(float(n)) if "/" not in n else n
+    except ValueError:
+        return n
+
+
+def _split_alternatives(answer: str) -> list[str]:
+    """Top-level alternatives of a phrase answer (inside brackets a comma is
+    part of a tuple or set, not a list of guesses)."""
+    if len(answer) > 4 * MAX_CANDIDATE_CHARS:
+        return [answer]  # too long to be an answer at all: the verifier refuses it whole
+    parts, depth, last, pos = [], 0, 0, 0
+    for m in _ALTERNATIVES.finditer(answer):
+        chunk = answer[pos:m.start()]
+        depth += sum(chunk.count(c) for c in "([{") - sum(chunk.count(c) for c in ")]}")
+        pos = m.start()
+        if depth == 0:
+            parts.append(answer[last:m.start()])
+            last = m.end()
+    parts.append(answer[last:])
+    return [p.strip().strip("$").strip() for p in parts if p.strip().strip("$").strip()]
+
+
+def _last_number_answer(completion: str, prompt: str) -> str | None:
+    """Rule 3: the last sentence holding a number, if it holds one number or
+    one equation result that the prompt does not state."""
+    sentences = [x for x in _SENTENCE_END.split(completion) if x and _NUMBER.search(x)]
+    if not sentences:
+        return None
+    last = sentences[-1]
+    numbers = _NUMBER.findall(last)
+    results = _RESULT.findall(last)
+    if len(numbers) == 1:
+        found = numbers[0]
+    elif len(results) == 1:
+        found = results[0]
+    else:
+        return None
+    stated = {_number_key(n) for n in _NUMBER.findall(prompt or "")}
+    return None if _number_key(found) in stated else found.replace(",", "")
+
+
+def extract_final_answers(completion: str, prompt: str = "", math_only: bool = True) -> tuple[list[str], str]:
+    """(the final answers, which rule found them); ([], "none") when there
+    is none. With math_only=False (the `exact` verifier) a phrase answer may
+    be plain words."""
     if not completion:
-        return None, "empty"
-    boxed = _last_boxed(completion)
+        return [], "empty"
+    boxed = _boxed_all(completion)
     if boxed:
-        return boxed, "boxed"
-    matches = list(_ANSWER_PHRASE.finditer(completion))
-    if matches:
-        tail = completion[matches[-1].end():].strip()
-        first_line = tail.splitlines()[0].strip() if tail else ""
-        first_line = first_line.rstrip(".").strip().strip("$").strip()
-        # "the answer is straightforward" names no answer: keep looking.
-        if first_line and (not math_only or _HAS_MATH.search(first_line)):
-            return first_line, "phrase"
-    results = _RESULT.findall(completion)
-    if results:
-        return results[-1].replace(",", ""), "last_result"
-    numbers = _NUMBER.findall(completion)
-    if numbers:
-        return numbers[-1].replace(",", ""), "last_number"
-    return None, "none"
+        return list(dict.fromkeys(boxed)), "boxed"
+    phrases = []
+    for m in _ANSWER_PHRASE.finditer(completion):
+        tail = completion[m.end():].strip()
+        line = (tail.splitlines()[0] if tail else "").strip().rstrip(".").strip().strip("$").strip()
+        # "the answer is straightforward" names no answer.
+        if line and (not math_only or _HAS_MATH.search(line)):
+            phrases += _split_alternatives(line)
+    if phrases:
+        return list(dict.fromkeys(phrases)), "phrase"
+    found = _last_number_answer(completion, prompt)
+    return ([found], "last_number") if found else ([], "none")
+
+
+def extract_final_answer(completion: str, math_only: bool = True, prompt: str = "") -> tuple[str | None, str]:
+    """(the single final answer or None, rule): None also when there are
+    several."""
+    answers, rule = extract_final_answers(completion, prompt, math_only)
+    if len(answers) != 1:
+        return None, rule if not answers else "several"
+    return answers[0], rule
 
 
 def _parse(text: str):
@@ -116,9 +183,24 @@ def equivalent(reference: str, candidate: str) -> dict:
 
     gold = _parse(reference)
     if not gold:
-        return {"ok": False, "error": f"reference answer {reference[:60]!r} could not be parsed"}
+        return {"ok": False, "error": "reference_unparsable"}
     pred = _parse(candidate)
     return {"ok": bool(pred) and bool(verify(gold, pred, timeout_seconds=None)), "error": None}
+
+
+def regex_match(pattern: str, candidate: str) -> dict:
+    """{"ok", "error"}: a vendor /regex/ reference matched in full. Runs in a
+    worker process under the caller's deadline (backtracking is unbounded)."""
+    try:
+        return {"ok": re.fullmatch(pattern, candidate) is not None, "error": None}
+    except re.error:
+        return {"ok": False, "error": "reference regex is invalid"}
+
+
+def _answer(req: dict) -> dict:
+    if req.get("op") == "regex":
+        return regex_match(req["reference"], req["candidate"])
+    return equivalent(req["reference"], req["candidate"])
 
 
 def _serve() -> None:
@@ -139,11 +221,11 @@ def _serve() -> None:
     for line in sys.stdin:
         req = json.loads(line)
         try:
-            ans = equivalent(req["reference"], req["candidate"])
+            ans = _answer(req)
         except MemoryError:
-            ans = {"ok": False, "error": "math-verify ran out of memory"}
+            ans = {"ok": False, "error": "memory"}
         except Exception as e:  # a parse crash marks the attempt, never the worker
-            ans = {"ok": False, "error": f"verifier crashed: {type(e).__name__}: {e}"[:500]}
+            ans = {"ok": False, "error": f"verifier_error: {type(e).__name__}"}
         out.write(json.dumps(ans) + "\n")
         out.flush()
 
@@ -160,9 +242,9 @@ class _MathWorker:
             self.kill()
             raise RuntimeError("math worker did not start")
 
-    def ask(self, reference: str, candidate: str, timeout_s: float) -> dict | None:
+    def ask(self, request: dict, timeout_s: float) -> dict | None:
         """The answer, or None when the deadline passed (the caller kills us)."""
-        self.proc.stdin.write((json.dumps({"reference": reference, "candidate": candidate}) + "\n").encode())
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
         self.proc.stdin.flush()
         line = self._line(timeout_s)
         return None if line is None else json.loads(line)
@@ -232,35 +314,50 @@ def _shutdown() -> None:
         w.kill()
 
 
-def _equivalent_with_deadline(reference: str, candidate: str, timeout_s: float) -> dict:
+def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
     w = _take()
     try:
-        ans = w.ask(reference, candidate, timeout_s)
+        ans = w.ask(request, timeout_s)
     except Exception as e:
         w.kill()
         _give_back(None)
-        return {"ok": False, "error": f"verifier crashed: math worker failed ({type(e).__name__}: {e})"[:500]}
+        return {"ok": False, "error": f"verifier_error: math worker failed ({type(e).__name__})"}
     if ans is None:
         w.kill()
         _give_back(None)
-        return {"ok": False, "error": f"timeout (math-verify over {timeout_s:g}s)"}
+        return {"ok": False, "error": f"timeout (over {timeout_s:g}s)"}
     _give_back(w)
     return ans
 
 
-def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+def all_answers_pass(answers: list[str], check) -> dict:
+    """{"ok", "error"}: ok only when there is an answer and every one passes
+    `check` (several distinct final answers must all be right)."""
+    if not answers:
+        return {"ok": False, "error": None}
+    for a in answers:
+        ans = check(a)
+        if not ans["ok"]:
+            return ans if ans.get("error") or len(answers) == 1 else {"ok": False, "error": "several_answers"}
+    return {"ok": True, "error": None}
+
+
+def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, prompt: str = "") -> dict:
     """passed, score, extracted_answer, error, verify_seconds for one attempt."""
     t0 = time.perf_counter()
     out = {"passed": False, "score": 0.0, "extracted_answer": None, "error": None, "verifier": "math"}
     try:
-        candidate, _rule = extract_final_answer(completion)
-        out["extracted_answer"] = candidate
-        if candidate is not None:
-            ans = _equivalent_with_deadline(reference, candidate[:MAX_CANDIDATE_CHARS], timeout_s)
-            out["passed"] = bool(ans["ok"])
-            out["score"] = 1.0 if ans["ok"] else 0.0
-            out["error"] = ans.get("error")
+        answers, _rule = extract_final_answers(completion, prompt)
+        out["extracted_answer"] = " | ".join(answers) if answers else None
+        ans = all_answers_pass(answers, lambda a: {"ok": False, "error": "answer_too_long"}
+                               if len(a) > MAX_CANDIDATE_CHARS else
+                               _ask_with_deadline({"op": "math", "reference": reference, "candidate": a}, timeout_s))
+        out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     except Exception as e:  # a verifier crash marks the attempt, never the run
-        out["error"] = f"verifier crashed: {type(e).__name__}: {e}"[:500]
+        out["error"] = f"verifier_error: {type(e).__name__}"
     out["verify_seconds"] = time.perf_counter() - t0
     return out
+
+
+def regex_with_deadline(pattern: str, candidate: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    return _ask_with_deadline({"op": "regex", "reference": pattern, "candidate": candidate}, timeout_s)
