@@ -183,6 +183,7 @@ def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
     lines += [
         "",
         f"kept {fig['kept']}  dropped {fig['dropped']}  quarantined {fig['quarantined']}",
+        *([f"code sandbox: {fig['sandbox']}"] if fig.get("sandbox") else []),
         f"row accounting: rows_in {fig['rows_in']} == kept {fig['kept']} + dropped {fig['dropped']} + "
         f"quarantined {fig['quarantined']}  OK",
         "",
@@ -207,6 +208,7 @@ def summary_text(out: Path, run_id: str, fig: dict) -> str:
            if fig.get("engine_busy_fraction") is not None else ""),
         f"total spend ${fig['total_usd']:.4f}  cost per learnable task {per}"
         + (f"  ({fig['unpriced_tasks']} tasks unpriced)" if fig["unpriced_tasks"] else ""),
+        *([f"code sandbox: {fig['sandbox']}"] if fig.get("sandbox") else []),
         f"row accounting: rows_in {fig['rows_in']} == learnable {fig['learnable']} + all_pass {fig['all_pass']} + "
         f"all_fail {fig['all_fail']} + dropped {fig['dropped']} + quarantined {fig['quarantined']}  OK",
         "",

@@ -251,13 +251,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         factory = backend_factory
         model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
-    if cfg.verify.sandbox == "bwrap":
-        from tasksieve.transforms.sandbox import resolve_mode
-
-        try:
-            resolve_mode("bwrap")  # asked for explicitly: fail now, not on every code attempt
-        except RuntimeError as e:
-            raise RunError(str(e)) from None
+    sandbox_note = _sandbox_preflight(cfg)
     judge_factory = judge_factory_for(cfg, judge_factory)
     if judge_factory is not None:
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
@@ -319,5 +313,21 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
                        engine_seconds=sampling.engine_seconds, engine_busy_fraction=run_row["engine_busy_fraction"])
     if not any((out / "_staging").iterdir()):
         shutil.rmtree(out / "_staging", ignore_errors=True)
+    figures["sandbox"] = sandbox_note
     print(summary_text(out, run_id, figures))
     return dict(figures, run_id=run_id)
+
+
+def _sandbox_preflight(cfg: RunConfig) -> str:
+    """The code sandbox's one-line description for the summary. A mode named
+    explicitly (bwrap, rlimit) that is not usable fails the run now, not on
+    every code attempt; under `auto` with no safe sandbox, code tasks are
+    dropped at verifier_sanity (no_safe_sandbox) and the summary says so."""
+    from tasksieve.transforms import sandbox
+
+    if cfg.verify.sandbox in ("bwrap", "rlimit"):
+        try:
+            sandbox.resolve_mode(cfg.verify.sandbox)
+        except sandbox.NoSafeSandbox as e:
+            raise RunError(f"sandbox mode {cfg.verify.sandbox!r} is not usable here: {e}") from None
+    return sandbox.describe(cfg.verify.sandbox)

@@ -179,8 +179,10 @@ class VerifyConfig(_Section):
 
     parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
     math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")
-    # auto: bubblewrap when installed and working, else the rlimit fallback (with a warning).
-    sandbox: Literal["auto", "bwrap", "rlimit"] = "auto"
+    # auto: bubblewrap when usable, else the rlimit fallback (with a warning) when it can run attempts
+    # as a non-root user, else none: code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
+    # fallback even as root, and is never chosen for you (README, "The code sandbox").
+    sandbox: Literal["auto", "bwrap", "rlimit", "unsafe-root"] = "auto"
     code_cpu_seconds: int = Field(5, gt=0, description="CPU seconds per code attempt")
     code_wall_seconds: float = Field(10.0, gt=0, description="wall-clock seconds per code attempt")
     code_memory_mb: int = Field(512, ge=64, description="address space of the sandboxed process")

@@ -230,7 +230,9 @@ def parse_judgement(text: str, n_criteria: int) -> tuple[list[bool] | None, str 
         if 1 <= i <= n_criteria and i not in ratings:
             ratings[i] = word.lower() == "yes"
     if not ratings:
-        return None, f"judge reply has no ratings: {(text or '').strip()[:120]!r}"
+        # The reply is model text that an attempt can steer: it is kept in
+        # extracted_answer for audit, never in the error.
+        return None, "judge reply has no ratings"
     missing = [i for i in range(1, n_criteria + 1) if i not in ratings]
     err = f"judge did not rate criteria {', '.join(map(str, missing))} (counted as not met)" if missing else None
     return [ratings.get(i, False) for i in range(1, n_criteria + 1)], err
