@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -212,6 +213,10 @@ def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, be
             client.close()
 
 
+# Beam appends the step to a worker's error: " [while running 'Sample/...']".
+_RUNNING = re.compile(r" \[while running '[^']*'\]")
+
+
 def _backend_stop(e: BaseException) -> str | None:
     """The message of a BackendUnavailable behind `e`, however the runner
     wrapped it (Beam re-raises worker errors with its own context added)."""
@@ -219,10 +224,10 @@ def _backend_stop(e: BaseException) -> str | None:
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
-            return str(e).split("\n")[0]
+            return _RUNNING.sub("", str(e).split("\n")[0])
         if "BackendUnavailable" in str(e):
             line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
-            return line.split("BackendUnavailable:", 1)[-1].strip()
+            return _RUNNING.sub("", line.split("BackendUnavailable:", 1)[-1].strip())
         e = e.__cause__ or e.__context__
     return None
 
@@ -266,6 +271,8 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
         raise RunError(str(e)) from None
     out = Path(out_dir)
     refuse_inside_inputs(out, inputs, "--out")
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -354,10 +361,11 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
 
         try:
             create_runner(runner)
-        except Exception as e:
-            raise RunError(f"unknown --runner {runner!r}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
-                           f" (tasksieve knows {', '.join(KNOWN_RUNNERS)}; Beam runners such as DirectRunner, "
-                           "FlinkRunner, SparkRunner, DataflowRunner)") from None
+        except ImportError as e:
+            raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
+        except Exception:
+            raise RunError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
+                           "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner") from None
     if not beam_args:
         return
     parser = _beam_option_parser()

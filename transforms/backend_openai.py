@@ -47,10 +47,13 @@ def _count(value) -> int:
 def parse_completion(resp, gen_seconds: float) -> GenResult:
     """A GenResult from a chat completion response, or MalformedResponse."""
     choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list) or not choices:
-        kind = "text" if isinstance(resp, (str, bytes)) else type(resp).__name__
-        raise MalformedResponse(f"a 200 response without choices ({kind}"
-                                + (f": {' '.join(str(resp)[:60].split())!r}" if isinstance(resp, str) else "") + ")")
+    if isinstance(choices, list) and not choices:
+        raise MalformedResponse("a 200 response with an empty 'choices' list")
+    if not isinstance(choices, list):
+        if isinstance(resp, (str, bytes)):
+            text = resp.decode("utf-8", "replace") if isinstance(resp, bytes) else resp
+            raise MalformedResponse(f"a 200 response that is not JSON: {' '.join(text[:60].split())!r}")
+        raise MalformedResponse("a 200 response without 'choices'")
     message = getattr(choices[0], "message", None)
     content = getattr(message, "content", None) if message is not None else None
     if message is None or not (content is None or isinstance(content, str)):
@@ -138,7 +141,12 @@ class OpenAIBackend:
         results: list[GenResult | None] = [None] * len(requests)
         pending, failure = set(futures), None
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            try:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            except BaseException:  # Ctrl-C: send nothing more (requests in flight end on their own)
+                for f in pending:
+                    f.cancel()
+                raise
             for f in done:
                 if f.exception() is not None:
                     failure = failure or f.exception()

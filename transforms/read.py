@@ -123,6 +123,7 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
     """
     out: dict[str, str] = {}  # real path -> path as given
     seen_dirs: set[str] = set()
+    seen_files: dict[str, str] = {}
     for raw in paths:
         p = Path(raw)
         try:
@@ -134,13 +135,14 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
         if stat.S_ISREG(st.st_mode):
             if delivery_kind(p.name) is None:
                 raise InputError(f"input {raw}: unknown format ({_why_not_read(p.name)})")
+            seen_files.setdefault(os.path.realpath(p), str(p))
             out.setdefault(os.path.realpath(p), str(p))
         elif stat.S_ISDIR(st.st_mode):
             real = os.path.realpath(p)
             if is_datasets_folder(p):
                 out.setdefault(real, str(p))
                 continue
-            found = _scan_folder(p, seen_dirs, warn)
+            found = _scan_folder(p, seen_dirs, seen_files, warn)
             if not found:
                 raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
                                  f"(read: {READABLE})")
@@ -151,7 +153,7 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
     return sorted(set(out.values()))
 
 
-def _scan_folder(folder: Path, seen_dirs: set[str], warn) -> list[tuple[str, str]]:
+def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], warn) -> list[tuple[str, str]]:
     """(real path, path) of the delivery files below a folder; a saved
     datasets folder counts as one."""
     real_folder = os.path.realpath(folder)
@@ -160,7 +162,6 @@ def _scan_folder(folder: Path, seen_dirs: set[str], warn) -> list[tuple[str, str
         return []
     seen_dirs.add(real_folder)
     found: list[tuple[str, str]] = []
-    seen_files: dict[str, str] = {}
     try:
         children = sorted(folder.iterdir())
     except OSError as e:
@@ -180,7 +181,7 @@ def _scan_folder(folder: Path, seen_dirs: set[str], warn) -> list[tuple[str, str
                 seen_dirs.add(real)
                 found.append((real, str(child)))
             else:
-                found.extend(_scan_folder(child, seen_dirs, warn))
+                found.extend(_scan_folder(child, seen_dirs, seen_files, warn))
         elif stat.S_ISREG(st.st_mode):
             if delivery_kind(child.name) is None:
                 warn(f"skipping {child}: {_why_not_read(child.name)}")
@@ -388,19 +389,21 @@ def _parse_int(s: str):
     return LongNumber(digits) if digits > MAX_NUMBER_DIGITS else int(s)
 
 
-def loads_limited(text: str):
+def loads_limited(text: str, field: str | None = None):
     """json.loads under the row limits: raises RowLimitError (a reason for a
-    person) for nesting too deep, a number too long or a lone surrogate,
-    json.JSONDecodeError for malformed text. Nothing else escapes."""
+    person, naming `field` if the text is one field's value) for nesting too
+    deep, a number too long or a lone surrogate, json.JSONDecodeError for
+    malformed text. Nothing else escapes."""
+    what = f"field '{field}'" if field else "the row"
     try:
         value = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError:
         raise
     except RecursionError:
-        raise RowLimitError(f"the row nests too deeply to parse (over the {MAX_DEPTH}-level limit)") from None
+        raise RowLimitError(f"{what} nests too deeply to parse (over the {MAX_DEPTH}-level limit)") from None
     except Exception as e:  # anything else the parser may raise on hostile text
-        raise RowLimitError(f"the row cannot be parsed: {type(e).__name__}: {cap(str(e), 120)}") from None
-    check_value(value)
+        raise RowLimitError(f"{what} cannot be parsed: {type(e).__name__}: {cap(str(e), 120)}") from None
+    check_value(value, field)
     return value
 
 

@@ -89,17 +89,17 @@ def _as_amount(name: str, value, limit: float) -> float | None:
             raise RowError(f"field '{name}' is {_show(value)}, expected a non-negative number") from None
     if not isinstance(value, (int, float)):
         raise RowError(f"field '{name}' is a {type(value).__name__}, expected a non-negative number")
+    bound = f"the limits.max_{name} limit of {limit:,.0f}" if limit < 1e15 else f"the limits.max_{name} limit"
     try:
         number = float(value)
     except OverflowError:  # an integer beyond any float
-        raise RowError(f"field '{name}' is {_show(value)}, over the {limit:g} limit") from None
+        raise RowError(f"field '{name}' is {_show(value)}, over {bound}") from None
     if not math.isfinite(number):
-        raise RowError(f"field '{name}' is {_show(value)}, expected a finite non-negative number "
-                       f"(at most {limit:g})")
+        raise RowError(f"field '{name}' is {_show(value)}, expected a finite non-negative number within {bound}")
     if number < 0:
         raise RowError(f"field '{name}' is negative ({_show(number)}); expected a non-negative number")
     if number > limit:
-        raise RowError(f"field '{name}' is {_show(number)}, over the {limit:g} limit")
+        raise RowError(f"field '{name}' is {_show(number)}, over {bound}")
     return number
 
 
@@ -147,11 +147,9 @@ def _meta(value, max_field_chars: int):
         if len(value) > max_field_chars:
             raise RowError(f"field 'meta' is {len(value)} characters, over the {max_field_chars}-character limit")
         try:
-            return loads_limited(value)
+            return loads_limited(value, "meta")
         except json.JSONDecodeError:
             return {"text": value}
-        except RowLimitError as e:
-            raise RowError(f"field 'meta' (JSON text): {e}") from None
     return value
 
 
