@@ -84,14 +84,38 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"tasksieve: error: {message} (see {self.prog} --help)\n")
 
 
-def _interrupted(message: str) -> int:
-    """Ctrl-C: one line, exit 130. A second Ctrl-C leaves at once, and so does
-    a shutdown that waits on a stuck thread (a request in flight) too long."""
-    signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+def _end_progress_bars() -> None:
+    """Finish any progress bar on stderr, so the message that follows starts
+    its own line."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is None:
+        return
+    try:
+        for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+            bar.close()
+    except Exception:
+        pass
+
+
+def _say(message: str) -> None:
+    _end_progress_bars()
     print(f"tasksieve: {message}", file=sys.stderr, flush=True)
-    watchdog = threading.Timer(20, os._exit, (EXIT_INTERRUPTED,))
-    watchdog.daemon = True
-    watchdog.start()
+
+
+def _interrupted(message: str) -> int:
+    """Ctrl-C: one line, exit 130. A second Ctrl-C leaves at once. Threads
+    still waiting on the network (requests in flight) would hold the exit up
+    until they time out: then the exit handlers run (worker processes are
+    stopped) and the process ends without waiting for them."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+    _say(message)
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if others:
+        import atexit
+
+        sys.stdout.flush()
+        atexit._run_exitfuncs()
+        os._exit(EXIT_INTERRUPTED)
     return EXIT_INTERRUPTED
 
 
@@ -251,21 +275,21 @@ def _main(argv: list[str] | None) -> int:
         run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
             dask_address=args.dask_address, dask_workers=args.dask_workers)
     except UsageError as e:
-        print(f"tasksieve: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 2
     except (ConfigError, RunError) as e:
-        print(f"tasksieve: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 1
     except RunInterrupted as e:
         return _interrupted(str(e))
     except ValidationError as e:
-        print(f"tasksieve: error: {e.errors()[0]['msg']}", file=sys.stderr)
+        _say(f"error: {e.errors()[0]['msg']}")
         return 1
     except RunStopped as e:
-        print(f"tasksieve: STOPPED: {e}", file=sys.stderr)
+        _say(f"STOPPED: {e}")
         return 4
     except AccountingError as e:
-        print(f"tasksieve: ACCOUNTING FAILED: {e}", file=sys.stderr)
+        _say(f"ACCOUNTING FAILED: {e}")
         return 3
     return 0
 

@@ -485,9 +485,9 @@ def _run(paths: list[str], out: Path, cfg: RunConfig, runner: str | None, beam_a
             if stop is None:
                 raise
             raise RunStopped(
-                f"the model backend stopped answering: {stop}\n"
-                f"Every attempt finished before that is saved in {cache_dir}. Start the same command again "
-                f"to resume: finished attempts are re-used, none is paid for twice.") from None
+                f"the model backend stopped answering: {stop}. Every attempt finished before that is saved in "
+                f"{cache_dir}; start the same command again to resume: finished attempts are re-used, none is "
+                "paid for twice.") from None
         rows_in = read_rows_in(staging, ROWS_COUNTED_FILE)
         rows_read = read_rows_in(staging, ROWS_READ_FILE)
         sampling = read_stats(spec.stats_dir)

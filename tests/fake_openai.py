@@ -12,15 +12,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FakeOpenAI:
     """mode: "ok" (a boxed answer: the right one on even seeds), "html" (200
-    with an HTML page), "empty" (200 with `choices: []`). `gate`: when set
-    closed, requests wait until `open_gate()`."""
+    with an HTML page), "empty" (200 with `choices: []`). `gated`: requests
+    wait until the test lets them through, `allow(n)` at a time or all at
+    once (`open_gate()`)."""
 
     def __init__(self, mode: str = "ok", gated: bool = False):
         self.mode = mode
         self.hits = 0
-        self.gate = threading.Event()
-        if not gated:
-            self.gate.set()
+        self.permits = threading.Semaphore(0 if gated else 10**9)
         self.arrived = threading.Event()  # a request has come in
         server = self
 
@@ -43,7 +42,7 @@ class FakeOpenAI:
                 req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.hits += 1
                 server.arrived.set()
-                server.gate.wait(timeout=120)
+                server.permits.acquire(timeout=120)
                 if server.mode == "html":
                     return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
                 if server.mode == "empty":
@@ -61,11 +60,14 @@ class FakeOpenAI:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
+    def allow(self, n: int):
+        self.permits.release(n)
+
     def open_gate(self):
-        self.gate.set()
+        self.permits.release(10**6)
 
     def close(self):
-        self.gate.set()
+        self.open_gate()
         self.httpd.shutdown()
         self.httpd.server_close()
 

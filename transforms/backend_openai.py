@@ -143,7 +143,7 @@ class OpenAIBackend:
         while pending:
             try:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            except BaseException:  # Ctrl-C: send nothing more (requests in flight end on their own)
+            except BaseException:  # Ctrl-C: send nothing more (requests in flight are not waited for)
                 for f in pending:
                     f.cancel()
                 raise
