@@ -183,18 +183,21 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     _offline_env()
     _quiet_logging()
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        return _interrupted("interrupted; outputs are as they were before this command (finished attempts, if "
-                            "any, are in the attempt cache); start the same command again to resume")
-
-
-def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return _main(args, extra)
+    except KeyboardInterrupt:
+        # Outside the sampling stage (which says what it saved itself).
+        if args.command == "run":
+            return _interrupted("interrupted; finished attempts, if any, are in the attempt cache; start the same "
+                                "command again to resume")
+        return _interrupted("interrupted; start the same command again")
+
+
+def _main(args, extra: list[str]) -> int:
 
     if args.command == "sample-data":
         from tasksieve.pipeline.sample_data import write_sample

@@ -115,12 +115,6 @@ def sql_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def sql_literal(text: str) -> str:
-    """A string quoted as an SQL literal, for the rare place DuckDB takes no
-    parameter (ATTACH, COPY paths). Values go in as `?` parameters."""
-    return "'" + str(text).replace("'", "''") + "'"
-
-
 def _add_new_columns(con, table: str, src: str) -> None:
     """A database written by an older version lacks columns added to the
     contracts since (fields are added, never renamed): add them, null for
