@@ -75,3 +75,25 @@ def test_each_class_of_bad_input_does_what_the_readme_says(name, tmp_path):
         for part in expected[1]:
             assert any(part in w for w in shown), (part, shown)
         assert any(_matches(w, example) for w in shown), (example, shown)
+
+
+def test_a_reader_that_skips_rows_fails_the_accounting_check(sample_dir, tmp_path, monkeypatch):
+    """rows_in is counted without the reader, so a reader that gives up on
+    the rest of a file (as the old one did on a deeply nested line) cannot
+    pass the check."""
+    import tasksieve.transforms.read as read_module
+    from tasksieve.pipeline.dedup_run import dedup
+    from tasksieve.pipeline.outputs import AccountingError
+    from tasksieve.schemas.config import RunConfig
+
+    real = read_module.read_source
+
+    def gives_up_after_line_5(path, max_row_bytes):
+        for row in real(path, max_row_bytes):
+            if path.endswith(".jsonl") and row["line"] > 5:
+                return
+            yield row
+
+    monkeypatch.setattr(read_module, "read_source", gives_up_after_line_5)
+    with pytest.raises(AccountingError, match=r"98 rows read but \d+ rows accounted for .*the reader produced \d+ rows"):
+        dedup([str(sample_dir)], str(tmp_path / "out"), RunConfig())
