@@ -12,18 +12,24 @@
     tasksieve prepare-model
 
 Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
-input, model that does not load: one line on stderr); 2 usage error;
-3 the row-accounting check failed; 4 the run stopped mid-way (the model
-server went away): finished attempts are saved, the same command resumes.
+input, model that does not load, output folder in use or not writable, unknown
+runner: one line on stderr); 2 usage error (unknown option); 3 the
+row-accounting check failed; 4 the run stopped mid-way (the model server went
+away): finished attempts are saved, the same command resumes; 130 interrupted
+(Ctrl-C): one line says what was saved, the same command resumes.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
-2 usage error (missing file, bad profile: one line on stderr).
+2 usage error (missing file, bad profile: one line on stderr); 3 the validator
+itself failed (an internal error, one line on stderr: the delivery was not judged).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
 import sys
+import threading
 
 
 def _offline_env() -> None:
@@ -33,8 +39,88 @@ def _offline_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+EXIT_INTERRUPTED = 130
+EXIT_VALIDATE_INTERNAL = 3
+
+
+class _QuietLogs(logging.Filter):
+    """Keeps a one-line error one line: drops the warning Beam prints on
+    import when Google's apitools is absent, and Beam's own ERROR traceback
+    for the stops tasksieve reports itself in one line (a backend that went
+    away, Ctrl-C)."""
+
+    QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            if record.getMessage().startswith("apitools not found"):
+                return False
+        except Exception:
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        seen = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            if type(exc).__name__ in self.QUIET:
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
+
+
+def _quiet_logging() -> None:
+    quiet = _QuietLogs()
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(format="%(levelname)s:%(name)s:%(message)s")
+    root.addFilter(quiet)  # records logged on the root logger itself (the apitools warning)
+    for handler in root.handlers:
+        handler.addFilter(quiet)  # records of every other logger that reach the root's handlers
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (exit 2), not the usage block plus a line."""
+
+    def error(self, message):
+        self.exit(2, f"tasksieve: error: {message} (see {self.prog} --help)\n")
+
+
+def _end_progress_bars() -> None:
+    """Finish any progress bar on stderr, so the message that follows starts
+    its own line."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is None:
+        return
+    try:
+        for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+            bar.close()
+    except Exception:
+        pass
+
+
+def _say(message: str) -> None:
+    _end_progress_bars()
+    print(f"tasksieve: {message}", file=sys.stderr, flush=True)
+
+
+def _interrupted(message: str) -> int:
+    """Ctrl-C: one line, exit 130. A second Ctrl-C leaves at once. Threads
+    still waiting on the network (requests in flight) would hold the exit up
+    until they time out: then the exit handlers run (worker processes are
+    stopped) and the process ends without waiting for them."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+    _say(message)
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if others:
+        import atexit
+
+        sys.stdout.flush()
+        atexit._run_exitfuncs()
+        os._exit(EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
+    p = _Parser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="curate deliveries into a learnable set and analyst tables",
@@ -96,15 +182,32 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     _offline_env()
+    _quiet_logging()
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return _main(args, extra)
+    except KeyboardInterrupt:
+        # Outside the sampling stage (which says what it saved itself).
+        if args.command == "run":
+            return _interrupted("interrupted; finished attempts, if any, are in the attempt cache; start the same "
+                                "command again to resume")
+        return _interrupted("interrupted; start the same command again")
+
+
+def _main(args, extra: list[str]) -> int:
 
     if args.command == "sample-data":
         from tasksieve.pipeline.sample_data import write_sample
 
-        for line in write_sample(args.out):
+        try:
+            lines = write_sample(args.out)
+        except OSError as e:
+            print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
+            return 1
+        for line in lines:
             print(line)
         return 0
 
@@ -117,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             path, text = write_report(Path(args.out), args.run_id)
         except ReportError as e:
             print(f"tasksieve: error: {e}", file=sys.stderr)
+            return 1
+        except (OSError, duckdb_error()) as e:
+            print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
             return 1
         print(text)
         print(f"\nreport: {path}")
@@ -134,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasksieve.pipeline.outputs import AccountingError
     from pydantic import ValidationError
 
-    from tasksieve.pipeline.run import RunError, RunStopped, run
+    from tasksieve.pipeline.run import RunError, RunInterrupted, RunStopped, UsageError, run
     from tasksieve.schemas.config import ConfigError, load_config
 
     try:
@@ -171,33 +277,50 @@ def main(argv: list[str] | None = None) -> int:
             cfg.sampling.k = args.k
         run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
             dask_address=args.dask_address, dask_workers=args.dask_workers)
+    except UsageError as e:
+        _say(f"error: {e}")
+        return 2
     except (ConfigError, RunError) as e:
-        print(f"tasksieve: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 1
+    except RunInterrupted as e:
+        return _interrupted(str(e))
     except ValidationError as e:
-        print(f"tasksieve: error: {e.errors()[0]['msg']}", file=sys.stderr)
+        _say(f"error: {e.errors()[0]['msg']}")
         return 1
     except RunStopped as e:
-        print(f"tasksieve: STOPPED: {e}", file=sys.stderr)
+        _say(f"STOPPED: {e}")
         return 4
     except AccountingError as e:
-        print(f"tasksieve: ACCOUNTING FAILED: {e}", file=sys.stderr)
+        _say(f"ACCOUNTING FAILED: {e}")
         return 3
     return 0
+
+
+def duckdb_error():
+    import duckdb
+
+    return duckdb.Error
 
 
 def _validate(args) -> int:
     from tasksieve.pipeline.validate_delivery import ProbeSpec, UsageError, load_run_config, validate_delivery
 
     try:
+        run_config = load_run_config(args.config) if args.config else None
         probe = None
         if args.probe_model:
-            probe = ProbeSpec(model=args.probe_model, k=args.probe_k, config=load_run_config(args.config))
+            probe = ProbeSpec(model=args.probe_model, k=args.probe_k, config=run_config or load_run_config(None))
         summary = validate_delivery(args.deliveries, args.out, against=args.against, profile_path=args.profile,
-                                    probe=probe, data_docs=not args.no_data_docs)
+                                    probe=probe, data_docs=not args.no_data_docs,
+                                    limits=run_config.limits if run_config else None)
     except UsageError as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug, not a verdict: said in one line, with its own exit code
+        print(f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
+              f"{' '.join(str(e).split())[:300]}", file=sys.stderr)
+        return EXIT_VALIDATE_INTERNAL
     return 0 if summary["acceptable"] else 1
 
 

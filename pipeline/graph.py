@@ -31,7 +31,7 @@ from tasksieve.transforms.dedup_near import NearDedup
 from tasksieve.transforms.minhash import params_from_config
 from tasksieve.transforms.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
-from tasksieve.transforms.read import ReadDeliveries
+from tasksieve.transforms.read import CountInputRows, ReadDeliveries
 from tasksieve.transforms.sample import SampleAndClassify, SamplePlan
 from tasksieve.transforms.verifier_sanity import VerifierSanity
 from tasksieve.transforms.validate import ValidateRows
@@ -69,6 +69,7 @@ def dropped_result(task: dict, run_id: str) -> dict:
 
 
 ROWS_READ_FILE = "rows_read.txt"
+ROWS_COUNTED_FILE = "rows_counted.txt"
 SAMPLING_STATS_DIR = "sampling_stats"
 
 
@@ -81,14 +82,25 @@ def dedup_stages(p: beam.Pipeline, spec: RunSpec):
     (clean tasks, dropped tasks, quarantined rows, rows-read count)."""
     cfg = spec.config
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
-    # Rows read, counted straight off the reader: the independent side of
-    # the row-accounting check (runner metrics are not available everywhere).
+    # Rows in the inputs, counted without parsing any (physical lines, row
+    # group counts): the independent side of the row-accounting check, so
+    # a reader that skipped something cannot hide it.
+    rows_counted = (
+        p
+        | "CountInputs" >> CountInputRows(spec.inputs, cfg.limits.max_row_bytes)
+        | "WriteRowsCounted" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_COUNTED_FILE))
+    )
+    # Rows the reader produced (runner metrics are not available everywhere);
+    # compared with the count above when the check fails, to say where.
     rows_read = (
         raw
         | "CountRead" >> beam.combiners.Count.Globally()
         | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_READ_FILE))
     )
-    tasks, quarantined = raw | "Validate" >> ValidateRows(cfg.limits.max_field_chars)
+    rows_read = (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
+    lim = cfg.limits
+    tasks, quarantined = raw | "Validate" >> ValidateRows(lim.max_field_chars, lim.max_expert_minutes,
+                                                          lim.max_expert_cost_usd)
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), spec.run_id)
 
     hashed = tasks | "NormaliseHash" >> NormalizeAndHash()

@@ -15,6 +15,7 @@ Files in OUT:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -48,13 +49,30 @@ def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
     return table.sort_by(SORT_KEYS[name])
 
 
-def write_files(out: Path, tables: dict[str, pa.Table]) -> pa.Table:
+def _write_atomic(table: pa.Table, path: Path) -> None:
+    """Write through a temporary file, then rename: an interrupted run never
+    leaves a half-written file where a finished one was."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_files(out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None,
+                learnable_file: bool = True) -> pa.Table:
+    """Write the tables named in `names` (default: all) as OUT/<name>.parquet,
+    and learnable.parquet unless `learnable_file` is false (`dedup` leaves a
+    run's training set alone)."""
     for name, table in tables.items():
-        pq.write_table(table, out / f"{name}.parquet")
+        if names is None or name in names:
+            _write_atomic(table, out / f"{name}.parquet")
     results = tables["results"]
     learnable = results.filter(pc.equal(results["status"], "learnable")).select(LEARNABLE_SCHEMA.names)
     learnable = learnable.cast(LEARNABLE_SCHEMA)
-    pq.write_table(learnable, out / "learnable.parquet")
+    if learnable_file:
+        _write_atomic(learnable, out / "learnable.parquet")
     return learnable
 
 
@@ -65,18 +83,24 @@ def status_counts(results: pa.Table) -> dict[str, int]:
     return counts
 
 
-def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table) -> dict[str, int]:
+def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table, rows_read: int | None = None) -> dict[str, int]:
     """rows_in == learnable + all_pass + all_fail + dropped + quarantined,
-    where rows_in is counted as rows are read, independently of results."""
+    where rows_in is counted from the inputs without parsing them (physical
+    lines, row-group row counts), independently of the reader and results.
+    `rows_read`, the rows the reader produced, only makes the message say
+    where a difference comes from."""
     counts = status_counts(results)
     unknown = set(counts) - set(STATUSES)
     if unknown:
         raise AccountingError(f"unknown statuses in results: {sorted(unknown)}")
     total = sum(counts.values())
     if total != rows_in:
+        where = ""
+        if rows_read is not None and rows_read != rows_in:
+            where = f"; the reader produced {rows_read} rows, so it skipped or added some"
         raise AccountingError(
             f"row accounting failed: {rows_in} rows read but {total} rows accounted for "
-            f"({', '.join(f'{k}={v}' for k, v in counts.items())})"
+            f"({', '.join(f'{k}={v}' for k, v in counts.items())}){where}"
         )
     if quarantine.num_rows != counts["quarantined"]:
         raise AccountingError(f"quarantine.parquet has {quarantine.num_rows} rows but {counts['quarantined']} are quarantined")
@@ -86,6 +110,11 @@ def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table) -> d
 TABLE_FILES = {"tasks": "results", "attempts": "attempts", "costs": "costs", "quarantine": "quarantine"}
 
 
+def sql_identifier(name: str) -> str:
+    """A column or table name quoted for SQL (identifiers cannot be parameters)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _add_new_columns(con, table: str, src: str) -> None:
     """A database written by an older version lacks columns added to the
     contracts since (fields are added, never renamed): add them, null for
@@ -93,21 +122,28 @@ def _add_new_columns(con, table: str, src: str) -> None:
     have = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
     for name, dtype, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall():
         if name not in have:
-            con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {dtype}')
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {sql_identifier(name)} {dtype}")
 
 
-def load_duckdb(out: Path, run_row: dict) -> Path:
-    """Append this run to OUT/curation.duckdb (earlier runs stay: history)."""
+def load_duckdb(out: Path, run_row: dict, tables: dict[str, pa.Table] | None = None) -> Path:
+    """Append this run to OUT/curation.duckdb (earlier runs stay: history).
+    The run's own tables are handed to DuckDB as Arrow tables (default: read
+    from OUT's Parquet files), so no path or value is ever spliced into SQL
+    and what is loaded is this run's data, whatever else is in the folder."""
+    if tables is None:
+        tables = {fname: pq.read_table(out / f"{fname}.parquet") for fname in TABLE_FILES.values()}
     db_path = out / "curation.duckdb"
     con = duckdb.connect(str(db_path))
     try:
         con.execute("BEGIN")
         for table, fname in TABLE_FILES.items():
-            src = f"read_parquet('{out / (fname + '.parquet')}')"
+            src = f"src_{fname}"
+            con.register(src, tables[fname])
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM {src} LIMIT 0")
             _add_new_columns(con, table, src)
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_row["run_id"]])
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {src}")
+            con.unregister(src)
         con.execute("CREATE TABLE IF NOT EXISTS drops AS SELECT * FROM tasks LIMIT 0")
         _add_new_columns(con, "drops", "tasks")
         con.execute("DELETE FROM drops WHERE run_id = ?", [run_row["run_id"]])
@@ -136,11 +172,14 @@ def read_rows_in(staging_dir: Path, name: str) -> int:
     return int(path.read_text().strip() or 0)
 
 
-def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int) -> dict:
-    """Consolidate, check, load; returns the figures for the summary."""
+def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int,
+             rows_read: int | None = None, files: tuple[str, ...] | None = None, learnable_file: bool = True) -> dict:
+    """Consolidate, check, load; returns the figures for the summary.
+    `files` names the staged tables written to OUT (default all);
+    `learnable_file` false leaves OUT/learnable.parquet as it is."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
-    counts = check_accounting(rows_in, tables["results"], tables["quarantine"])
-    learnable = write_files(out, tables)
+    counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
+    learnable = write_files(out, tables, files, learnable_file)
     results, attempts, costs = tables["results"], tables["attempts"], tables["costs"]
     sampled_tasks = pc.sum(pc.greater(pc.fill_null(results["n_attempts"], 0), 0)).as_py() or 0
     total_usd = pc.sum(costs["usd"]).as_py() or 0.0
@@ -153,7 +192,7 @@ def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, r
     }
     run_row = dict(run_row, **{f"n_{k_}": v for k_, v in counts.items()}, rows_in=rows_in,
                    attempts=attempts.num_rows, total_usd=total_usd, figures=json.dumps(figures))
-    load_duckdb(out, run_row)
+    load_duckdb(out, run_row, tables)
     shutil.rmtree(staging_dir, ignore_errors=True)
     return figures
 

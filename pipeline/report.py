@@ -67,6 +67,12 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
         con.close()
 
 
+def _esc(x) -> str:
+    """HTML-escaped text of any value; None (a `dedup` run has no model, its
+    kept tasks no drop stage) is empty, never a crash."""
+    return html.escape("" if x is None else str(x))
+
+
 def _usd(x) -> str:
     return "n/a" if x is None else f"${x:,.4f}" if abs(x) < 10 else f"${x:,.2f}"
 
@@ -105,7 +111,7 @@ def render_terminal(d: dict) -> str:
 
 def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertical: bool = False) -> str:
     """A bar chart as inline SVG; one <rect class="bar"> per item."""
-    e = html.escape
+    e = _esc
     peak = max((v for _, v in items), default=0) or 1
     if vertical:
         w, h, pad = 560, 220, 28
@@ -135,7 +141,7 @@ def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertic
 
 
 def _html_table(headers: list[str], rows: list[list], table_id: str) -> str:
-    e = html.escape
+    e = _esc
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -147,6 +153,8 @@ def _evidence(detail: str | None) -> str:
     try:
         d = json.loads(detail)
     except json.JSONDecodeError:
+        return detail
+    if not isinstance(d, dict):
         return detail
     if "duplicate_of" in d:
         sim = f" (similarity {d['similarity']:.2f})" if "similarity" in d else ""
@@ -188,11 +196,11 @@ document.body.setAttribute('data-report-ready', 'yes');
 
 def _card(key: str, label: str, value, text: str) -> str:
     return (f'<div class="card"><span class="figure" data-key="{key}" data-value="{"" if value is None else value}">'
-            f'{html.escape(text)}</span><span class="muted">{html.escape(label)}</span></div>')
+            f'{_esc(text)}</span><span class="muted">{_esc(label)}</span></div>')
 
 
 def render_html(d: dict) -> str:
-    e = html.escape
+    e = _esc
     run, o, s = d["run"], d["overall"], d["saved"]
     counts = {k: run.get(f"n_{k}") for k in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")}
     cards = "".join([
@@ -209,7 +217,8 @@ def render_html(d: dict) -> str:
     yield_of = {(y["dimension"], y["value"]): y for y in d["yield"]}
     waste_by_stage: dict[str, float] = {}
     for w in d["waste"]:
-        waste_by_stage[w["stage"]] = waste_by_stage.get(w["stage"], 0.0) + (w["usd"] or 0.0)
+        stage = w["stage"] or w["status"]  # `dedup` runs: kept tasks have no drop stage
+        waste_by_stage[stage] = waste_by_stage.get(stage, 0.0) + (w["usd"] or 0.0)
     charts = "".join([
         _bars("chart-funnel", "Funnel: tasks left after each stage", [(f["stage"], f["rows_out"]) for f in d["funnel"]], str),
         _bars("chart-pass-rate", "Pass rate of sampled tasks", [(f"{h['bin_lo']:.1f}", h["tasks"]) for h in d["hist"]], str, vertical=True),

@@ -8,12 +8,17 @@ checked before the first attempt is generated, and each failure is one line.
 from __future__ import annotations
 
 import contextlib
+import difflib
+import fcntl
 import functools
 import hashlib
 import json
+import os
+import re
 import secrets
 import shutil
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +30,7 @@ import pyarrow.parquet as pq
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tasksieve import __version__
-from tasksieve.pipeline.graph import ROWS_READ_FILE, STAGED, RunSpec, build
+from tasksieve.pipeline.graph import ROWS_COUNTED_FILE, ROWS_READ_FILE, STAGED, RunSpec, build
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
 from tasksieve.pipeline.staging import claimed_staging
@@ -50,6 +55,10 @@ class RunError(Exception):
 class RunStopped(Exception):
     """The run stopped mid-way (the model backend went away); what it
     finished is saved and the same command resumes it."""
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C: the message says what was saved and how to resume (exit 130)."""
 
 
 def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
@@ -204,6 +213,10 @@ def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, be
             client.close()
 
 
+# Beam appends the step to a worker's error: " [while running 'Sample/...']".
+_RUNNING = re.compile(r" \[while running '[^']*'\]")
+
+
 def _backend_stop(e: BaseException) -> str | None:
     """The message of a BackendUnavailable behind `e`, however the runner
     wrapped it (Beam re-raises worker errors with its own context added)."""
@@ -211,26 +224,185 @@ def _backend_stop(e: BaseException) -> str | None:
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
-            return str(e).split("\n")[0]
+            return _RUNNING.sub("", str(e).split("\n")[0])
         if "BackendUnavailable" in str(e):
             line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
-            return line.split("BackendUnavailable:", 1)[-1].strip()
+            return _RUNNING.sub("", line.split("BackendUnavailable:", 1)[-1].strip())
         e = e.__cause__ or e.__context__
     return None
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _interrupt_behind(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind `e`, however a runner wrapped it."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def refuse_inside_inputs(path: str | Path | None, inputs: list[str], flag: str) -> None:
+    """A folder tasksieve writes (--out, --attempt-cache, --save-index) must not
+    lie inside an --input folder: a later run would read what it wrote there
+    as deliveries."""
+    if not path:
+        return
+    real = Path(os.path.realpath(path))
+    for raw in inputs:
+        real_in = Path(os.path.realpath(raw))
+        if real_in.is_dir() and _inside(real, real_in):
+            raise RunError(f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
+                           f"written there as deliveries; choose a folder outside the inputs")
+
+
 def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]:
-    """The input files and the created output folder, or a one-line RunError."""
+    """The input files and the created output folder, or a one-line RunError.
+    An --out inside an --input folder is refused: the next run would read
+    this run's outputs as deliveries."""
     try:
         paths = expand_inputs(inputs)
     except Exception as e:
         raise RunError(str(e)) from None
     out = Path(out_dir)
+    refuse_inside_inputs(out, inputs, "--out")
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise RunError(f"cannot create output folder {out}: {e}") from None
+        raise RunError(f"cannot create output folder {out}: {e.strerror or e}") from None
     return paths, out
+
+
+OUT_LOCK = ".tasksieve.lock"
+
+
+@contextlib.contextmanager
+def hold_output(out: Path, command: str):
+    """Own OUT for the whole command: an exclusive lock on OUT/.tasksieve.lock,
+    taken before any work. A second command into the same folder refuses at
+    once (RunError, one line) instead of racing this one for its files. The
+    lock is the kernel's (flock): a killed command releases it."""
+    path = out / OUT_LOCK
+    try:
+        fh = open(path, "a+", encoding="utf-8")
+    except OSError as e:
+        raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = " ".join(fh.read(200).split()) or "another tasksieve command"
+            raise RunError(f"output folder {out} is in use by {holder}; wait for it to finish or choose another "
+                           "--out") from None
+        except OSError as e:
+            raise RunError(f"cannot lock output folder {out}: {e.strerror or e}") from None
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"tasksieve {command} (pid {os.getpid()}, since "
+                     f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
+            fh.flush()
+        except OSError as e:
+            raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
+        yield out
+    finally:
+        fh.close()  # releases the lock
+
+
+def check_writable_folder(path: Path, what: str) -> None:
+    """Create `path` if needed and prove a file can be written in it."""
+    if path.exists() and not path.is_dir():
+        raise RunError(f"{what} {path} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise RunError(f"{what} {path} is not a writable folder: {e.strerror or e}") from None
+
+
+KNOWN_RUNNERS = (IN_PROCESS, DASK)
+
+
+def _beam_option_parser():
+    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    seen = {}
+    for cls in PipelineOptions.__subclasses__():
+        seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        cls._add_argparse_args(parser)  # as PipelineOptions.get_all_options does
+    return parser
+
+
+def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
+    """Before any work: the runner exists, and every option tasksieve did not
+    take is one Beam knows (Beam itself would drop an unknown one with a
+    warning, and a typo such as --dedup-agianst would silently not apply)."""
+    if runner == DASK:
+        import importlib
+
+        try:
+            importlib.import_module("distributed")
+            importlib.import_module("apache_beam.runners.dask.dask_runner")  # registers the Dask options
+        except ImportError as e:
+            raise RunError(f"--runner dask needs dask[distributed]: {e}") from None
+    elif runner not in (None, IN_PROCESS):
+        from apache_beam.runners.runner import create_runner
+
+        try:
+            create_runner(runner)
+        except ImportError as e:
+            raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
+        except Exception:
+            raise RunError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
+                           "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner") from None
+    if not beam_args:
+        return
+    parser = _beam_option_parser()
+    _, unknown = parser.parse_known_args(beam_args)
+    if unknown:
+        flag = next((a for a in unknown if a.startswith("-")), unknown[0])
+        known = [o for a in parser._actions for o in a.option_strings]
+        close = difflib.get_close_matches(flag.split("=", 1)[0], known + TASKSIEVE_FLAGS, n=1)
+        raise UsageError(f"unrecognized argument {flag!r}: neither a tasksieve option nor an Apache Beam "
+                         "pipeline option" + (f" (did you mean {close[0]}?)" if close else ""))
+
+
+# The command line's own options, for "did you mean" (cli.py is the source).
+TASKSIEVE_FLAGS = ["--input", "--out", "--config", "--rates", "--model", "--sampling", "--backend", "--base-url",
+                   "--replay", "--attempt-cache", "--runner", "--dask-address", "--dask-workers", "--dedup-against",
+                   "--save-index"]
+
+
+class UsageError(RunError):
+    """A command line tasksieve cannot use (an unknown option): exit 2."""
+
+
+def _interrupted_message(cache_dir: str | None, run_id: str) -> str:
+    """What a run interrupted by Ctrl-C leaves behind, in one line."""
+    saved = 0
+    if cache_dir and Path(cache_dir).is_dir():
+        for f in Path(cache_dir).glob(f"{run_id}-*.jsonl"):
+            try:
+                with open(f, "rb") as fh:
+                    saved += sum(1 for line in fh if line.endswith(b"\n"))
+            except OSError:
+                pass
+    if saved:
+        return (f"interrupted: the {saved} attempts this run finished are saved in {cache_dir}; start the same "
+                "command again to resume (they are re-used, none is paid for twice)")
+    return ("interrupted before any attempt was finished; nothing was written to the outputs; start the same "
+            "command again to run it")
 
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
@@ -240,7 +412,24 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one);
     `judge_factory` the rubric judge (default: the sampling engine)."""
+    check_runner_and_flags(runner, beam_args)
+    refuse_inside_inputs(cfg.attempt_cache, inputs, "--attempt-cache")
+    refuse_inside_inputs(cfg.dedup.save_index, inputs, "--save-index")
     paths, out = inputs_and_output(inputs, out_dir)
+    with hold_output(out, "run"):
+        return _run(paths, out, cfg, runner, beam_args, config_path, backend_factory, rates_path, dask_address,
+                    dask_workers, judge_factory)
+
+
+def _run(paths: list[str], out: Path, cfg: RunConfig, runner: str | None, beam_args: list[str],
+         config_path: str | None, backend_factory: Callable[[], Backend] | None, rates_path: str | None,
+         dask_address: str | None, dask_workers: int, judge_factory: Callable[[], Backend] | None) -> dict:
+    run_id = new_run_id()
+    # Replayed attempts were generated elsewhere: nothing to cache.
+    cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
+        str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
+    if cache_dir:
+        check_writable_folder(Path(cache_dir), "--attempt-cache" if cfg.attempt_cache else "attempt cache")
     rates = load_rates(rates_path or cfg.rates)
     if backend_factory is None:
         model_path, model_id = resolve_model(cfg)
@@ -256,10 +445,6 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     if judge_factory is not None:
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
         rates.for_model(judge_id)  # the judge's tokens are priced too
-    run_id = new_run_id()
-    # Replayed attempts were generated elsewhere: nothing to cache.
-    cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
-        str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
     plan = make_plan(cfg, run_id, model_id, cache_dir)
     pools = prepare_pools(cfg, out / "_staging" / run_id)  # a bad pool fails before the model loads
     if runner in (None, IN_PROCESS):
@@ -285,15 +470,20 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
         try:
             execute(functools.partial(build, spec=spec, backend_factory=factory, judge_factory=judge_factory),
                     runner, beam_args, dask_address, dask_workers)
+        except KeyboardInterrupt:
+            raise RunInterrupted(_interrupted_message(cache_dir, run_id)) from None
         except Exception as e:
+            if _interrupt_behind(e):
+                raise RunInterrupted(_interrupted_message(cache_dir, run_id)) from None
             stop = _backend_stop(e)
             if stop is None:
                 raise
             raise RunStopped(
-                f"the model backend stopped answering: {stop}\n"
-                f"Every attempt finished before that is saved in {cache_dir}. Start the same command again "
-                f"to resume: finished attempts are re-used, none is paid for twice.") from None
-        rows_in = read_rows_in(staging, ROWS_READ_FILE)
+                f"the model backend stopped answering: {stop}. Every attempt finished before that is saved in "
+                f"{cache_dir}; start the same command again to resume: finished attempts are re-used, none is "
+                "paid for twice.") from None
+        rows_in = read_rows_in(staging, ROWS_COUNTED_FILE)
+        rows_read = read_rows_in(staging, ROWS_READ_FILE)
         sampling = read_stats(spec.stats_dir)
         run_row = {
             "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
@@ -306,7 +496,7 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
             # rest: verification, waiting on stragglers of a wave, bookkeeping).
             "engine_busy_fraction": sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
         }
-        figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k)
+        figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k, rows_read=rows_read)
         if cache_dir:
             settle_run(cache_dir, run_id, pq.read_table(out / "attempts.parquet"), finished)
         figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,

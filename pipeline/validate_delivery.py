@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -91,9 +92,12 @@ def _probe_backend(spec: ProbeSpec):
 
 def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation", against: list[str] | None = None,
                       profile_path: str | None = None, probe: ProbeSpec | None = None,
-                      backend_factory: Callable | None = None, data_docs: bool = True, echo: bool = True) -> dict:
+                      backend_factory: Callable | None = None, data_docs: bool = True, echo: bool = True,
+                      limits=None) -> dict:
     """Run every check and write the outputs; returns the summary dict.
-    `backend_factory` replaces the probe's engine (tests use a scripted one)."""
+    `backend_factory` replaces the probe's engine (tests use a scripted one);
+    `limits`, a run config's [limits], sets the expert_minutes/expert_cost_usd
+    bounds past which `run` quarantines (default: the run's defaults)."""
     paths, pool_paths, profile = prepare(deliveries, against, profile_path)
     if probe is not None:
         if probe.k < 1:
@@ -103,13 +107,20 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
         if backend_factory is None:
             backend_factory, _ = _probe_backend(probe)
     out = Path(out_dir)
+    real_out = Path(os.path.realpath(out))
+    for d in deliveries:
+        real_in = Path(os.path.realpath(d))
+        if real_in.is_dir() and (real_out == real_in or real_in in real_out.parents):
+            raise UsageError(f"--out {out} is inside the delivery folder {d}: the next validation would read its "
+                             "summary as a delivery; choose an output folder outside the delivery")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot create output folder {out}: {e}") from None
 
     f, th = profile.fields, profile.thresholds
-    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars)
+    amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
+    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars, amounts)
     tasks = [with_hash(t) for t in tasks]
     gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)

@@ -32,6 +32,8 @@ class _Section(BaseModel):
 class LimitsConfig(_Section):
     max_row_bytes: int = Field(1_000_000, gt=0, description="a raw row larger than this is quarantined")
     max_field_chars: int = Field(100_000, gt=0, description="a text field longer than this is quarantined")
+    max_expert_minutes: float = Field(100_000, gt=0, description="expert_minutes above this is quarantined (absurd)")
+    max_expert_cost_usd: float = Field(1_000_000, gt=0, description="expert_cost_usd above this is quarantined (absurd)")
 
 
 class DedupConfig(_Section):

@@ -1,33 +1,95 @@
 """Stage `read`: deliveries in, one raw row per record out.
 
-Reads JSONL, Parquet and saved Hugging Face `datasets` folders. A record that
-cannot even be parsed (bad JSON, invalid UTF-8, a truncated last line, a row
-over the size limit, a JSON value that is not an object) still becomes a raw
-row, with `error` set, so the validate stage quarantines it: nothing read is
-ever dropped silently.
+Reads JSONL (optionally compressed: `.gz`, `.bz2`, `.xz`), Parquet and saved
+Hugging Face `datasets` folders. A record that cannot be used as read (bad
+JSON, invalid UTF-8, a truncated last line, a row over the size limit, a
+JSON value that is not an object, nesting too deep, a number too long, a lone
+surrogate, a Parquet value that does not decode) still becomes a raw row,
+with `error` set, so the validate stage quarantines it: nothing read is ever
+dropped silently, and nothing a row contains raises out of this module.
+
+Rows are also counted on their own (`count_rows`): physical lines for JSONL,
+row-group row counts for Parquet and datasets, before any row is parsed.
+That count is the independent side of the run's row-accounting check, so a
+reader that skipped something fails the check instead of hiding it.
 
 A raw row is a dict: source_file, line (1-based line for JSONL, 1-based row
 number for tables), record (the parsed dict, or None), raw (the text as read,
-capped), error (None, or why the row is unusable).
+capped), error (None, or why the row is unusable, capped).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
+import os
+import stat
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import apache_beam as beam
 
 # What we keep of an unusable row's raw text, so quarantine stays small.
 RAW_KEEP_CHARS = 2000
+# A quarantine reason is read by a person: short, and never a copy of the row.
+REASON_MAX_CHARS = 300
+# Limits on what a row may hold, so every value is safe for every coder and
+# sink downstream (Beam's coders, pyarrow, DuckDB, json.dumps).
+MAX_DEPTH = 64           # nesting levels of objects/lists in one row
+MAX_NUMBER_DIGITS = 100  # digits of one integer literal
 
 TABLE_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+# Compressions read for JSONL files (by suffix, case-insensitive).
+COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+# Recognised but not read: said so, never skipped silently.
+UNREAD_COMPRESSIONS = (".zst", ".zstd", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".rar", ".br", ".snappy")
+READABLE = "JSONL (.jsonl, .json, .ndjson; plain or .gz/.bz2/.xz), Parquet (.parquet) or a saved datasets folder"
+
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
 
 
 class InputError(Exception):
     """An input path that cannot be read at all; fails the run before it starts."""
+
+
+def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
+    """`text` cut to `limit` characters (marked), on one line."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _warn(message: str) -> None:
+    print(f"tasksieve: warning: {message}", file=sys.stderr)
+
+
+# --- which files are deliveries ------------------------------------------------------------
+
+def delivery_kind(name: str) -> str | None:
+    """'jsonl' or 'parquet' for a delivery file name (case-insensitive,
+    JSONL optionally compressed), else None."""
+    low = name.lower()
+    for comp in COMPRESSIONS:
+        if low.endswith(comp):
+            low = low[: -len(comp)]
+            return "jsonl" if low.endswith(JSONL_SUFFIXES) else None
+    if low.endswith(TABLE_SUFFIXES):
+        return "parquet"
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    return None
+
+
+def _why_not_read(name: str) -> str:
+    low = name.lower()
+    for comp in UNREAD_COMPRESSIONS + tuple(COMPRESSIONS):
+        if low.endswith(comp):
+            return f"compressed as {comp}, which is not read (read: .gz, .bz2, .xz of JSONL); decompress it first"
+    return f"not a delivery file (read: {READABLE})"
 
 
 def is_datasets_folder(path: Path) -> bool:
@@ -38,109 +100,496 @@ def is_datasets_folder(path: Path) -> bool:
     )
 
 
-def expand_inputs(paths: list[str]) -> list[str]:
+def _kind_of(st: os.stat_result) -> str:
+    mode = st.st_mode
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list[str]:
     """Resolve the user's input paths to readable sources, failing fast.
 
-    A file is read as JSONL or Parquet by its suffix; a saved `datasets`
-    folder is one source; any other folder contributes its JSONL and Parquet
-    files. The result is sorted so runs are deterministic.
+    A file is read as JSONL or Parquet by its suffix (any case; JSONL may be
+    .gz/.bz2/.xz); a saved `datasets` folder is one source; any other folder
+    contributes its delivery files. Inside a folder, what is not read is
+    named in a warning: other files, FIFOs and devices, broken links, and a
+    link to a folder or file already read (a link is followed once, so a
+    link loop is read once). The result is sorted so runs are deterministic.
     """
-    out: list[str] = []
+    out: dict[str, str] = {}  # real path -> path as given
+    seen_dirs: set[str] = set()
+    seen_files: dict[str, str] = {}
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            raise InputError(f"input not found: {raw}")
-        if p.is_file():
-            if not p.name.endswith(TABLE_SUFFIXES + JSONL_SUFFIXES):
-                raise InputError(f"input {raw}: unknown format (expected .jsonl, .json, .parquet or a datasets folder)")
-            out.append(str(p))
-        elif is_datasets_folder(p):
-            out.append(str(p))
-        else:
-            found = _scan_folder(p)
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            raise InputError(f"input not found: {raw}") from None
+        except OSError as e:
+            raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
+        if stat.S_ISREG(st.st_mode):
+            if delivery_kind(p.name) is None:
+                raise InputError(f"input {raw}: unknown format ({_why_not_read(p.name)})")
+            seen_files.setdefault(os.path.realpath(p), str(p))
+            out.setdefault(os.path.realpath(p), str(p))
+        elif stat.S_ISDIR(st.st_mode):
+            real = os.path.realpath(p)
+            if is_datasets_folder(p):
+                out.setdefault(real, str(p))
+                continue
+            found = _scan_folder(p, seen_dirs, seen_files, warn)
             if not found:
-                raise InputError(f"input folder {raw} holds no .jsonl/.parquet files and is not a datasets folder")
-            out.extend(found)
-    return sorted(dict.fromkeys(out))
+                raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
+                                 f"(read: {READABLE})")
+            for real_file, shown in found:
+                out.setdefault(real_file, shown)
+        else:
+            raise InputError(f"input {raw} is {_kind_of(st)}, not a file or folder; it is not read")
+    return sorted(set(out.values()))
 
 
-def _scan_folder(folder: Path) -> list[str]:
-    """Delivery files below a folder; a saved datasets folder counts as one."""
-    found = []
-    for child in sorted(folder.iterdir()):
-        if child.is_dir():
-            found.extend([str(child)] if is_datasets_folder(child) else _scan_folder(child))
-        elif child.name.endswith(TABLE_SUFFIXES + JSONL_SUFFIXES):
-            found.append(str(child))
+def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], warn) -> list[tuple[str, str]]:
+    """(real path, path) of the delivery files below a folder; a saved
+    datasets folder counts as one."""
+    real_folder = os.path.realpath(folder)
+    if real_folder in seen_dirs:
+        warn(f"skipping {folder}: a link to the folder {real_folder}, already read")
+        return []
+    seen_dirs.add(real_folder)
+    found: list[tuple[str, str]] = []
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as e:
+        raise InputError(f"cannot list input folder {folder}: {e.strerror or e}") from None
+    for child in children:
+        try:
+            st = child.stat()  # follows links
+        except OSError:
+            warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if is_datasets_folder(child):
+                real = os.path.realpath(child)
+                if real in seen_dirs:
+                    warn(f"skipping {child}: a link to the folder {real}, already read")
+                    continue
+                seen_dirs.add(real)
+                found.append((real, str(child)))
+            else:
+                found.extend(_scan_folder(child, seen_dirs, seen_files, warn))
+        elif stat.S_ISREG(st.st_mode):
+            if delivery_kind(child.name) is None:
+                warn(f"skipping {child}: {_why_not_read(child.name)}")
+                continue
+            real = os.path.realpath(child)
+            if real in seen_files:
+                warn(f"skipping {child}: the same file as {seen_files[real]}, already read")
+                continue
+            seen_files[real] = str(child)
+            found.append((real, str(child)))
+        else:
+            warn(f"skipping {child}: {_kind_of(st)}, not a delivery file")
     return found
 
 
+# --- opening files safely ------------------------------------------------------------------
+
+def _open_regular(path: str):
+    """A binary file object for a regular file; a FIFO or device opened by
+    name never blocks the run (O_NONBLOCK, then checked)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{_kind_of(st)}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_jsonl(path: str):
+    fh = _open_regular(path)
+    low = path.lower()
+    for comp, opener in COMPRESSIONS.items():
+        if low.endswith(comp):
+            return opener(fh, "rb")
+    return fh
+
+
+# --- physical lines ----------------------------------------------------------------------
+
+def physical_lines(fh, max_row_bytes: int) -> Iterator[tuple[int, bytes, int, bool]]:
+    """(line number, bytes, full length, ends with a line break) per physical
+    line. Line ends are LF, CRLF, or CR alone: the first line end of the
+    file decides. A leading UTF-8 BOM is dropped. A line longer than
+    `max_row_bytes` is not held in memory: its first bytes are kept and its
+    full length reported. Blank lines are reported too (`is_blank`)."""
+    sep: bytes | None = None
+    kept = bytearray()
+    length = 0
+    lineno = 0
+    first = True
+
+    def add(part: bytes) -> None:
+        nonlocal length
+        collecting = length <= max_row_bytes
+        length += len(part)
+        if collecting:
+            kept.extend(part)
+            if length > max_row_bytes:  # over the limit: keep only a preview
+                del kept[RAW_KEEP_CHARS * 4:]
+
+    def emit(terminated: bool):
+        nonlocal kept, length, lineno
+        lineno += 1
+        data = bytes(kept)
+        full = length
+        if sep == b"\n" and data.endswith(b"\r") and full <= max_row_bytes:
+            data, full = data[:-1], full - 1  # CRLF
+        kept, length = bytearray(), 0
+        return lineno, data, full, terminated
+
+    while True:
+        chunk = fh.read(_CHUNK)
+        if not chunk:
+            break
+        if first:
+            first = False
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM):]
+        if sep is None:
+            has_n, has_r = b"\n" in chunk, b"\r" in chunk
+            if not (has_n or has_r):
+                add(chunk)
+                continue
+            # CR alone only when the first stretch with a line end has no LF
+            # at all; otherwise LF (CRLF's CR is dropped from each line).
+            sep = b"\r" if has_r and not has_n else b"\n"
+        parts = chunk.split(sep)
+        for part in parts[:-1]:
+            add(part)
+            yield emit(True)
+        add(parts[-1])
+    if length:
+        yield emit(False)
+
+
+def is_blank(data: bytes, full_length: int) -> bool:
+    """Blank lines are layout, not rows (neither read nor counted)."""
+    return full_length == len(data) and not data.strip()
+
+
+# --- counting, independently of parsing ---------------------------------------------------
+
+def count_rows(path: str, max_row_bytes: int = 1 << 62) -> int:
+    """How many raw rows `read_source` must yield for this source, counted
+    without parsing any row: non-blank physical lines of a JSONL file,
+    row-group row counts of a Parquet file, table row counts of a datasets
+    folder. A source that cannot be opened counts as one row (the reader
+    yields one error row for it); one that breaks off mid-file counts its
+    lines up to there plus one."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return sum(n for _, n in _dataset_parts(path, counts_only=True))
+        if delivery_kind(p.name) == "parquet":
+            with _open_regular(path) as fh:
+                return _parquet_file(fh).metadata.num_rows
+    except Exception:
+        return 1
+    n = 0
+    try:
+        with _open_jsonl(path) as fh:
+            for _, data, full, _ in physical_lines(fh, max_row_bytes):
+                if not is_blank(data, full):
+                    n += 1
+    except Exception:
+        n += 1
+    return n
+
+
+# --- making a parsed row safe ---------------------------------------------------------------
+
+class RowLimitError(ValueError):
+    """A parsed row holds something over a limit; the message is the reason."""
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _surrogate_at(s: str) -> str:
+    for ch in s:
+        if 0xD800 <= ord(ch) <= 0xDFFF:
+            return f"\\u{ord(ch):04x}"
+    return "?"
+
+
+def check_value(value, where: str | None = None) -> None:
+    """Raise RowLimitError if `value` (a parsed row or field) nests deeper
+    than MAX_DEPTH, holds an integer over MAX_NUMBER_DIGITS digits, or a
+    string or key with a lone surrogate (not encodable as UTF-8, so no
+    coder or file can hold it). Iterative: no recursion limit to hit."""
+    stack = [(value, 1, where)]
+    while stack:
+        v, depth, field = stack.pop()
+        if isinstance(v, str):
+            if _has_surrogate(v):
+                name = f"field '{field}'" if field else "the row"
+                raise RowLimitError(f"{name} holds a lone surrogate escape ({_surrogate_at(v)}), which is not "
+                                    "valid Unicode text; re-export the row as UTF-8")
+        elif isinstance(v, bool) or v is None or isinstance(v, float):
+            continue
+        elif isinstance(v, LongNumber):
+            name = f"field '{field}'" if field else "the row"
+            raise RowLimitError(f"{name} holds a number of {v.digits} digits, over the {MAX_NUMBER_DIGITS}-digit limit")
+        elif isinstance(v, int):
+            if v.bit_length() > MAX_NUMBER_DIGITS * 3.33:
+                name = f"field '{field}'" if field else "the row"
+                raise RowLimitError(f"{name} holds an integer of over {MAX_NUMBER_DIGITS} digits, over the "
+                                    f"{MAX_NUMBER_DIGITS}-digit limit")
+        elif isinstance(v, (dict, list, tuple)):
+            if depth > MAX_DEPTH:
+                name = f"field '{field}'" if field else "the row"
+                raise RowLimitError(f"{name} nests deeper than the {MAX_DEPTH}-level limit")
+            items = v.items() if isinstance(v, dict) else enumerate(v)
+            for k, child in items:
+                if isinstance(k, str) and _has_surrogate(k):
+                    raise RowLimitError(f"a field name holds a lone surrogate escape ({_surrogate_at(k)}), which "
+                                        "is not valid Unicode text; re-export the row as UTF-8")
+                stack.append((child, depth + 1, field if field is not None else (cap(str(k), 60)
+                                                                                 if isinstance(v, dict) else None)))
+
+
+class LongNumber:
+    """Stands for an integer literal over MAX_NUMBER_DIGITS digits while a
+    row is parsed (never converted: Python refuses ints over 4,300 digits,
+    and huge ones break float() and some coders); check_value rejects it,
+    naming its field."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _parse_int(s: str):
+    digits = len(s) - (s[0] == "-")
+    return LongNumber(digits) if digits > MAX_NUMBER_DIGITS else int(s)
+
+
+def loads_limited(text: str, field: str | None = None):
+    """json.loads under the row limits: raises RowLimitError (a reason for a
+    person, naming `field` if the text is one field's value) for nesting too
+    deep, a number too long or a lone surrogate, json.JSONDecodeError for
+    malformed text. Nothing else escapes."""
+    what = f"field '{field}'" if field else "the row"
+    try:
+        value = json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise RowLimitError(f"{what} nests too deeply to parse (over the {MAX_DEPTH}-level limit)") from None
+    except Exception as e:  # anything else the parser may raise on hostile text
+        raise RowLimitError(f"{what} cannot be parsed: {type(e).__name__}: {cap(str(e), 120)}") from None
+    check_value(value, field)
+    return value
+
+
 def _raw_row(source_file: str, line: int, record, raw: str, error: str | None) -> dict:
-    return {"source_file": source_file, "line": line, "record": record, "raw": raw[:RAW_KEEP_CHARS], "error": error}
+    return {"source_file": source_file, "line": line, "record": record, "raw": raw[:RAW_KEEP_CHARS],
+            "error": None if error is None else cap(error)}
+
+
+# --- JSONL ----------------------------------------------------------------------------------
+
+def _parse_line(path: str, i: int, bline: bytes, full: int, terminated: bool, max_row_bytes: int) -> dict:
+    """One non-blank physical line as a raw row; never raises."""
+    preview = bline[: RAW_KEEP_CHARS * 4].decode("utf-8", "replace")
+    if full > max_row_bytes:
+        return _raw_row(path, i, None, preview, f"row is {full} bytes, over the {max_row_bytes}-byte limit")
+    if bline.startswith(_BOM):
+        bline = bline[len(_BOM):]
+    try:
+        text = bline.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _raw_row(path, i, None, preview,
+                        f"invalid UTF-8 at byte {e.start} of the line; re-export the file as UTF-8")
+    try:
+        record = loads_limited(text)
+    except json.JSONDecodeError as e:
+        kind = "truncated last line (file ends mid-record)" if not terminated else "malformed JSON"
+        return _raw_row(path, i, None, text, f"{kind}: {e.msg} at column {e.colno}")
+    except RowLimitError as e:
+        return _raw_row(path, i, None, text, str(e))
+    if not isinstance(record, dict):
+        return _raw_row(path, i, None, text, f"row is a JSON {type(record).__name__}, expected an object")
+    return _raw_row(path, i, record, text, None)
 
 
 def read_jsonl(path: str, max_row_bytes: int) -> Iterator[dict]:
-    with open(path, "rb") as fh:
-        data = fh.read()
-    lines = data.split(b"\n")
-    ends_with_newline = data.endswith(b"\n")
-    if ends_with_newline:
-        lines = lines[:-1]
-    for i, bline in enumerate(lines, start=1):
-        if not bline.strip():
-            continue  # blank lines are layout, not rows
-        is_last = i == len(lines)
-        if len(bline) > max_row_bytes:
-            yield _raw_row(path, i, None, bline[:RAW_KEEP_CHARS].decode("utf-8", "replace"),
-                           f"row is {len(bline)} bytes, over the {max_row_bytes}-byte limit")
-            continue
+    """One raw row per non-blank physical line. A file that breaks off
+    (a corrupt compressed stream, an I/O error) yields one error row for
+    the rest, after the rows read up to there."""
+    last = 0
+    try:
+        with _open_jsonl(path) as fh:
+            for i, bline, full, terminated in physical_lines(fh, max_row_bytes):
+                last = i
+                if is_blank(bline, full):
+                    continue
+                yield _parse_line(path, i, bline, full, terminated, max_row_bytes)
+    except Exception as e:
+        what = "cannot read file" if last == 0 else f"cannot read the rest of the file after line {last}"
+        yield _raw_row(path, last + 1 if last else 0, None, "", f"{what}: {type(e).__name__}: {cap(str(e), 150)}")
+
+
+# --- tables (Parquet, datasets) ---------------------------------------------------------------
+
+def _dumps_raw(record) -> str:
+    try:
+        return json.dumps(record, default=str, ensure_ascii=False)
+    except Exception:
+        return cap(repr(record), RAW_KEEP_CHARS)
+
+
+def _table_row(path: str, n: int, record, max_row_bytes: int) -> dict:
+    if not isinstance(record, dict):
+        return _raw_row(path, n, None, _dumps_raw(record), f"row is a {type(record).__name__}, expected a record")
+    try:
+        check_value(record)
+    except RowLimitError as e:
+        return _raw_row(path, n, None, _dumps_raw(record)[:RAW_KEEP_CHARS], str(e))
+    raw = _dumps_raw(record)
+    size = len(raw.encode("utf-8", "replace"))
+    if size > max_row_bytes:
+        return _raw_row(path, n, None, raw, f"row is {size} bytes, over the {max_row_bytes}-byte limit")
+    return _raw_row(path, n, record, raw, None)
+
+
+def _undecodable_raw(batch_row) -> str:
+    """What a row that does not decode holds, with its text columns shown as
+    bytes (their invalid UTF-8 replaced)."""
+    import pyarrow as pa
+
+    try:
+        cols = {}
+        for name, col in zip(batch_row.schema.names, batch_row.columns):
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                col = col.cast(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
+            try:
+                v = col.to_pylist()[0]
+            except Exception:
+                v = "<undecodable>"
+            cols[name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+        return _dumps_raw(cols)
+    except Exception:
+        return ""
+
+
+def _decode_error(batch_row) -> str:
+    """Which column of a one-row batch does not decode, and why."""
+    for name, col in zip(batch_row.schema.names, batch_row.columns):
         try:
-            text = bline.decode("utf-8")
+            col.to_pylist()
         except UnicodeDecodeError as e:
-            yield _raw_row(path, i, None, bline.decode("utf-8", "replace"),
-                           f"invalid UTF-8 at byte {e.start} of the line; re-export the file as UTF-8")
-            continue
+            return f"invalid UTF-8 in column '{cap(name, 60)}' at byte {e.start}; re-export the file as UTF-8"
+        except Exception as e:
+            return f"column '{cap(name, 60)}' does not decode: {type(e).__name__}: {cap(str(e), 120)}"
+    return "row does not decode"
+
+
+def _batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dict]:
+    """Raw rows of one record batch (row numbers from `first`). A row whose
+    values do not decode (invalid UTF-8 in a string column, say) is an
+    error row on its own; the batch's other rows are read."""
+    try:
+        records = batch.to_pylist()
+    except Exception:
+        records = None
+    if records is not None:
+        for j, record in enumerate(records):
+            yield _table_row(path, first + j, record, max_row_bytes)
+        return
+    for j in range(batch.num_rows):
+        one = batch.slice(j, 1)
         try:
-            record = json.loads(text)
-        except json.JSONDecodeError as e:
-            if is_last and not ends_with_newline:
-                reason = f"truncated last line (file ends mid-record): {e.msg} at column {e.colno}"
-            else:
-                reason = f"malformed JSON: {e.msg} at column {e.colno}"
-            yield _raw_row(path, i, None, text, reason)
+            record = one.to_pylist()[0]
+        except Exception:
+            yield _raw_row(path, first + j, None, _undecodable_raw(one), _decode_error(one))
             continue
-        if not isinstance(record, dict):
-            yield _raw_row(path, i, None, text, f"row is a JSON {type(record).__name__}, expected an object")
-            continue
-        yield _raw_row(path, i, record, text, None)
+        yield _table_row(path, first + j, record, max_row_bytes)
 
 
-def _table_rows(path: str, batches, max_row_bytes: int) -> Iterator[dict]:
-    n = 0
-    for batch in batches:
-        for record in batch.to_pylist():
-            n += 1
-            raw = json.dumps(record, default=str, ensure_ascii=False)
-            if len(raw.encode("utf-8")) > max_row_bytes:
-                yield _raw_row(path, n, None, raw, f"row is over the {max_row_bytes}-byte limit")
-            else:
-                yield _raw_row(path, n, record, raw, None)
+# A footer declaring more rows than this is corrupt or hostile: the file is
+# one unreadable source, not a billion error rows.
+MAX_DECLARED_ROWS = 10**9
+
+
+def _parquet_file(fh):
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(fh)
+    groups = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]
+    if any(n < 0 for n in groups) or sum(groups) > MAX_DECLARED_ROWS or sum(groups) != pf.metadata.num_rows:
+        raise InputError(f"the file's metadata declares {pf.metadata.num_rows} rows in row groups of {groups[:5]}...; "
+                         "it is corrupt")
+    return pf
 
 
 def read_parquet(path: str, max_row_bytes: int) -> Iterator[dict]:
-    import pyarrow.parquet as pq
+    """Row group by row group; a row group that cannot be decoded at all
+    gives one error row per row its metadata declares, so the count holds."""
+    with _open_regular(path) as fh:
+        pf = _parquet_file(fh)
+        n = 1
+        for g in range(pf.num_row_groups):
+            declared = pf.metadata.row_group(g).num_rows
+            try:
+                table = pf.read_row_group(g)
+            except Exception as e:
+                why = f"cannot decode row group {g} of the file: {type(e).__name__}: {cap(str(e), 120)}"
+                for j in range(declared):
+                    yield _raw_row(path, n + j, None, "", why)
+                n += declared
+                continue
+            got = 0
+            for batch in table.to_batches(max_chunksize=4096):
+                yield from _batch_rows(path, batch, n + got, max_row_bytes)
+                got += batch.num_rows
+            for j in range(got, declared):  # fewer rows than the metadata says
+                yield _raw_row(path, n + j, None, "", f"row group {g} declares {declared} rows but holds {got}")
+            n += declared
 
-    yield from _table_rows(path, pq.ParquetFile(path).iter_batches(batch_size=4096), max_row_bytes)
 
-
-def read_datasets_folder(path: str, max_row_bytes: int) -> Iterator[dict]:
+def _dataset_parts(path: str, counts_only: bool = False):
+    """(label, table or row count) per split of a saved datasets folder."""
     import datasets
 
     loaded = datasets.load_from_disk(path)
     parts = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [(None, loaded)]
     for split, ds in parts:
         label = f"{path}#{split}" if split else path
-        yield from _table_rows(label, ds.data.to_batches(max_chunksize=4096), max_row_bytes)
+        yield label, (ds.num_rows if counts_only else ds)
+
+
+def read_datasets_folder(path: str, max_row_bytes: int) -> Iterator[dict]:
+    for label, ds in _dataset_parts(path):
+        n = 1
+        for batch in ds.data.to_batches(max_chunksize=4096):
+            yield from _batch_rows(label, batch, n, max_row_bytes)
+            n += batch.num_rows
 
 
 def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
@@ -148,15 +597,22 @@ def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
     with an error rather than an exception, so one bad file among many is
     quarantined and the others are still curated."""
     p = Path(path)
+    if not p.is_dir() and delivery_kind(p.name) != "parquet":
+        yield from read_jsonl(path, max_row_bytes)  # never raises
+        return
+    yielded = False
     try:
-        if p.is_dir():
-            yield from read_datasets_folder(path, max_row_bytes)
-        elif p.name.endswith(TABLE_SUFFIXES):
-            yield from read_parquet(path, max_row_bytes)
-        else:
-            yield from read_jsonl(path, max_row_bytes)
+        rows = read_datasets_folder(path, max_row_bytes) if p.is_dir() else read_parquet(path, max_row_bytes)
+        for row in rows:
+            yielded = True
+            yield row
     except Exception as e:  # a corrupt file: report it, keep the run going
-        yield _raw_row(path, 0, None, "", f"cannot read file: {type(e).__name__}: {e}")
+        if yielded:
+            # Rows already read stay; what is left is one error row (the
+            # count then differs and the accounting check says so).
+            yield _raw_row(path, 0, None, "", f"cannot read the rest of the file: {type(e).__name__}: {cap(str(e), 150)}")
+        else:
+            yield _raw_row(path, 0, None, "", f"cannot read file: {type(e).__name__}: {cap(str(e), 150)}")
 
 
 class ReadDeliveries(beam.PTransform):
@@ -175,4 +631,24 @@ class ReadDeliveries(beam.PTransform):
             # Spread files across workers before reading them.
             | "Spread" >> beam.Reshuffle()
             | "Read" >> beam.FlatMap(read_source, self.max_row_bytes)
+        )
+
+
+class CountInputRows(beam.PTransform):
+    """Paths in, one number out: the rows the inputs hold, counted without
+    parsing any of them (count_rows). The independent side of the
+    row-accounting check."""
+
+    def __init__(self, paths: list[str], max_row_bytes: int):
+        super().__init__()
+        self.paths = paths
+        self.max_row_bytes = max_row_bytes
+
+    def expand(self, pbegin):
+        return (
+            pbegin
+            | "Paths" >> beam.Create(self.paths)
+            | "Spread" >> beam.Reshuffle()
+            | "Count" >> beam.Map(count_rows, self.max_row_bytes)
+            | "Sum" >> beam.CombineGlobally(sum)
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 import apache_beam as beam
 
 from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
+from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, cap, check_value, loads_limited
 from tasksieve.transforms.routing import split_tagged
 
 QUARANTINE_TAG = "quarantine"
@@ -35,8 +36,27 @@ REQUIRED_BY_DOMAIN = {
 }
 
 
+# Defaults of [limits] max_expert_minutes / max_expert_cost_usd: above them a
+# value is absurd (a typo, a unit mix-up, an attack on the totals), not a price.
+MAX_EXPERT_MINUTES = 100_000.0
+MAX_EXPERT_COST_USD = 1_000_000.0
+# task_id and source as shown in a quarantine row, whatever their length.
+MAX_ID_CHARS = 200
+
+
 class RowError(ValueError):
     pass
+
+
+def _show(value, limit: int = 40) -> str:
+    """A value as a reason may quote it: short, never a copy of attacker text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"a {value.bit_length() * 3 // 10}-digit integer"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _as_text(name: str, value, max_chars: int) -> str | None:
@@ -57,7 +77,7 @@ def _as_text(name: str, value, max_chars: int) -> str | None:
     return value
 
 
-def _as_amount(name: str, value) -> float | None:
+def _as_amount(name: str, value, limit: float) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
@@ -65,13 +85,22 @@ def _as_amount(name: str, value) -> float | None:
     if isinstance(value, str):
         try:
             value = float(value.strip())
-        except ValueError:
-            raise RowError(f"field '{name}' is {value[:40]!r}, expected a non-negative number") from None
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise RowError(f"field '{name}' is {value!r}, expected a non-negative number")
-    if value < 0:
-        raise RowError(f"field '{name}' is negative ({value}); expected a non-negative number")
-    return float(value)
+        except (ValueError, OverflowError):
+            raise RowError(f"field '{name}' is {_show(value)}, expected a non-negative number") from None
+    if not isinstance(value, (int, float)):
+        raise RowError(f"field '{name}' is a {type(value).__name__}, expected a non-negative number")
+    bound = f"the limits.max_{name} limit of {limit:,.0f}" if limit < 1e15 else f"the limits.max_{name} limit"
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        raise RowError(f"field '{name}' is {_show(value)}, over {bound}") from None
+    if not math.isfinite(number):
+        raise RowError(f"field '{name}' is {_show(value)}, expected a finite non-negative number within {bound}")
+    if number < 0:
+        raise RowError(f"field '{name}' is negative ({_show(number)}); expected a non-negative number")
+    if number > limit:
+        raise RowError(f"field '{name}' is {_show(number)}, over {bound}")
+    return number
 
 
 def _as_rubric(value, max_chars: int) -> list[str] | None:
@@ -96,12 +125,40 @@ def declared_domain(rec: dict):
     return domain
 
 
-def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | None]:
-    """(task, None) for a usable row, (None, reason) for one to quarantine."""
-    if raw.get("error"):
-        return None, raw["error"]
-    rec = raw["record"]
+def validate_row(raw: dict, max_field_chars: int, max_expert_minutes: float = MAX_EXPERT_MINUTES,
+                 max_expert_cost_usd: float = MAX_EXPERT_COST_USD) -> tuple[dict | None, str | None]:
+    """(task, None) for a usable row, (None, reason) for one to quarantine.
+    Never raises: whatever a row holds, the answer is a task or a reason."""
     try:
+        if raw.get("error"):
+            return None, cap(raw["error"])
+        task, reason = _validate(raw, max_field_chars, max_expert_minutes, max_expert_cost_usd)
+    except Exception as e:  # a value no check foresaw: quarantined, never a crash
+        return None, cap(f"row cannot be validated: {type(e).__name__}: {cap(str(e), 100)}")
+    return task, None if reason is None else cap(reason)
+
+
+def _meta(value, max_field_chars: int):
+    """`meta` as an object (or None): given as an object, or as JSON text
+    parsed under the row limits; other text is kept as {"text": ...}."""
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        if len(value) > max_field_chars:
+            raise RowError(f"field 'meta' is {len(value)} characters, over the {max_field_chars}-character limit")
+        try:
+            return loads_limited(value, "meta")
+        except json.JSONDecodeError:
+            return {"text": value}
+    return value
+
+
+def _validate(raw: dict, max_field_chars: int, max_minutes: float, max_cost: float) -> tuple[dict | None, str | None]:
+    rec = raw["record"]
+    if not isinstance(rec, dict):
+        return None, f"row is a {type(rec).__name__}, expected an object"
+    try:
+        check_value(rec)  # the reader checked; a row from elsewhere is checked here
         task = {name: _as_text(name, rec.get(name), max_field_chars) for name in _TEXT_FIELDS}
         prompt = task["prompt"]
         if prompt is None or not prompt.strip():
@@ -110,37 +167,38 @@ def validate_row(raw: dict, max_field_chars: int) -> tuple[dict | None, str | No
             raise RowError("field 'task_id' is missing or empty")
         domain = declared_domain(rec)
         if domain not in DOMAINS:
-            raise RowError(f"field 'domain' is {domain!r}; expected one of {', '.join(DOMAINS)}")
+            raise RowError(f"field 'domain' is {_show(domain)}; expected one of {', '.join(DOMAINS)}")
         task["domain"] = domain
         task["rubric"] = _as_rubric(rec.get("rubric"), max_field_chars)
         for need in REQUIRED_BY_DOMAIN[domain]:
             v = task.get(need)
             if v is None or (isinstance(v, str) and not v.strip()) or v == []:
                 raise RowError(f"{domain} task has no '{need}'; it cannot be verified")
-        task["expert_minutes"] = _as_amount("expert_minutes", rec.get("expert_minutes"))
-        task["expert_cost_usd"] = _as_amount("expert_cost_usd", rec.get("expert_cost_usd"))
+        task["expert_minutes"] = _as_amount("expert_minutes", rec.get("expert_minutes"), max_minutes)
+        task["expert_cost_usd"] = _as_amount("expert_cost_usd", rec.get("expert_cost_usd"), max_cost)
         if task["created_at"] is not None:
             try:
                 datetime.fromisoformat(task["created_at"].replace("Z", "+00:00"))
-            except ValueError:
-                raise RowError(f"field 'created_at' is {task['created_at'][:40]!r}, expected an ISO 8601 date") from None
-        meta = rec.get("meta")
-        if isinstance(meta, str):
-            try:
-                meta = json.loads(meta) if meta.strip() else None
-            except json.JSONDecodeError:
-                meta = {"text": meta}
+            except (ValueError, OverflowError):
+                raise RowError(f"field 'created_at' is {_show(task['created_at'])}, expected an ISO 8601 date") from None
+        meta = _meta(rec.get("meta"), max_field_chars)
         if meta is not None and not isinstance(meta, dict):
             raise RowError(f"field 'meta' is a {type(meta).__name__}, expected an object")
         # Unknown columns are kept, not lost: vendors add their own.
         extra = {k: v for k, v in rec.items() if k not in _KNOWN}
         if extra:
             meta = dict(meta or {}, extra=extra)
-        meta_json = json.dumps(meta, sort_keys=True, default=str, ensure_ascii=False) if meta else None
+        try:
+            meta_json = json.dumps(meta, sort_keys=True, default=str, ensure_ascii=False, allow_nan=False) \
+                if meta else None
+        except ValueError:
+            raise RowError("field 'meta' holds a non-finite number (NaN or Infinity), which JSON cannot store") from None
+        except TypeError:  # keys of mixed types cannot be sorted
+            raise RowError("field 'meta' has keys that are not text") from None
         if meta_json and len(meta_json) > max_field_chars:
             raise RowError(f"field 'meta' is over the {max_field_chars}-character limit")
         task["meta"] = meta_json
-    except RowError as e:
+    except (RowError, RowLimitError) as e:
         return None, str(e)
     # A delivery without source/batch columns is named after its file.
     stem = _file_stem(raw["source_file"])
@@ -156,22 +214,30 @@ def _file_stem(source_file: str) -> str:
     return Path(source_file.split("#")[0]).stem
 
 
+def _id_text(value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 128 else None
+    return value[:MAX_ID_CHARS]
+
+
 def quarantine_row(raw: dict, reason: str) -> dict:
-    rec = raw.get("record") or {}
-    tid = rec.get("task_id")
-    src = rec.get("source")
+    rec = raw.get("record")
+    rec = rec if isinstance(rec, dict) else {}
+    src = _id_text(rec.get("source"))
     return {
         # Named like valid rows (the file stem when absent), so per-source
         # figures count a vendor's broken rows too.
-        "source": src if isinstance(src, str) and src.strip() else _file_stem(raw["source_file"]),
+        "source": src if src and src.strip() else _file_stem(raw["source_file"]),
         "source_file": raw["source_file"],
         "line": raw["line"],
-        "task_id": str(tid) if isinstance(tid, (str, int)) and not isinstance(tid, bool) else None,
+        "task_id": _id_text(rec.get("task_id")),
         # A row that never parsed failed at `read`; one that parsed but broke
         # the contract failed at `validate`.
         "stage": "read" if raw.get("error") else "validate",
-        "reason": reason,
-        "raw": raw["raw"],
+        "reason": cap(reason),
+        "raw": (raw.get("raw") or "")[:RAW_KEEP_CHARS],
     }
 
 
@@ -185,15 +251,16 @@ class ValidateRows(beam.PTransform):
     """Raw rows in; (valid tasks, quarantine entries) out. A task_id repeated within one source is quarantined
     after its first occurrence: results are keyed by (source, task_id)."""
 
-    def __init__(self, max_field_chars: int):
+    def __init__(self, max_field_chars: int, max_expert_minutes: float = MAX_EXPERT_MINUTES,
+                 max_expert_cost_usd: float = MAX_EXPERT_COST_USD):
         super().__init__()
-        self.max_field_chars = max_field_chars
+        self.limits = (max_field_chars, max_expert_minutes, max_expert_cost_usd)
 
     def expand(self, raw_rows):
-        max_chars = self.max_field_chars
+        limits = self.limits
 
         def check(raw):
-            task, reason = validate_row(raw, max_chars)
+            task, reason = validate_row(raw, *limits)
             if task is None:
                 yield QUARANTINE_TAG, quarantine_row(raw, reason)
             else:
