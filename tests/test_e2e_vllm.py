@@ -23,7 +23,7 @@ TASKS = [
 # writes the code (run in the sandbox) and judges the rubric.
 OTHER_DOMAINS = [
     {"task_id": "c0", "source": "probe", "domain": "code", "prompt": "Write a Python function add(a, b) that returns a + b.",
-     "entry_point": "add", "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+     "entry_point": "add", "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n    assert candidate(10, 5) == 15\n",
      "reference_solution": "def add(a, b):\n    return a + b\n", "expert_minutes": 5},
     {"task_id": "r0", "source": "probe", "domain": "rubric", "prompt": "Write one sentence about rain.",
      "rubric": ["mentions rain", "is one sentence"], "expert_minutes": 1},
