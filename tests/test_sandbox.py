@@ -6,6 +6,7 @@ interpreter nobody can read). Tests marked "kernel" switch the audit hook
 off, to show what the kernel layers hold on their own. No timing
 assertions: only outcomes."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -66,11 +67,10 @@ def test_humaneval_style_check_is_called_with_the_entry_point(mode):
     assert not res.passed and "candidate(0) == 0" in res.error
 
 
-@pytest.fixture
-def listener():
-    """A TCP server on the host's loopback that records any connection."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
+@contextlib.contextmanager
+def recording(srv):
+    """Accept connections on a listening socket in a thread, recording what
+    each sends; yields the list of what was received."""
     srv.listen(5)
     srv.settimeout(0.2)
     hits, stop = [], threading.Event()
@@ -86,10 +86,21 @@ def listener():
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
-    yield srv.getsockname()[1], hits
-    stop.set()
-    t.join()
-    srv.close()
+    try:
+        yield hits
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+
+
+@pytest.fixture
+def listener():
+    """A TCP server on the host's loopback that records any connection."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    with recording(srv) as hits:
+        yield srv.getsockname()[1], hits
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -199,25 +210,8 @@ def unix_listener(tmp_path):
     srv.bind(path)
     os.chmod(path, 0o777)
     os.chmod(tmp_path, 0o755)
-    srv.listen(5)
-    srv.settimeout(0.2)
-    hits, stop = [], threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = srv.accept()
-                hits.append(conn.recv(100))
-                conn.close()
-            except OSError:
-                pass
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    yield path, hits
-    stop.set()
-    t.join()
-    srv.close()
+    with recording(srv) as hits:
+        yield path, hits
 
 
 @pytest.mark.parametrize("mode", MODES)
