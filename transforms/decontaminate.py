@@ -313,6 +313,12 @@ class BenchmarkIndex:
         idx, ev = found[0]
         return {**self._item_evidence(idx), **ev}
 
+    def _cosines(self, text: str, idxs: list[int]) -> dict[int, float]:
+        from tasksieve.transforms.embed import get_model
+
+        vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
+        return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
+
     def judge(self, task: dict) -> dict | None:
         """Evidence that `task` is a benchmark item (candidate generator, what
         was compared, the item), or None. Without `confirm`: `match`."""
@@ -323,23 +329,27 @@ class BenchmarkIndex:
             return self.match(text)
         ws = words(text)
         cands = self._lexical(ws)
-        proposed = {idx for idx, _ in cands}
-        tq = quantities(text)
-        sem = [(i, s) for i, s in self._by_quantities(tq) if i not in proposed] if self.semantic else []
-        cos: dict[int, float] = {}
-        need = [i for i, _ in sem[: self.max_candidates]]
-        need += [i for i, _ in cands if sum(self.meta[i].quantities.values()) < self.rules.min_numbers]
-        if need and self.semantic:
-            from tasksieve.transforms.embed import get_model
-
-            vecs = get_model().encode([text] + [self.meta[i].text for i in need])
-            cos = {i: float(vecs[0] @ v) for i, v in zip(need, vecs[1:])}
-        for idx, share in sem[: self.max_candidates]:
-            if cos.get(idx, 0.0) >= self.rules.semantic_min:
-                cands.append((idx, {"check": "semantic", "cosine": round(cos[idx], 4),
-                                    "item_numbers_in_task": share}))
+        # Words first: most contaminated tasks are confirmed here, without the model.
         for idx, ev in cands[: self.max_candidates]:
-            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos.get(idx))
+            cos = None
+            if self.semantic and sum(self.meta[idx].quantities.values()) < self.rules.min_numbers:
+                cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos)
+            if same:
+                return {**self._item_evidence(idx), **ev, **why}
+        if not self.semantic:
+            return None
+        # Then meaning, only for items whose quantities the task states.
+        proposed = {idx for idx, _ in cands}
+        sem = [(i, s) for i, s in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+        if not sem:
+            return None
+        cos = self._cosines(text, [i for i, _ in sem])
+        for idx, share in sem:
+            if cos[idx] < self.rules.semantic_min:
+                continue
+            ev = {"check": "semantic", "cosine": round(cos[idx], 4), "item_numbers_in_task": share}
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx])
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None
