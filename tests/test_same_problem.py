@@ -147,6 +147,12 @@ def test_paraphrases_are_near_duplicates_and_template_siblings_are_not():
         assert out == ["kept", "kept"], (a["prompt"], b["prompt"])
 
 
+def test_same_numbers_other_operation_is_another_problem_even_without_answers():
+    a = _row({"task_id": "a", "domain": "math", "prompt": "Calculate 2 + 2.", "answer": None}, 0, 1)
+    b = _row(dict(a, task_id="b", prompt="Calculate 2 - 2."), 1, 2)
+    assert [t for t, _ in find_near_duplicates([a, b], [], P, 0.7)] == ["kept", "kept"]
+
+
 def test_short_template_refills_with_other_answers_are_kept_but_a_copy_with_the_same_answer_is_not():
     a = _row({"task_id": "a", "domain": "math", "prompt": "A shop sells pens at $3 each. On Monday it sells 34 pens "
               "and on Tuesday 17 pens. How much money does it make on the two days?", "answer": "153"}, 0, 1)

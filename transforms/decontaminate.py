@@ -21,6 +21,7 @@ import csv
 import gzip
 import hashlib
 import json
+import math
 import re
 import threading
 from collections import Counter
@@ -198,6 +199,7 @@ class BenchmarkIndex:
         self.postings: dict[int, list[int]] = {}
         self.confirm, self.semantic, self.rules = confirm, semantic, rules or Rules()
         self.max_candidates = max_candidates
+        self.min_surprise = 6.0
         self.idf = Idf()
         self.qdf: Counter = Counter()
         self._qpost: dict[str, list[int]] | None = None
@@ -293,13 +295,29 @@ class BenchmarkIndex:
         return self._qpost
 
     def _by_quantities(self, tq: Counter) -> list[tuple[int, float]]:
+        """Items whose quantities the task states (`numbers_min` of them), that
+        make up most of the task's own (a long task does not match every
+        short item inside it), and whose shared quantities are unlikely by
+        chance: their summed IDF over the items at least `min_surprise`
+        (small numbers like 2, 3, 5 are in hundreds of items)."""
         post = self._quantity_postings()
-        shares = {}
+        n = len(self.meta) + 1
+        t_total = sum(tq.values())
+        out = {}
         for v in tq:
             for idx in post.get(v, ()):
-                if idx not in shares:
-                    shares[idx] = containment(self.meta[idx].quantities, tq)
-        return sorted(((i, s) for i, s in shares.items() if s >= self.rules.numbers_min), key=lambda x: (-x[1], x[0]))
+                if idx in out:
+                    continue
+                q = self.meta[idx].quantities
+                common = sum(min(c, tq.get(x, 0)) for x, c in q.items())  # plain dicts: this loop is hot
+                total = sum(q.values())
+                if common < self.rules.numbers_min * total or common < 0.5 * t_total:
+                    out[idx] = None
+                    continue
+                share = round(common / total, 4)
+                surprise = sum(math.log(n / (self.qdf[x] + 1)) for x in (q & tq))
+                out[idx] = share if surprise >= self.min_surprise else None
+        return sorted(((i, s) for i, s in out.items() if s is not None), key=lambda x: (-x[1], x[0]))
 
     # --- judgements --------------------------------------------------------------------------
 

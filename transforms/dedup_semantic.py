@@ -71,7 +71,7 @@ def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, t
 
             idx = sorted({x for pair in open_pairs for x in pair})
             vecs = dict(zip(idx, get_model().encode([members[x][1] for x in idx])))
-            bar = rules.pair_min if key else rules.pair_alone_min
+            bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
             for i, j in open_pairs:
                 c = float(vecs[i] @ vecs[j])
                 if c >= bar:
@@ -80,7 +80,7 @@ def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, t
     from tasksieve.transforms.embed import get_model, neighbours
 
     vecs = get_model().encode([t for _, t in members])
-    bar = rules.pair_min if key else rules.pair_alone_min
+    bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
     return [edge(i, j, round(c, 4)) for i, j, c in neighbours(vecs, bar, k=k, allowed=allowed)]
 
 

@@ -214,3 +214,14 @@ def containment(item: Counter, task: Counter) -> float:
 def jaccard(a: Counter, b: Counter) -> float:
     u = sum((a | b).values())
     return round(sum((a & b).values()) / u, 4) if u else 1.0
+
+
+# Arithmetic operators written between numbers ("2 + 2", "(3 * 4)"): in a
+# short prompt they are as much the problem as the numbers ("Calculate 2 + 2"
+# and "Calculate 2 - 2" state the same quantities). Hyphens inside words
+# ("3-year-old", "twenty-five") are not operators.
+_OPERATOR = re.compile(r"(?<=[\d\s)])([-+*/×÷^=<>])(?=[\s\d(])")
+
+
+def operators(text: str) -> Counter:
+    return Counter(_OPERATOR.findall(unicodedata.normalize("NFKC", text or "")))

@@ -231,7 +231,7 @@ def pair_quantity_key(text: str) -> str:
     """Tasks whose quantities differ can never be confirmed as paraphrases:
     near dedup only compares meanings within one key."""
     q = qty.quantities(text)
-    return " ".join(sorted(q.elements()))
+    return " ".join(sorted(q.elements())) + "|" + "".join(sorted(qty.operators(text).elements()))
 
 
 def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
@@ -260,9 +260,12 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
     each reference passes the other's tests (when they can run)."""
     ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
     qa, qb = qty.quantities(ta), qty.quantities(tb)
+    oa, ob = qty.operators(ta), qty.operators(tb)
     ev = {"cosine": round(float(cosine), 4), "numbers": {"a": _short(qa), "b": _short(qb), "equal": qa == qb}}
-    if qa != qb:
-        return False, dict(ev, cleared_by="numbers")
+    if oa or ob:
+        ev["operators"] = {"a": "".join(sorted(oa.elements())), "b": "".join(sorted(ob.elements()))}
+    if qa != qb or oa != ob:
+        return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
     need = rules.pair_min if qa else rules.pair_alone_min
     if cosine < need:
         return False, dict(ev, cleared_by="semantic", semantic_min=need)
