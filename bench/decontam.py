@@ -13,8 +13,14 @@ never published: grade-school math problems and general prose; read from
 the package in `.venv-peers`) and reasoning-gym arithmetic tasks.
 
 Settings compared: n-gram only at n = 13 (lm-evaluation-harness), 12
-(datatrove) and 8 (open-r1), and tasksieve's default (n-gram + short-item
-+ fuzzy). Throughput is shown relative to the 13-gram-only check.
+(datatrove) and 8 (open-r1), tasksieve's words-only rules (n-gram +
+short-item + fuzzy, the default before the same-problem judgement) and its
+default (those candidates plus meaning, each confirmed on numbers, the
+reference answer and code behaviour; transforms/same_problem.py). Tasks
+carry the item's reference answer where the benchmark ships one.
+Throughput is shown relative to the 13-gram-only check, on the positives
+(every one a candidate) and on the negatives (clean tasks, the bulk of a
+real delivery).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tasksieve.transforms.decontaminate import BUNDLED, build_index
+from tasksieve.transforms.decontaminate import BUNDLED, ITEMS, build_index
 from tasksieve.schemas.config import DecontamConfig
 from tasksieve.transforms.decontaminate import index_options
 
@@ -70,6 +76,13 @@ def negatives() -> dict[str, list[str]]:
     return out
 
 
+def _as_task(prompt: str, answer) -> dict:
+    return {"task_id": "t", "domain": "math", "prompt": prompt, "answer": answer}
+
+
+ANSWERS = {(name, item["id"]): item.get("answer") for name, load in ITEMS.items() for item in load()}
+
+
 def wrap(q: str) -> str:
     return f"Solve the following problem.\n\n{q}\n\nShow your work and give the final answer."
 
@@ -81,33 +94,43 @@ def main() -> None:
     rng = random.Random(0)
     pos = positives(args.per_benchmark, rng)
     verbatim = [wrap(t) for _, _, t in pos]
+    # The items' own reference answers go with them (GSM8K, AIME); a task
+    # copied from a benchmark usually carries its answer.
+    answers = [ANSWERS.get((b, i)) for b, i, _ in pos]
     reworded = [wrap(reword(t)) for _, _, t in pos]
     negs = negatives()
     benches = list(BUNDLED)
     default = DecontamConfig()
+    only = {"fuzzy": False, "short_min_words": 10**6, "confirm": False, "semantic": False}
     settings = [
-        ("13-gram only (lm-eval-harness)", 13, {"fuzzy": False, "short_min_words": 10**6}),
-        ("12-gram only (datatrove)", 12, {"fuzzy": False, "short_min_words": 10**6}),
-        ("8-gram only (open-r1)", 8, {"fuzzy": False, "short_min_words": 10**6}),
-        (f"tasksieve default ({default.ngram}-gram + short + fuzzy)", default.ngram, index_options(default)),
+        ("13-gram only (lm-eval-harness)", 13, only),
+        ("12-gram only (datatrove)", 12, only),
+        ("8-gram only (open-r1)", 8, only),
+        (f"tasksieve words only ({default.ngram}-gram + short + fuzzy)", default.ngram,
+         dict(index_options(default), confirm=False, semantic=False)),
+        ("tasksieve same-problem (default: + meaning, confirmed)", default.ngram, index_options(default)),
     ]
     print(f"positives: {len(pos)} benchmark items ({', '.join(benches)}), each verbatim and reworded; "
           f"negatives: " + ", ".join(f"{k} ({len(v)})" for k, v in negs.items()))
     head = f"{'setting':<44}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>18}" for k in negs)
-    print(head + f"{'tasks/s':>9}{'ratio':>7}")
-    base = None
+    print(head + f"{'tasks/s':>9}{'ratio':>7}{'clean/s':>10}{'ratio':>7}")
+    base = neg_base = None
     for label, n, opts in settings:
         index = build_index(n, benches, [], **opts)
         t0 = time.perf_counter()
-        v = sum(index.match(t) is not None for t in verbatim)
-        r = sum(index.match(t) is not None for t in reworded)
+        v = sum(index.judge(_as_task(t, a)) is not None for t, a in zip(verbatim, answers))
+        r = sum(index.judge(_as_task(t, a)) is not None for t, a in zip(reworded, answers))
         rate = (len(verbatim) + len(reworded)) / (time.perf_counter() - t0)
         base = base or rate
         fps = []
+        t0, n_neg = time.perf_counter(), 0
         for texts in negs.values():
-            fps.append(f"{sum(index.match(t) is not None for t in texts)}/{len(texts)}")
+            fps.append(f"{sum(index.judge(_as_task(t, None)) is not None for t in texts)}/{len(texts)}")
+            n_neg += len(texts)
+        neg_rate = n_neg / (time.perf_counter() - t0)
+        neg_base = neg_base or neg_rate
         print(f"{label:<44}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>18}" for x in fps)
-              + f"{rate:>9,.0f}{rate / base:>7.2f}")
+              + f"{rate:>9,.0f}{rate / base:>7.2f}{neg_rate:>10,.0f}{neg_rate / neg_base:>7.2f}")
     sample = next(t for t in reworded if re.search(r"\d", t))
     print("\nexample reworded item:", sample[:240].replace("\n", " "), "...")
 

@@ -146,16 +146,17 @@ def score(removed: set[str], planted: dict) -> dict:
 _TS_CONFIG = """
 [dedup]
 near = true
+semantic = {semantic}
 [decontam]
 benchmarks = []
 fuzzy = false
 """
 
 
-def run_tasksieve(data: Path, work: Path):
-    cfg = work / "bench.toml"
-    cfg.write_text(_TS_CONFIG)
-    out = work / "ts-out"
+def run_tasksieve(data: Path, work: Path, semantic: bool = True):
+    cfg = work / f"bench-{semantic}.toml"
+    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower()))
+    out = work / f"ts-out-{semantic}"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out),
                             "--config", str(cfg)], env)
@@ -264,6 +265,7 @@ def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
     results["pyarrow exact"] = run_floor(_PYARROW, data)
     if n <= tasksieve_max:
         results["tasksieve dedup (exact+near)"] = run_tasksieve(data, work)
+        results["tasksieve, MinHash only"] = run_tasksieve(data, work, semantic=False)
     else:
         print(f"(tasksieve skipped at {n:,} tasks: --tasksieve-max {tasksieve_max:,}; its in-process runner "
               "keeps every shuffle in memory, ~10 KiB per task measured at 100k)")

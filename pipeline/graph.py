@@ -25,7 +25,7 @@ from tasksieve.pipeline.staging import WriteStaged, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends import Backend
 from tasksieve.transforms.costs import CostRows
-from tasksieve.transforms.decontaminate import Decontaminate, index_options
+from tasksieve.transforms.decontaminate import Decontaminate, index_options, rules_from_config
 from tasksieve.transforms.dedup_exact import DropExactDuplicates
 from tasksieve.transforms.dedup_near import NearDedup
 from tasksieve.transforms.minhash import params_from_config
@@ -115,7 +115,8 @@ def dedup_stages(p: beam.Pipeline, spec: RunSpec):
         unique, near = unique | "NearDedup" >> NearDedup(
             params_from_config(cfg.dedup), cfg.dedup.threshold, pool, cfg.dedup.max_bucket_pairs,
             within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
-            guard_below=cfg.dedup.number_guard_below)
+            guard_below=cfg.dedup.number_guard_below, semantic=cfg.dedup.semantic,
+            rules=rules_from_config(cfg.decontam, cfg.dedup))
         dropped.append(near)
     clean, contaminated = unique | "Decontaminate" >> Decontaminate(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam)

@@ -44,9 +44,12 @@ NOTES = [
     "number spraying, several boxed answers, always-equal objects, patched builtins, exiting before the "
     "asserts, forged verdicts, ...) must fail; each probe that passes is named. Code runs in the sandbox "
     "(attempt and tests in separate processes; no network, no host files, CPU/memory/time limits).",
-    "Duplicates are exact after normalisation (Unicode NFKC, case, whitespace, punctuation spacing); "
-    "paraphrases are not detected.",
-    "Contamination is checked on prompts, by word n-grams against the benchmarks the profile names.",
+    "Duplicates: exact after normalisation (Unicode NFKC, case, whitespace, punctuation spacing), and near "
+    "copies by the pipeline's own judgement (MinHash on 5-character shingles; paraphrases: tasks stating the same "
+    "quantities with close meaning, confirmed when their answers agree). Each names its evidence.",
+    "Contamination: candidates by word n-grams, short items, in-order rewording and meaning, confirmed on what "
+    "makes a problem (its numbers, its reference answer, for code the benchmark's own tests run in the sandbox); "
+    "look-alikes that share only words or boilerplate are not counted.",
 ]
 
 
@@ -124,11 +127,17 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     tasks = [with_hash(t) for t in tasks]
     gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
-    checks.append(dc.duplicates_within(tasks, th.max_duplicate_rate))
-    pool = unusable = None
+    dedup, rules = _near_settings(profile)
+    checks.append(dc.duplicates_within(tasks, th.max_duplicate_rate, dedup, rules))
+    pool = unusable = pool_rows = None
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
-    checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate))
+        from tasksieve.transforms.minhash import params_from_config
+        from tasksieve.transforms.pool_index import pool_rows as index_rows
+
+        pool_rows = list(index_rows(pool_paths, params_from_config(dedup), f.max_row_bytes, f.max_field_chars))
+    checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
+                                             dedup, rules))
     checks.append(_contamination(tasks, profile))
     checks.append(dc.verifier_sanity(tasks, th.max_broken_verifiers))
     if probe is not None:
@@ -182,6 +191,15 @@ def _run_gx(raws: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
             res["data_docs"] = {"built": False, "index": None,
                                 "note": f"GX could not build Data Docs: {type(e).__name__}: {e}"[:300]}
             return res
+
+
+def _near_settings(profile: Profile):
+    """The run's near-dedup settings (defaults of `[dedup]`) and same-problem
+    rules: validate judges duplicates as `run` and `dedup` do."""
+    from tasksieve.schemas.config import DecontamConfig, DedupConfig
+    from tasksieve.transforms.decontaminate import rules_from_config
+
+    return DedupConfig(), rules_from_config(DecontamConfig(), DedupConfig())
 
 
 def _contamination(tasks: list[dict], profile: Profile) -> dict:

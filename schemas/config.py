@@ -55,6 +55,11 @@ class DedupConfig(_Section):
                                       "whatever their numbers (one number edited in a long prompt)")
     seed: int = Field(1, description="MinHash permutation seed (an index is only reusable with the same one)")
     max_bucket_pairs: int = Field(32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain")
+    semantic: bool = Field(True, description="also find paraphrases: tasks stating the same quantities whose "
+                                             "meaning is close (sentence embeddings), confirmed by the same-problem rules")
+    semantic_min: float = Field(0.8, ge=-1, le=1, description="cosine at which two tasks with the same quantities "
+                                                              "(and agreeing answers) are the same problem")
+    semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
     against: list[str] = Field(default_factory=list,
                                description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified")
     save_index: str | None = Field(None, description="save the index of `against` here for reuse")
@@ -81,6 +86,20 @@ class DecontamConfig(_Section):
                                                                 "in the task that marks it reworded")
     fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
     fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")
+    # Same-problem confirmation (transforms/same_problem.py, docs/same_problem.md).
+    confirm: bool = Field(True, description="confirm each candidate on what makes a problem (numbers, reference "
+                                            "answer, code behaviour, boilerplate-weighted text); off: any candidate drops")
+    semantic: bool = Field(True, description="also propose items whose quantities the task states and whose meaning "
+                                             "is close (sentence embeddings): catches rewordings that keep few words")
+    numbers_min: float = Field(0.75, gt=0, le=1, description="share of a benchmark item's quantities the task must "
+                                                              "state to be that item (answers unknown)")
+    semantic_min: float = Field(0.6, ge=-1, le=1, description="cosine that makes a quantity-sharing item a candidate")
+    text_min: float = Field(0.6, gt=0, le=1, description="IDF-weighted in-order word coverage that confirms an item "
+                                                         "with too few numbers to judge by")
+    run_code: bool = Field(True, description="run a code item's own tests against the task's reference solution "
+                                             "(in the sandbox)")
+    background_paths: list[str] = Field(default_factory=list, description="clean tasks whose phrases count as "
+                                        "boilerplate (IDF) when matching; JSONL/Parquet/datasets")
 
 
 class OpenAIConfig(_Section):

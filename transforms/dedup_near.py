@@ -40,6 +40,7 @@ import numpy as np
 from tasksieve.transforms.dedup_exact import survivor_key
 from tasksieve.transforms.minhash import MinHashParams, shingle_hashes, task_bands, text_of
 from tasksieve.transforms.routing import split_tagged
+from tasksieve.transforms.same_problem import Rules, judge_pair, other_problem
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
@@ -153,19 +154,24 @@ class ComponentsFn(beam.CombineFn):
 
     def extract_output(self, acc):
         uf = UnionFind()
-        for a, b in acc:
-            uf.union(a, b)
+        for e in acc:
+            uf.union(e[0], e[1])
         comps: dict = {}
-        for a, b in acc:
-            comps.setdefault(uf.find(a), []).append((a, b))
+        for e in acc:
+            comps.setdefault(uf.find(e[0]), []).append(tuple(e))
         return comps
+
+
+def edge_order(e: tuple) -> tuple:
+    """Total order over (a, b) and (a, b, cosine or None) edges."""
+    return (e[0], e[1], len(e), -2.0 if len(e) < 3 or e[2] is None else e[2])
 
 
 def component_messages(comps: dict):
     """(node, ('root', root)) for each node, (root, ('edges', edges)) for each component."""
     for root, edges in comps.items():
-        yield root, ("edges", sorted(edges))
-        for n in sorted({x for e in edges for x in e}):
+        yield root, ("edges", sorted(edges, key=edge_order))
+        for n in sorted({x for e in edges for x in e[:2]}):
             yield n, ("root", root)
 
 
@@ -195,8 +201,13 @@ def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, gu
 
 
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
-                      min_numbers: float = 0.5, guard_below: float = 0.9):
-    """Confirm a component's candidate edges and decide: yields (tag, task)."""
+                      min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None):
+    """Confirm a component's candidate edges and decide: yields (tag, task).
+    Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
+    similarity and the number guard, or (a, b, cosine) from semantic
+    neighbours (dedup_semantic.py), confirmed by the same-problem rules
+    (`same_problem.judge_pair`)."""
+    rules = rules or Rules()
     by_node = {task_node(t): t for t in tasks}
     pool_by_node = {r["node"]: r for r in pool}
     texts = {n: text_of(t) for n, t in by_node.items()}
@@ -205,17 +216,33 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
     sh = _Shingles(texts, p)
     uf = UnionFind()
-    via: dict = {}  # node -> (neighbour, similarity) of its best confirmed edge
-    for a, b in edges:
+    via: dict = {}  # node -> (neighbour, similarity, how) of its best confirmed edge
+    cleared: dict = {}  # lexical candidates the same-problem rules rejected
+    for e in edges:
+        a, b = e[0], e[1]
         if a not in texts or b not in texts:
             continue
         exact = hashes[a] == hashes[b]
         s = 1.0 if exact else sh.sim(a, b)
+        how = None
         if exact or confirmed(s, sh.numbers(a, b), threshold, min_numbers, guard_below):
+            how = {"generator": "minhash"}
+            if not exact:
+                # Other numbers *and* another answer: a sibling from one template, not a copy.
+                other = other_problem(by_node.get(a) or pool_by_node[a], by_node.get(b) or pool_by_node[b], rules)
+                if other is not None:
+                    how = None
+                    cleared[(a, b)] = other
+        elif len(e) > 2:
+            cos = e[2] if e[2] is not None else _cosine(texts[a], texts[b])
+            same, ev = judge_pair(by_node.get(a) or pool_by_node[a], by_node.get(b) or pool_by_node[b], cos, rules)
+            if same:
+                how = {"generator": "semantic", "same_problem": ev}
+        if how is not None:
             uf.union(a, b)
             for x, y in ((a, b), (b, a)):
-                if x not in via or s > via[x][1]:
-                    via[x] = (y, s)
+                if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
+                    via[x] = (y, s, how)
     clusters: dict = {}
     for n in texts:
         clusters.setdefault(uf.find(n), []).append(n)
@@ -248,10 +275,17 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
             yield DROPPED_TAG, _dropped(t, STAGE, "near_duplicate", detail)
 
 
+def _cosine(a: str, b: str) -> float:
+    from tasksieve.transforms.embed import get_model
+
+    va, vb = get_model().encode([a, b])
+    return float(va @ vb)
+
+
 def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
-    nb, s = via[n]
+    nb, s, how = via[n]
     row = by_node.get(nb) or pool_by_node[nb]
-    return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s}
+    return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s, **how}
 
 
 def _dropped(task: dict, stage: str, reason: str, detail: dict) -> dict:
@@ -280,26 +314,41 @@ class NearDedup(beam.PTransform):
     of reference-pool index rows (see pool_index.read_index_rows)."""
 
     def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
-                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9):
+                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
+                 rules: Rules | None = None):
         super().__init__()
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
         self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
+        self.semantic, self.rules = semantic, rules or Rules()
 
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
-        min_numbers, guard_below = self.min_numbers, self.guard_below
+        min_numbers, guard_below, rules = self.min_numbers, self.guard_below, self.rules
         records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
         keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
         if self.pool_rows is not None:
             records.append(self.pool_rows | "PoolBands" >> beam.FlatMap(pool_records))
             keyed.append(self.pool_rows | "KeyPool" >> beam.Map(lambda r: (r["node"], ("pool", r))))
-        edges = (
+        edge_sources = [
             tuple(records)
             | "AllBands" >> beam.Flatten()
             | "GroupBuckets" >> beam.GroupByKey()
             | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
-            | "DistinctEdges" >> beam.Distinct()
-        )
+        ]
+        if self.semantic:
+            from tasksieve.transforms.dedup_semantic import quantity_key, semantic_edges
+
+            texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
+            if self.pool_rows is not None:
+                texts.append(self.pool_rows | "SemPoolText" >> beam.Map(lambda r: (r["node"], r["text"])))
+            edge_sources.append(
+                tuple(texts)
+                | "SemTexts" >> beam.Flatten()
+                | "QuantityKey" >> beam.Map(lambda nt: (quantity_key(nt[1]), nt))
+                | "GroupQuantities" >> beam.GroupByKey()
+                | "SemanticNeighbours" >> beam.FlatMap(
+                    lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within)))
+        edges = tuple(edge_sources) | "AllEdges" >> beam.Flatten() | "DistinctEdges" >> beam.Distinct()
         messages = (
             edges
             | "Components" >> beam.CombineGlobally(ComponentsFn())
@@ -322,7 +371,7 @@ class NearDedup(beam.PTransform):
                     pool_.append(v)
                 else:
                     edges_ = v
-            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below)
+            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules)
 
         out = split_tagged(
             (routed["cluster"], comp_edges)

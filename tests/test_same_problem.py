@@ -1,0 +1,203 @@
+"""The same-problem judgement: candidates (n-grams, fuzzy word order,
+MinHash, meaning) are confirmed on what makes a problem (its quantities, its
+reference answer, for code its behaviour), with evidence; one judgement for
+`run`/`dedup` (Beam) and `validate` (in memory). Cases come from the
+hard-case set in bench/same_problem_cases.py (a sample of each category)."""
+
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import same_problem_cases as cases  # noqa: E402
+
+from tasksieve.transforms.decontaminate import build_index, check_task  # noqa: E402
+from tasksieve.transforms.dedup_near import NearDedup  # noqa: E402
+from tasksieve.transforms.dedup_semantic import find_near_duplicates  # noqa: E402
+from tasksieve.transforms.minhash import MinHashParams  # noqa: E402
+from tasksieve.transforms.normalize import with_hash  # noqa: E402
+from tasksieve.transforms.quantities import containment, quantities  # noqa: E402
+from tasksieve.transforms.same_problem import Rules, answers_agree  # noqa: E402
+
+P = MinHashParams()
+
+
+@pytest.fixture(scope="module")
+def index():
+    return build_index(8, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
+
+
+def _row(t, i=0, day=1):
+    return with_hash(dict(t, source="v", created_at=f"2026-01-{day:02d}", source_file="v.jsonl", line=i))
+
+
+def test_quantities_read_numbers_however_they_are_written():
+    assert quantities("sixteen eggs, three for breakfast, $2 each") == quantities("16 eggs, 3 for breakfast, 2 dollars each")
+    assert quantities("one hundred and twenty-five") == Counter({"125": 1})
+    assert quantities("2 hours") == quantities("120 minutes") == quantities("two hours")
+    assert quantities("1.5 km") == quantities("1500 meters")
+    assert quantities("45 cents") == quantities("$0.45")
+    assert quantities("50%") == quantities("fifty percent") == quantities("50 \\%")
+    assert quantities("$\\frac{3}{4}$") == quantities("three quarters") == quantities("3/4")
+    assert quantities("2 dozen eggs") == Counter({"24": 1})
+    assert quantities("1,200 people") == quantities("1200 people")
+    assert quantities("Ella come tres y hornea con cuatro") == quantities("She eats 3 and bakes with 4")
+    assert quantities("the cat sat") == Counter()
+    assert containment(Counter({"16": 1, "3": 1}), Counter({"16": 1, "3": 1, "7": 1})) == 1.0
+
+
+def test_answers_are_compared_by_value_not_by_string():
+    assert answers_agree("0.5", "1/2") is True
+    assert answers_agree("$18", "18") is True
+    assert answers_agree("18", "19") is False
+    assert answers_agree("\\frac{1}{2}", "0.5") is True  # math-verify
+    assert answers_agree(None, "3") is None
+    assert answers_agree("Paris", "the capital of France") is None  # free text: no evidence
+
+
+def _by_kind(rows, per=3):
+    seen: Counter = Counter()
+    out = []
+    for r in rows:
+        if seen[r["kind"]] < per:
+            seen[r["kind"]] += 1
+            out.append(r)
+    return out
+
+
+def test_look_alikes_that_only_share_words_are_kept(index):
+    sample = _by_kind(cases.lookalikes(), per=3)
+    assert {r["kind"] for r in sample} == {"stock_phrase", "aime_boilerplate", "other_year", "humaneval_docstring",
+                                           "scenario_reuse"}
+    # The words-only judgement flags most of them: the cases are hard ones.
+    assert sum(index.match(r["prompt"]) is not None for r in sample) >= len(sample) // 2
+    flagged = [(r["task_id"], check_task(r, index)["drop_detail"]) for r in sample if check_task(r, index)]
+    assert flagged == []
+
+
+def test_reworded_items_are_dropped_with_evidence(index):
+    sample = _by_kind(cases.rewordings(), per=1)
+    assert len({r["kind"] for r in sample}) == 10
+    for r in sample:
+        dropped = check_task(r, index)
+        assert dropped is not None, r["task_id"]
+        ev = json.loads(dropped["drop_detail"])
+        assert ev["benchmark"] == r["benchmark"] and ev["benchmark_item"] == r["benchmark_item"], r["task_id"]
+        assert ev["confirmed_by"] and ev["check"] in ("ngram", "short_item", "fuzzy", "semantic")
+        if r["domain"] == "math":
+            assert ev["numbers"]["item_share_in_task"] >= 0.75
+
+
+def test_code_is_judged_by_the_benchmark_tests_not_the_docstring(index):
+    renamed = next(r for r in cases.rewordings() if r["kind"] == "humaneval_renamed")
+    ev = json.loads(check_task(renamed, index)["drop_detail"])
+    assert ev["confirmed_by"] == "code_behaviour" and ev["code"]["reference_passes_item_tests"] is True
+    assert ev["code"]["entry_point"] == renamed["entry_point"] != "has_close_elements"
+    edited = next(r for r in cases.lookalikes() if r.get("edited_from") == "HumanEval/0")
+    assert index.match(edited["prompt"])["benchmark_item"] == "HumanEval/0"  # the words say HumanEval/0 ...
+    assert check_task(edited, index) is None  # ... the behaviour says another function
+    # The same prompt with HumanEval/0's own behaviour as reference is HumanEval/0.
+    he0 = next(i for i in cases.ITEMS["humaneval"]() if i["id"] == "HumanEval/0")
+    same = dict(edited, reference_solution=he0["text"] + cases._canonical("HumanEval/0"),
+                entry_point="has_close_elements")
+    assert json.loads(check_task(same, index)["drop_detail"])["benchmark_item"] == "HumanEval/0"
+
+
+def test_answer_and_numbers_both_differing_clear_a_candidate(index):
+    q = next(i for i in cases.ITEMS["gsm8k"]() if i["id"] == "test/0")["text"]
+    verbatim = {"task_id": "v", "domain": "math", "prompt": q, "answer": "18"}
+    ev = json.loads(check_task(verbatim, index)["drop_detail"])
+    assert ev["answer"]["equivalent"] is True and ev["benchmark_item"] == "test/0"
+    # Same words, other numbers, other answer: a template sibling of the item.
+    sibling = dict(verbatim, prompt=q.replace("16", "23").replace("$2", "$5"), answer="80")
+    assert index.match(sibling["prompt"]) is not None and check_task(sibling, index) is None
+    # Same numbers, another answer: still the item (a wrong reference does not launder it).
+    assert check_task(dict(verbatim, answer="19"), index) is not None
+
+
+def test_a_translated_item_is_found_by_meaning_and_quantities(index):
+    es = next(r for r in cases.translations() if r["benchmark_item"] == "test/0")
+    ev = json.loads(check_task(es, index)["drop_detail"])
+    assert ev["check"] == "semantic" and ev["benchmark_item"] == "test/0" and ev["cosine"] >= 0.6
+
+
+def _pairs():
+    pp = cases.paraphrase_pairs()
+    return [next(p for p in pp if p[0]["kind"] == k) for k in ("synonyms", "voice", "reorder", "units")]
+
+
+def test_paraphrases_are_near_duplicates_and_template_siblings_are_not():
+    for a, b in _pairs():
+        out = dict((t["task_id"], (tag, t)) for tag, t in find_near_duplicates(
+            [_row(a, 0, 1), _row(b, 1, 2)], [], P, 0.7))
+        tag, row = out[b["task_id"]]
+        assert tag == "dropped" and out[a["task_id"]][0] == "kept", a["kind"]
+        ev = json.loads(row["drop_detail"])
+        assert ev["duplicate_of"] == a["task_id"]
+        if ev["generator"] == "semantic":
+            assert ev["same_problem"]["numbers"]["equal"] and ev["same_problem"]["cosine"] >= 0.8
+    for a, b in cases.sibling_pairs()[::6]:
+        out = [tag for tag, _ in find_near_duplicates([_row(a, 0, 1), _row(b, 1, 2)], [], P, 0.7)]
+        assert out == ["kept", "kept"], (a["prompt"], b["prompt"])
+
+
+def test_same_numbers_other_operation_is_another_problem_even_without_answers():
+    a = _row({"task_id": "a", "domain": "math", "prompt": "Calculate 2 + 2.", "answer": None}, 0, 1)
+    b = _row(dict(a, task_id="b", prompt="Calculate 2 - 2."), 1, 2)
+    assert [t for t, _ in find_near_duplicates([a, b], [], P, 0.7)] == ["kept", "kept"]
+
+
+def test_short_template_refills_with_other_answers_are_kept_but_a_copy_with_the_same_answer_is_not():
+    a = _row({"task_id": "a", "domain": "math", "prompt": "A shop sells pens at $3 each. On Monday it sells 34 pens "
+              "and on Tuesday 17 pens. How much money does it make on the two days?", "answer": "153"}, 0, 1)
+    b = _row(dict(a, task_id="b", prompt=a["prompt"].replace("34", "36"), answer="159"), 1, 2)
+    assert [t for t, _ in find_near_duplicates([a, b], [], P, 0.7)] == ["kept", "kept"]
+    c = _row(dict(b, task_id="c", answer="153"), 2, 2)  # the edit kept the answer: a copy
+    assert sorted(t for t, _ in find_near_duplicates([a, c], [], P, 0.7)) == ["dropped", "kept"]
+
+
+def _beam(tasks, semantic=True):
+    with tempfile.TemporaryDirectory() as tmp:
+        with beam.Pipeline(runner=FnApiRunner()) as p:
+            kept, dropped = p | beam.Create(tasks) | NearDedup(P, 0.7, semantic=semantic, rules=Rules())
+            dropped | beam.Map(lambda d: d["task_id"] + "\t" + d["drop_detail"]) | beam.io.WriteToText(f"{tmp}/d")
+        lines = [ln for f in Path(tmp).glob("d*") for ln in f.read_text().splitlines()]
+    return {ln.split("\t")[0]: json.loads(ln.split("\t")[1]) for ln in lines}
+
+
+def test_the_beam_stage_gives_the_same_judgement_as_the_in_memory_one():
+    rows, i = [], 0
+    for a, b in _pairs() + cases.sibling_pairs()[:4]:
+        rows += [_row(a, i, 1), _row(b, i + 1, 2)]
+        i += 2
+    in_memory = {t["task_id"] for tag, t in find_near_duplicates(rows, [], P, 0.7) if tag == "dropped"}
+    beam_dropped = _beam(rows)
+    assert set(beam_dropped) == in_memory and len(in_memory) == 4
+    assert any(d["generator"] == "semantic" for d in beam_dropped.values())
+    assert set(_beam(rows, semantic=False)) < in_memory  # shingles alone miss paraphrases
+
+
+def test_validate_reports_near_copies_within_and_against_the_pool(tmp_path):
+    from tasksieve.pipeline.validate_delivery import validate_delivery
+
+    (a, b), (c, d) = _pairs()[:2]
+    base = {"license": "MIT", "created_at": "2026-01-02", "expert_minutes": 3}
+    delivery = tmp_path / "d.jsonl"
+    delivery.write_text("".join(json.dumps(dict(base, **{k: r[k] for k in ("task_id", "prompt", "answer")})) + "\n"
+                                for r in (a, b, d)))
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"task_id": "P-1", "prompt": c["prompt"], "answer": c["answer"]}) + "\n")
+    s = validate_delivery([str(delivery)], tmp_path / "out", against=[str(pool)], data_docs=False, echo=False)
+    within = next(x for x in s["checks"] if x["name"] == "duplicates_within")
+    (o,) = within["offenders"]
+    assert o["task_id"] == b["task_id"] and o["match"] == "near" and o["duplicate_of"] == a["task_id"]
+    assert "near copy of" in o["reason"] and o["evidence"]["duplicate_of"] == a["task_id"]
+    against = next(x for x in s["checks"] if x["name"] == "duplicates_against_pool")
+    (o,) = against["offenders"]
+    assert o["task_id"] == d["task_id"] and o["duplicate_of"] == "P-1" and o["match"] == "near"

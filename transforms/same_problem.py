@@ -1,0 +1,284 @@
+"""Is this the same problem? The confirmation rules shared by decontamination,
+near dedup (`run`, `dedup`) and `tasksieve validate`. Beam-free.
+
+The candidate generators (word n-grams, in-order word coverage, MinHash,
+sentence embeddings, shared quantities) find pairs that *look* alike. What
+makes a problem is not its words but its quantities, its answer and, for
+code, its behaviour; so a candidate is confirmed on those:
+
+- **Numbers** (`quantities.py`): the multiset of quantities, with numbers
+  written as words, fractions, LaTeX and simple units normalised. A reworded
+  item keeps its numbers; a look-alike with a new question and new numbers
+  does not.
+- **The reference answer**, compared with the math verifier's equivalence
+  (math-verify, in a worker process under a deadline), not string equality.
+  A task whose answer differs from the benchmark item's *and* whose numbers
+  differ is not that item.
+- **Code behaviour**: the benchmark item's own tests (HumanEval's
+  `check(candidate)`) run in the sandbox against the task's reference
+  solution, called by the task's entry point (renames allowed). Passing
+  them: the same function; failing them: a different function, whatever its
+  docstring says.
+- **Text, with boilerplate weighted down**: for items with too few numbers
+  to judge by, the share of the item's words found in order in the task,
+  each word weighted by its inverse document frequency over the benchmark
+  items (and an optional background of clean tasks), so phrases that recur
+  across many items ("where m and n are relatively prime positive
+  integers", "Return True if") carry little evidence.
+
+Every verdict comes with its evidence (a dict that goes into `drop_detail`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from fractions import Fraction
+
+from tasksieve.transforms import quantities as qty
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Thresholds of the same-problem rules (config: `[decontam]`/`[dedup]`)."""
+
+    # Benchmark items: share of the item's quantities the task must state.
+    numbers_min: float = 0.75
+    # ... when the answers are equivalent (a rewording that lost a number's form).
+    numbers_min_same_answer: float = 0.5
+    # Items with fewer quantities than this are judged on text and meaning.
+    min_numbers: int = 2
+    # IDF-weighted in-order coverage of the item's words (number-poor items).
+    text_min: float = 0.6
+    # Cosine similarity that, with the numbers, confirms a semantic candidate
+    # of a benchmark item; and that confirms a number-poor item on meaning.
+    semantic_min: float = 0.6
+    semantic_alone_min: float = 0.92
+    # Near dedup: cosine for a pair with the same quantities (and answers);
+    # number-free pairs need `pair_alone_min`.
+    pair_min: float = 0.8
+    pair_alone_min: float = 0.93
+    answer_timeout_s: float = 5.0
+    run_code: bool = True
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+_BOXED = re.compile(r"\\boxed\s*\{(.*)\}")
+_MATHY = re.compile(r"[\d\\^=]")
+_PLAIN = re.compile(r"[\s$,]|\\[!,;]|\\text\{[^}]*\}")
+
+
+def _as_number(s: str) -> Fraction | None:
+    t = _PLAIN.sub("", s).rstrip(".").lstrip("+")
+    t = t[:-1] if t.endswith("%") else t
+    try:
+        if "/" in t:
+            a, b = t.split("/")
+            return Fraction(int(a), int(b))
+        return Fraction(t)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool | None:
+    """True/False when both answers are given and can be compared, None
+    when either is missing or the verifier cannot decide. Plain numbers are
+    compared exactly; anything else goes to math-verify's equivalence."""
+    if a is None or b is None or not str(a).strip() or not str(b).strip():
+        return None
+    a, b = str(a).strip(), str(b).strip()
+    m = _BOXED.search(a)
+    a = m.group(1) if m else a
+    m = _BOXED.search(b)
+    b = m.group(1) if m else b
+    if _PLAIN.sub("", a).lower() == _PLAIN.sub("", b).lower():
+        return True
+    na, nb = _as_number(a), _as_number(b)
+    if na is not None and nb is not None:
+        return na == nb
+    if not (_MATHY.search(a) and _MATHY.search(b)):
+        return None  # free text ("B", "10^-4 eV" vs a sentence): no evidence either way
+    try:
+        from tasksieve.transforms.verify_math import _ask_with_deadline
+
+        ans = _ask_with_deadline({"op": "math", "reference": a, "candidate": b}, timeout_s)
+    except Exception:  # the verifier is evidence, never a crash
+        return None
+    if ans.get("error"):
+        return None
+    return bool(ans.get("ok"))
+
+
+# --- code ------------------------------------------------------------------------------------
+
+def code_agrees(solution: str | None, entry_point: str | None, tests: str | None) -> bool | None:
+    """Does `solution` (called as `entry_point`) pass `tests`, in the sandbox?
+    None when there is nothing to run or no safe sandbox."""
+    if not solution or not entry_point or not tests:
+        return None
+    from tasksieve.transforms import sandbox
+    from tasksieve.transforms.verifiers import calls_check
+
+    try:
+        run = sandbox.run_cases([{"solution": solution, "tests": tests, "entry_point": entry_point,
+                                  "call_check": calls_check(tests), "support": ""}], sandbox.Limits(), mode="auto")
+    except Exception:  # NoSafeSandbox and the like: no evidence either way
+        return None
+    res = run.results[0]
+    if res.error and res.error.startswith("harness_error"):
+        return None
+    return bool(res.passed)
+
+
+# --- text with boilerplate weighted down -------------------------------------------------------
+
+@dataclass
+class Idf:
+    """Inverse document frequency of words over the benchmark items (and a
+    background of clean tasks, if given)."""
+
+    docs: int = 0
+    df: Counter = field(default_factory=Counter)
+
+    def add(self, words) -> None:
+        self.docs += 1
+        self.df.update(set(words))
+
+    def weight(self, word: str) -> float:
+        return math.log((self.docs + 1) / (self.df.get(word, 0) + 1)) + 0.1  # never quite zero
+
+    def coverage(self, item_words: list[str], task_words: list[str]) -> float:
+        """IDF-weighted share of the item's words found in order in the task."""
+        if not item_words:
+            return 0.0
+        blocks = SequenceMatcher(None, item_words, task_words, autojunk=False).get_matching_blocks()
+        hit = sum(self.weight(w) for b in blocks for w in item_words[b.a:b.a + b.size])
+        return round(hit / sum(self.weight(w) for w in item_words), 4)
+
+
+# --- the verdicts ------------------------------------------------------------------------------
+
+@dataclass
+class Item:
+    """A benchmark item as the rules see it."""
+
+    benchmark: str
+    item_id: str
+    text: str
+    words: list[str]
+    answer: str | None = None
+    tests: str | None = None
+    entry_point: str | None = None
+    quantities: Counter = field(default_factory=Counter)
+
+
+def _short(c: Counter, n: int = 20) -> list[str]:
+    return sorted(c.elements(), key=lambda x: (len(x), x))[:n]
+
+
+def judge_item(task: dict, task_words: list[str], item: Item, idf: Idf, rules: Rules,
+               cosine: float | None = None) -> tuple[bool, dict]:
+    """Is `task` the benchmark item `item`? (verdict, evidence)."""
+    ev: dict = {}
+    # Code behaviour first: decisive when both sides can run.
+    if rules.run_code and item.tests and task.get("reference_solution"):
+        passed = code_agrees(task.get("reference_solution"), task.get("entry_point"), item.tests)
+        if passed is not None:
+            ev["code"] = {"tests_of": f"{item.benchmark}/{item.item_id}", "entry_point": task.get("entry_point"),
+                          "reference_passes_item_tests": passed}
+            ev["confirmed_by" if passed else "cleared_by"] = "code_behaviour"
+            return passed, ev
+    tq = qty.quantities(task.get("prompt") or "")
+    share = qty.containment(item.quantities, tq)
+    back = qty.containment(tq, item.quantities)
+    ev["numbers"] = {"item": _short(item.quantities), "task": _short(tq), "item_share_in_task": share,
+                     "task_share_in_item": back}
+    agree = answers_agree(task.get("answer"), item.answer, rules.answer_timeout_s) if item.answer else None
+    if agree is not None:
+        ev["answer"] = {"task": str(task.get("answer"))[:100], "item": str(item.answer)[:100], "equivalent": agree}
+    if cosine is not None:
+        ev["cosine"] = round(float(cosine), 4)
+    if sum(item.quantities.values()) >= rules.min_numbers:
+        if agree is True:
+            same = share >= rules.numbers_min_same_answer
+        elif agree is False:
+            # Another answer and other numbers: not the item. Another answer on
+            # the item's own numbers (all of them, or nothing but them): the
+            # item, with a wrong or changed reference.
+            same = share >= 1.0 or (back >= 1.0 and share >= rules.numbers_min)
+        else:
+            same = share >= rules.numbers_min
+        ev["confirmed_by" if same else "cleared_by"] = (
+            ("answer+numbers" if agree is not None else "numbers") if same else
+            ("answer+numbers" if agree is False else "numbers"))
+        return same, ev
+    # Too few numbers to judge by: the words that matter, or the meaning.
+    cov = idf.coverage(item.words, task_words)
+    ev["text"] = {"idf_weighted_coverage": cov}
+    if agree is False and share < 1.0:
+        ev["cleared_by"] = "answer"
+        return False, ev
+    same = cov >= rules.text_min or (cosine is not None and cosine >= rules.semantic_alone_min)
+    ev["confirmed_by" if same else "cleared_by"] = ("text" if cov >= rules.text_min else "semantic") if same else "text"
+    return same, ev
+
+
+def pair_quantity_key(text: str) -> str:
+    """Tasks whose quantities differ can never be confirmed as paraphrases:
+    near dedup only compares meanings within one key."""
+    q = qty.quantities(text)
+    return " ".join(sorted(q.elements())) + "|" + "".join(sorted(qty.operators(text).elements()))
+
+
+def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
+    """For a pair the character shingles call near-identical: evidence that
+    they are two problems (other quantities and a non-equivalent reference
+    answer: one template filled twice), or None. A copy with one number
+    edited and the same answer stays a duplicate; pool rows carry no answer,
+    so against a pool the shingles decide alone."""
+    ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
+    qa, qb = qty.quantities(ta), qty.quantities(tb)
+    if qa == qb:
+        return None
+    agree = answers_agree(a.get("answer"), b.get("answer"), rules.answer_timeout_s)
+    if agree is not False:
+        return None
+    return {"cleared_by": "answer+numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
+            "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100], "equivalent": False}}
+
+
+def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dict]:
+    """Are tasks `a` and `b` (dicts with `prompt` or pool `text`, optional
+    `answer`, `tests`, `entry_point`, `reference_solution`) the same problem,
+    worded differently? The semantic path of near dedup: they were found as
+    nearest neighbours in meaning; confirmed when they state the same
+    quantities, their answers agree (when both have one) and, for code,
+    each reference passes the other's tests (when they can run)."""
+    ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
+    qa, qb = qty.quantities(ta), qty.quantities(tb)
+    oa, ob = qty.operators(ta), qty.operators(tb)
+    ev = {"cosine": round(float(cosine), 4), "numbers": {"a": _short(qa), "b": _short(qb), "equal": qa == qb}}
+    if oa or ob:
+        ev["operators"] = {"a": "".join(sorted(oa.elements())), "b": "".join(sorted(ob.elements()))}
+    if qa != qb or oa != ob:
+        return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
+    need = rules.pair_min if qa else rules.pair_alone_min
+    if cosine < need:
+        return False, dict(ev, cleared_by="semantic", semantic_min=need)
+    agree = answers_agree(a.get("answer"), b.get("answer"), rules.answer_timeout_s)
+    if agree is not None:
+        ev["answer"] = {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100], "equivalent": agree}
+        if not agree:
+            return False, dict(ev, cleared_by="answer")
+    if rules.run_code and a.get("tests") and b.get("tests") and a.get("reference_solution") and b.get("reference_solution"):
+        ab = code_agrees(a.get("reference_solution"), a.get("entry_point"), b.get("tests"))
+        ba = code_agrees(b.get("reference_solution"), b.get("entry_point"), a.get("tests"))
+        if ab is not None and ba is not None:
+            ev["code"] = {"a_passes_b_tests": ab, "b_passes_a_tests": ba}
+            if not (ab and ba):
+                return False, dict(ev, cleared_by="code_behaviour")
+    return True, dict(ev, confirmed_by="semantic+numbers" + ("+answer" if agree else ""))
