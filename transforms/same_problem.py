@@ -115,17 +115,22 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
 
 # --- code ------------------------------------------------------------------------------------
 
-def code_agrees(solution: str | None, entry_point: str | None, tests: str | None) -> bool | None:
+def code_agrees(solution: str | None, entry_point: str | None, tests: str | None,
+                support: str | None = None) -> bool | None:
     """Does `solution` (called as `entry_point`) pass `tests`, in the sandbox?
-    None when there is nothing to run or no safe sandbox."""
+    `support` defines the helpers the tests call besides the entry point
+    (HumanEval/32's tests call `poly`, defined in its prompt); it is used
+    only when it compiles. None when there is nothing to run or no safe
+    sandbox."""
     if not solution or not entry_point or not tests:
         return None
     from tasksieve.transforms import sandbox
-    from tasksieve.transforms.verifiers import calls_check
+    from tasksieve.transforms.verifiers import calls_check, compile_error
 
+    helpers = support if support and compile_error(support, "support") is None else ""
     try:
         run = sandbox.run_cases([{"solution": solution, "tests": tests, "entry_point": entry_point,
-                                  "call_check": calls_check(tests), "support": ""}], sandbox.Limits(), mode="auto")
+                                  "call_check": calls_check(tests), "support": helpers}], sandbox.Limits(), mode="auto")
     except Exception:  # NoSafeSandbox and the like: no evidence either way
         return None
     res = run.results[0]
@@ -186,7 +191,7 @@ def judge_item(task: dict, task_words: list[str], item: Item, idf: Idf, rules: R
     ev: dict = {}
     # Code behaviour first: decisive when both sides can run.
     if rules.run_code and item.tests and task.get("reference_solution"):
-        passed = code_agrees(task.get("reference_solution"), task.get("entry_point"), item.tests)
+        passed = code_agrees(task.get("reference_solution"), task.get("entry_point"), item.tests, item.text)
         if passed is not None:
             ev["code"] = {"tests_of": f"{item.benchmark}/{item.item_id}", "entry_point": task.get("entry_point"),
                           "reference_passes_item_tests": passed}
@@ -275,8 +280,8 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         if not agree:
             return False, dict(ev, cleared_by="answer")
     if rules.run_code and a.get("tests") and b.get("tests") and a.get("reference_solution") and b.get("reference_solution"):
-        ab = code_agrees(a.get("reference_solution"), a.get("entry_point"), b.get("tests"))
-        ba = code_agrees(b.get("reference_solution"), b.get("entry_point"), a.get("tests"))
+        ab = code_agrees(a.get("reference_solution"), a.get("entry_point"), b.get("tests"), b.get("reference_solution"))
+        ba = code_agrees(b.get("reference_solution"), b.get("entry_point"), a.get("tests"), a.get("reference_solution"))
         if ab is not None and ba is not None:
             ev["code"] = {"a_passes_b_tests": ab, "b_passes_a_tests": ba}
             if not (ab and ba):
