@@ -166,16 +166,19 @@ def limits_of(settings: VerifyConfig) -> sandbox.Limits:
                           memory_mb=settings.code_memory_mb, output_bytes=settings.code_output_kb * 1024)
 
 
-def _syntax_line(code: str) -> str:
-    """' (line N)' of the first syntax error: the compiler's message can
-    quote attempt text, which never goes into a verdict."""
+def _syntax_error(code: str) -> str | None:
+    """None when the attempt compiles, else `syntax_error (line N)`: the
+    compiler's message can quote attempt text, which never goes into a
+    verdict. Over MAX_CODE_CHARS nothing is compiled at all."""
+    if len(code) > MAX_CODE_CHARS:
+        return f"syntax_error (over {MAX_CODE_CHARS} characters)"
     try:
         compile(code, "<attempt>", "exec")
+        return None
     except SyntaxError as e:
-        return f" (line {e.lineno})" if e.lineno else ""
-    except Exception:
-        return ""
-    return ""
+        return f"syntax_error (line {e.lineno})" if e.lineno else "syntax_error"
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return "syntax_error"
 
 
 def verify_code(task: dict, completion: str, settings: VerifyConfig | None = None) -> dict:
@@ -187,8 +190,8 @@ def verify_code(task: dict, completion: str, settings: VerifyConfig | None = Non
     try:
         if not code.strip():
             out["error"] = "no_code"
-        elif compile_error(code, "attempt"):
-            out["error"] = f"syntax_error{_syntax_line(code)}"
+        elif (syntax := _syntax_error(code)) is not None:
+            out["error"] = syntax
         else:
             res = sandbox.run_cases([code_case(task, code)], limits_of(settings), settings.sandbox).results[0]
             out.update(passed=res.passed, score=1.0 if res.passed else 0.0, error=res.error)
