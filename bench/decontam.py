@@ -16,7 +16,7 @@ Settings compared: n-gram only at n = 13 (lm-evaluation-harness), 12
 (datatrove) and 8 (open-r1), tasksieve's words-only rules (n-gram +
 short-item + fuzzy, the default before the same-problem judgement) and its
 default (those candidates plus meaning, each confirmed on numbers, the
-reference answer and code behaviour; transforms/same_problem.py). Tasks
+reference answer and code behaviour; transforms/same_problem/rules.py). Tasks
 carry the item's reference answer where the benchmark ships one.
 Throughput is shown relative to the 13-gram-only check, on the positives
 (every one a candidate) and on the negatives (clean tasks, the bulk of a
@@ -33,9 +33,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from tasksieve.transforms.decontaminate import BUNDLED, ITEMS, build_index
+from tasksieve.transforms.decontam.stage import BUNDLED, ITEMS, build_index
 from tasksieve.schemas.config import DecontamConfig
-from tasksieve.transforms.decontaminate import index_options
+from tasksieve.transforms.decontam.stage import index_options
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"

@@ -51,7 +51,7 @@ _CAP = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][a-z]{2,}\b")
 
 
 def sentence_bank() -> list[str]:
-    from tasksieve.transforms.decontaminate import _bench_data, _jsonl
+    from tasksieve.transforms.decontam.stage import _bench_data, _jsonl
 
     sents = []
     for row in _jsonl(_bench_data("gsm8k", "test.jsonl")):
@@ -227,7 +227,7 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
                 break
     from datasketch import MinHash
 
-    from tasksieve.transforms.minhash import shingle_hashes, signature
+    from tasksieve.transforms.dedup.minhash import shingle_hashes, signature
     from tasksieve.transforms.normalize import normalize_text
 
     norm = [normalize_text(t) for t in texts]

@@ -7,7 +7,7 @@ demo's) re-verified under several rule sets, side by side.
 Rule sets:
 - `before`: the rules before the hack-proofing (last box wins, last answer
   phrase, last "= N" anywhere, else the last number anywhere);
-- `boxed+phrase`: rules 1-2 of transforms/verify_math.py only;
+- `boxed+phrase`: rules 1-2 of transforms/verify/math_answers.py only;
 - `current`: rules 1-3 (the last-number rule narrowed to a sentence with one
   number the prompt does not state);
 - `current, prompt numbers allowed`: rule 3 without the prompt exclusion.
@@ -26,7 +26,7 @@ from collections import defaultdict
 
 import pyarrow.parquet as pq
 
-from tasksieve.transforms import verify_math as vm
+from tasksieve.transforms.verify import math_answers as vm
 
 _OLD_RESULT = re.compile(r"(?:=|\bequals?\b|\bis equal to\b)\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)")
 

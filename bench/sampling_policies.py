@@ -41,7 +41,7 @@ POLICIES = [  # (label, mode, bayes prior a=b, confidence)
 
 
 def _policy(mode, k, a, conf):
-    from tasksieve.transforms.sampling_policy import Policy
+    from tasksieve.transforms.sample.policy import Policy
 
     if mode != "bayes":
         return Policy(mode, k)
@@ -49,8 +49,8 @@ def _policy(mode, k, a, conf):
 
 
 def drive(policy, outcomes) -> tuple[str, int]:
-    from tasksieve.transforms.classify import classify
-    from tasksieve.transforms.sampling_policy import next_attempts
+    from tasksieve.transforms.sample.classify import classify
+    from tasksieve.transforms.sample.policy import next_attempts
 
     n = p = 0
     while True:

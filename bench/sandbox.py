@@ -35,7 +35,7 @@ def timed(fn, n: int) -> list[float]:
 
 
 def main() -> None:
-    from tasksieve.transforms import sandbox
+    from tasksieve.transforms.verify.sandbox import runner as sandbox
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)

@@ -23,17 +23,17 @@ from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates
 from tasksieve.pipeline.staging import WriteStaged, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
-from tasksieve.transforms.backends import Backend
+from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.costs import CostRows
-from tasksieve.transforms.decontaminate import Decontaminate, index_options, rules_from_config
-from tasksieve.transforms.dedup_exact import DropExactDuplicates
-from tasksieve.transforms.dedup_near import NearDedup
-from tasksieve.transforms.minhash import params_from_config
-from tasksieve.transforms.pool_index import index_row_groups, read_row_group
+from tasksieve.transforms.decontam.stage import Decontaminate, index_options, rules_from_config
+from tasksieve.transforms.dedup.exact import DropExactDuplicates
+from tasksieve.transforms.dedup.near import NearDedup
+from tasksieve.transforms.dedup.minhash import params_from_config
+from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import CountInputRows, ReadDeliveries
-from tasksieve.transforms.sample import SampleAndClassify, SamplePlan
-from tasksieve.transforms.verifier_sanity import VerifierSanity
+from tasksieve.transforms.sample.stage import SampleAndClassify, SamplePlan
+from tasksieve.transforms.verify.sanity import VerifierSanity
 from tasksieve.transforms.validate import ValidateRows
 
 # The staged outputs and their schemas; `outputs.finalize` reads them back.

@@ -36,13 +36,14 @@ from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
 from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import load_rates
-from tasksieve.transforms.attempt_cache import cache_files, finished_runs, settle_run
-from tasksieve.transforms.backends import Backend, BackendUnavailable, ModelLoadError, get_backend
-from tasksieve.transforms.minhash import params_from_config
-from tasksieve.transforms.pool_index import PoolIndexError, build_index, is_index, load_meta
+from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs, settle_run
+from tasksieve.transforms.backends.base import Backend, BackendUnavailable, ModelLoadError
+from tasksieve.transforms.backends.factory import get_backend
+from tasksieve.transforms.dedup.minhash import params_from_config
+from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, is_index, load_meta
 from tasksieve.transforms.read import expand_inputs
-from tasksieve.transforms.sample import SamplePlan, read_stats
-from tasksieve.transforms.sampling_policy import sampler_key
+from tasksieve.transforms.sample.stage import SamplePlan, read_stats
+from tasksieve.transforms.sample.policy import sampler_key
 
 IN_PROCESS = "inprocess"
 DASK = "dask"
@@ -106,7 +107,7 @@ def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
     attempts there is no folder; set model.model_id to name the exact model
     version, since the attempt cache is keyed by it."""
     if cfg.model.backend == "openai":
-        from tasksieve.transforms.backend_openai import served_model
+        from tasksieve.transforms.backends.openai import served_model
 
         try:
             served = served_model(cfg.model.openai)
@@ -513,7 +514,7 @@ def _sandbox_preflight(cfg: RunConfig) -> str:
     explicitly (bwrap, rlimit) that is not usable fails the run now, not on
     every code attempt; under `auto` with no safe sandbox, code tasks are
     dropped at verifier_sanity (no_safe_sandbox) and the summary says so."""
-    from tasksieve.transforms import sandbox
+    from tasksieve.transforms.verify.sandbox import runner as sandbox
 
     if cfg.verify.sandbox in ("bwrap", "rlimit"):
         try:

@@ -26,10 +26,10 @@ from tasksieve import __version__
 from tasksieve.pipeline.validation_report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
-from tasksieve.transforms import delivery_checks as dc
+from tasksieve.pipeline import delivery_checks as dc
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms.read import InputError, expand_inputs
-from tasksieve.transforms.verifiers import VERIFIABLE
+from tasksieve.transforms.verify.verifiers import VERIFIABLE
 
 FIELD_CHECKS = {
     "schema": "rows unreadable, breaking the Task contract, or failing a field expectation "
@@ -82,7 +82,7 @@ def _probe_backend(spec: ProbeSpec):
     """(backend factory, model_id) for the probe; a model that is not there
     is a usage error, found before any check runs."""
     from tasksieve.pipeline.run import RunError, resolve_model
-    from tasksieve.transforms.backends import get_backend
+    from tasksieve.transforms.backends.factory import get_backend
 
     cfg = spec.config
     cfg.model.path = None if spec.model == "default" else spec.model
@@ -132,8 +132,8 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     pool = unusable = pool_rows = None
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
-        from tasksieve.transforms.minhash import params_from_config
-        from tasksieve.transforms.pool_index import pool_rows as index_rows
+        from tasksieve.transforms.dedup.minhash import params_from_config
+        from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 
         pool_rows = list(index_rows(pool_paths, params_from_config(dedup), f.max_row_bytes, f.max_field_chars))
     checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
@@ -197,13 +197,13 @@ def _near_settings(profile: Profile):
     """The run's near-dedup settings (defaults of `[dedup]`) and same-problem
     rules: validate judges duplicates as `run` and `dedup` do."""
     from tasksieve.schemas.config import DecontamConfig, DedupConfig
-    from tasksieve.transforms.decontaminate import rules_from_config
+    from tasksieve.transforms.decontam.stage import rules_from_config
 
     return DedupConfig(), rules_from_config(DecontamConfig(), DedupConfig())
 
 
 def _contamination(tasks: list[dict], profile: Profile) -> dict:
-    from tasksieve.transforms.decontaminate import get_index
+    from tasksieve.transforms.decontam.stage import get_index
 
     d = profile.decontam
     try:

@@ -86,7 +86,7 @@ class DecontamConfig(_Section):
                                                                 "in the task that marks it reworded")
     fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
     fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")
-    # Same-problem confirmation (transforms/same_problem.py, docs/same_problem.md).
+    # Same-problem confirmation (transforms/same_problem/rules.py, docs/same_problem.md).
     confirm: bool = Field(True, description="confirm each candidate on what makes a problem (numbers, reference "
                                             "answer, code behaviour, boilerplate-weighted text); off: any candidate drops")
     semantic: bool = Field(True, description="also propose items whose quantities the task states and whose meaning "
@@ -196,7 +196,7 @@ class SamplingConfig(_Section):
 
 
 class VerifyConfig(_Section):
-    """How attempts are verified (transforms/verifiers.py, sandbox.py)."""
+    """How attempts are verified (transforms/verify/verifiers.py, verify/sandbox/)."""
 
     parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
     math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")

@@ -64,7 +64,7 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("verify_seconds", pa.float64()),
         pa.field("error", pa.string()),
         # Set when the generation was not made by this run but re-used from the
-        # attempt cache: the run that made it (see transforms/attempt_cache.py).
+        # attempt cache: the run that made it (see transforms/sample/attempt_cache.py).
         pa.field("reused_from_run", pa.string()),
         # The rubric judge's own generation (null for other verifiers),
         # priced as component `judge` at the judge model's rate.

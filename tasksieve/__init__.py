@@ -1,8 +1,9 @@
 """tasksieve: curate learnable RL post-training tasks.
 
 The code lives in the repository's top-level `schemas/`, `transforms/` and
-`pipeline/` folders (see DESIGN.md); pyproject.toml installs them as
-`tasksieve.schemas`, `tasksieve.transforms` and `tasksieve.pipeline`.
+`pipeline/` folders; `tasksieve/schemas`, `tasksieve/transforms` and
+`tasksieve/pipeline` are committed symlinks to them, so `tasksieve.*` is an
+ordinary package that setuptools discovers and tools can follow.
 """
 
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from tasksieve.transforms.backends import GenResult
+from tasksieve.transforms.backends.base import GenResult
 
 _EXPR = re.compile(r"Calculate (.+)\.$", re.IGNORECASE)
 _CODE = re.compile(r"Write a Python function (\w+)\(a, b\) that returns a ([-+*]) b")

@@ -11,7 +11,7 @@ import pytest
 
 from bad_input_cases import CASES
 from tasksieve.pipeline.run import RunError, inputs_and_output
-from tasksieve.transforms.delivery_checks import read_delivery
+from tasksieve.pipeline.delivery_checks import read_delivery
 from tasksieve.transforms.read import expand_inputs
 
 README = Path(__file__).resolve().parents[1] / "README.md"

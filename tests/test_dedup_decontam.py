@@ -1,7 +1,7 @@
 import json
 
-from tasksieve.transforms.decontaminate import BenchmarkIndex, build_index, check_task, words
-from tasksieve.transforms.dedup_exact import pick_survivor
+from tasksieve.transforms.decontam.stage import BenchmarkIndex, build_index, check_task, words
+from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.normalize import content_hash, normalize_text
 
 

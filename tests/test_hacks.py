@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms import hack_probes
-from tasksieve.transforms.verifier_sanity import check_verifier
-from tasksieve.transforms.verifiers import verify_code, verify_exact, verify_one
+from tasksieve.transforms.verify import hack_probes
+from tasksieve.transforms.verify.sanity import check_verifier
+from tasksieve.transforms.verify.verifiers import verify_code, verify_exact, verify_one
 
 SETTINGS = VerifyConfig(code_cpu_seconds=2, code_wall_seconds=6, math_timeout_s=6)
 SECRET = "EXFIL-" + "7" * 6

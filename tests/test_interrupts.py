@@ -20,9 +20,9 @@ import pytest
 
 from fake_openai import FakeOpenAI, run_config, write_tasks
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms import backend_openai
-from tasksieve.transforms.backend_openai import OpenAIBackend
-from tasksieve.transforms.backends import BackendUnavailable, GenRequest
+from tasksieve.transforms.backends import openai as backend_openai
+from tasksieve.transforms.backends.openai import OpenAIBackend
+from tasksieve.transforms.backends.base import BackendUnavailable, GenRequest
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")

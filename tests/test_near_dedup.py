@@ -11,10 +11,10 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from tasksieve.transforms.dedup_near import NearDedup, bucket_pairs, confirmed, number_overlap, resolve_component
-from tasksieve.transforms.minhash import MinHashParams, jaccard, shingle_hashes, signature, task_bands
+from tasksieve.transforms.dedup.near import NearDedup, bucket_pairs, confirmed, number_overlap, resolve_component
+from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard, shingle_hashes, signature, task_bands
 from tasksieve.transforms.normalize import normalize_text, with_hash
-from tasksieve.transforms.pool_index import PoolIndexError, build_index, index_row_groups, load_meta, read_row_group
+from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, index_row_groups, load_meta, read_row_group
 
 P = MinHashParams()
 

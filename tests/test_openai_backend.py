@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms.backend_openai import OpenAIBackend
-from tasksieve.transforms.backends import BackendUnavailable, GenRequest
+from tasksieve.transforms.backends.openai import OpenAIBackend
+from tasksieve.transforms.backends.base import BackendUnavailable, GenRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

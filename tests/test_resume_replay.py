@@ -11,7 +11,7 @@ import pytest
 from fakes import BetterScriptedBackend, ScriptedBackend
 from tasksieve.pipeline.run import RunStopped, run
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms.backends import BackendUnavailable
+from tasksieve.transforms.backends.base import BackendUnavailable
 
 
 class DyingBackend(ScriptedBackend):
@@ -120,7 +120,7 @@ def test_a_new_model_reuses_nothing_and_keeps_the_old_models_history(sample_dir,
 
 
 def test_torn_cache_lines_and_other_models_are_ignored(tmp_path):
-    from tasksieve.transforms.attempt_cache import pick_cached, read_cache_file
+    from tasksieve.transforms.sample.attempt_cache import pick_cached, read_cache_file
 
     f = tmp_path / "r1-1.jsonl"
     good = {"content_hash": "h", "model_id": "m@1", "sampler_key": "s", "attempt_idx": 0, "completion": "x",

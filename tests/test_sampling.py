@@ -4,10 +4,10 @@ import random
 import pytest
 
 from fakes import ScriptedBackend
-from tasksieve.transforms.backends import GenResult
-from tasksieve.transforms.classify import classify, wilson_interval
-from tasksieve.transforms.sample import SamplePlan, needs_no_sampling, sample_tasks
-from tasksieve.transforms.sampling_policy import Policy, attempt_seed, next_attempts
+from tasksieve.transforms.backends.base import GenResult
+from tasksieve.transforms.sample.classify import classify, wilson_interval
+from tasksieve.transforms.sample.stage import SamplePlan, needs_no_sampling, sample_tasks
+from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4), lo=0.0, hi=1.0):
@@ -137,7 +137,7 @@ def test_generation_errors_are_recorded_on_the_attempt():
 def test_system_prompt_per_domain():
     from tasksieve.pipeline.run import make_plan
     from tasksieve.schemas.config import RunConfig
-    from tasksieve.transforms.sample import messages_for
+    from tasksieve.transforms.sample.stage import messages_for
 
     cfg = RunConfig()
     plan = make_plan(cfg, "r", "m@1")

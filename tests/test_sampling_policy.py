@@ -1,4 +1,4 @@
-"""Property tests of the per-task stopping rules (transforms/sampling_policy.py).
+"""Property tests of the per-task stopping rules (transforms/sample/policy.py).
 
 Each test drives a policy over an outcome sequence (1 = pass) the way the
 sampling stage does, wave by wave, and compares its decision with `fixed`.
@@ -9,8 +9,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasksieve.transforms.classify import classify
-from tasksieve.transforms.sampling_policy import (Policy, next_attempts, posterior_interval, prob_in_band,
+from tasksieve.transforms.sample.classify import classify
+from tasksieve.transforms.sample.policy import (Policy, next_attempts, posterior_interval, prob_in_band,
                                                   prob_rest_all_same)
 
 ks = st.integers(min_value=1, max_value=24)

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from tasksieve.transforms import sandbox
-from tasksieve.transforms.sandbox import Limits, run_cases
+from tasksieve.transforms.verify.sandbox import runner as sandbox
+from tasksieve.transforms.verify.sandbox.runner import Limits, run_cases
 
 LIMITS = Limits(cpu_seconds=2, wall_seconds=3, memory_mb=256, output_bytes=16 * 1024)
 
@@ -330,8 +330,8 @@ def test_fallback_refuses_root_unless_the_unsafe_mode_is_named(monkeypatch):
     run attempts as root: it refuses, `auto` finds no safe sandbox, and code
     tasks are dropped before sampling. Naming `unsafe-root` runs them."""
     from tasksieve.schemas.config import VerifyConfig
-    from tasksieve.transforms.verifier_sanity import check_verifier
-    from tasksieve.transforms.verifiers import verify_code
+    from tasksieve.transforms.verify.sanity import check_verifier
+    from tasksieve.transforms.verify.verifiers import verify_code
 
     monkeypatch.setattr(sandbox, "_CACHE", {})
     monkeypatch.setattr(sandbox, "_python_candidates", lambda: ["/nonexistent/python3"])

@@ -12,7 +12,7 @@ import pytest
 
 from tasksieve.pipeline.validate_delivery import ProbeSpec, UsageError, validate_delivery
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms.decontaminate import _bench_data, _jsonl
+from tasksieve.transforms.decontam.stage import _bench_data, _jsonl
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 

@@ -11,7 +11,7 @@ import pytest
 from fakes import ScriptedBackend
 from tasksieve.pipeline.run import run
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms.verifier_sanity import check_verifier, sanity_route
+from tasksieve.transforms.verify.sanity import check_verifier, sanity_route
 
 HE_TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
 

@@ -6,9 +6,9 @@ import pytest
 from fakes import ScriptedBackend
 from tasksieve.schemas.config import VerifyConfig
 from tasksieve.schemas.rates import Rates
-from tasksieve.transforms.backends import GenResult
+from tasksieve.transforms.backends.base import GenResult
 from tasksieve.transforms.costs import attempt_cost_rows
-from tasksieve.transforms.verifiers import (extract_code, parse_judgement, verify_attempts, verify_code,
+from tasksieve.transforms.verify.verifiers import (extract_code, parse_judgement, verify_attempts, verify_code,
                                             verify_exact, verify_one)
 
 FAST = VerifyConfig(code_cpu_seconds=2, code_wall_seconds=3, code_memory_mb=256, math_timeout_s=2)

@@ -3,8 +3,8 @@ import pytest
 from tasksieve.schemas.config import ConfigError, load_config
 from tasksieve.schemas.rates import Rates, load_rates
 from tasksieve.transforms.costs import attempt_cost_rows, expert_cost_row
-from tasksieve.transforms.verifiers import verify_exact, verifier_for
-from tasksieve.transforms.verify_math import extract_final_answer, verify_math
+from tasksieve.transforms.verify.verifiers import verify_exact, verifier_for
+from tasksieve.transforms.verify.math_answers import extract_final_answer, verify_math
 
 
 @pytest.mark.parametrize("completion,expected,rule", [

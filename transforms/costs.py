@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from tasksieve.transforms.backends import REPLAY_PREFIX
+from tasksieve.transforms.backends.base import REPLAY_PREFIX
 
 def expert_cost_row(task: dict, rates, run_id: str) -> dict:
     base = {"run_id": run_id, "content_hash": task.get("content_hash"), "source": task["source"],

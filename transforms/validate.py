@@ -18,7 +18,7 @@ import apache_beam as beam
 
 from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
 from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, cap, check_value, loads_limited
-from tasksieve.transforms.routing import split_tagged
+from tasksieve.transforms.stage import split_tagged
 
 QUARANTINE_TAG = "quarantine"
 TASK_TAG = "task"

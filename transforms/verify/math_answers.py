@@ -235,7 +235,7 @@ class _MathWorker:
 
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from tasksieve.transforms.verify_math import _serve; _serve()"],
+            [sys.executable, "-c", "from tasksieve.transforms.verify.math_answers import _serve; _serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         self.buf = b""
         if self._line(STARTUP_TIMEOUT_S) != b"ready":

@@ -26,7 +26,7 @@ import random
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from tasksieve.transforms.backends import (BackendUnavailable, GenRequest, GenResult, ModelLoadError,
+from tasksieve.transforms.backends.base import (BackendUnavailable, GenRequest, GenResult, ModelLoadError,
                                            OnResult)
 
 

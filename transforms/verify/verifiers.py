@@ -8,7 +8,7 @@ attempt is recorded in `error` and the attempt counts as not passed.
 
 - math: math-verify equivalence (verify_math.py, deadline in a worker process);
 - exact: normalised exact match, or a /regex/ reference matched in full;
-- code: the task's tests run against the attempt in the sandbox (sandbox.py);
+- code: the task's tests run against the attempt in the sandbox (sandbox/runner.py);
 - rubric: an LLM judge, through the same Backend interface as the sampler,
   rates each criterion YES/NO; score = share met, pass at the threshold.
 
@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.backends import Backend, GenRequest
+from tasksieve.transforms.backends.base import Backend, GenRequest
 from tasksieve.transforms.normalize import normalize_text
-from tasksieve.transforms import sandbox
-from tasksieve.transforms import verify_math as vm
-from tasksieve.transforms.verify_math import extract_final_answers
+from tasksieve.transforms.verify.sandbox import runner as sandbox
+from tasksieve.transforms.verify import math_answers as vm
+from tasksieve.transforms.verify.math_answers import extract_final_answers
 
 VERIFIABLE = ("math", "exact", "code", "rubric")
 JUDGE_FIELDS = ("judge_model_id", "judge_prompt_tokens", "judge_completion_tokens", "judge_seconds")

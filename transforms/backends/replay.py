@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from tasksieve.transforms.backends import NOT_RECORDED, REPLAY_PREFIX, GenRequest, GenResult, ModelLoadError, OnResult
+from tasksieve.transforms.backends.base import NOT_RECORDED, REPLAY_PREFIX, GenRequest, GenResult, ModelLoadError, OnResult
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source
 

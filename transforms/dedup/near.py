@@ -37,10 +37,10 @@ from collections import Counter
 import apache_beam as beam
 import numpy as np
 
-from tasksieve.transforms.dedup_exact import survivor_key
-from tasksieve.transforms.minhash import MinHashParams, shingle_hashes, task_bands, text_of
-from tasksieve.transforms.routing import split_tagged
-from tasksieve.transforms.same_problem import Rules, judge_pair, other_problem
+from tasksieve.transforms.dedup.exact import survivor_key
+from tasksieve.transforms.dedup.minhash import MinHashParams, shingle_hashes, task_bands, text_of
+from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
@@ -276,7 +276,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
 
 
 def _cosine(a: str, b: str) -> float:
-    from tasksieve.transforms.embed import get_model
+    from tasksieve.transforms.same_problem.embed import get_model
 
     va, vb = get_model().encode([a, b])
     return float(va @ vb)
@@ -336,7 +336,7 @@ class NearDedup(beam.PTransform):
             | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
         ]
         if self.semantic:
-            from tasksieve.transforms.dedup_semantic import quantity_key, semantic_edges
+            from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 
             texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
             if self.pool_rows is not None:

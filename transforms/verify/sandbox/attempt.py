@@ -1,6 +1,6 @@
 """The attempt's process: runs model-written code and nothing else.
 
-Started by sandbox.py inside its own sandbox, with `sandbox_guard` loaded
+Started by runner.py inside its own sandbox, with `sandbox_guard` loaded
 as a module. It locks itself down, runs the attempt's program, says hello
 (does the entry point exist?), then answers calls: one JSON line in
 (`{"id", "args", "kwargs"}`, plain data), one JSON line out (`{"id",
@@ -8,7 +8,7 @@ as a module. It locks itself down, runs the attempt's program, says hello
 
 Nothing here is trusted. The attempt can patch this code, the codec and
 every builtin of this process, and write anything to its answer pipe: the
-harness (sandbox_harness.py, another process) decodes every answer as
+harness (harness.py, another process) decodes every answer as
 plain data and decides the verdict itself. The tests never enter this
 process.
 """

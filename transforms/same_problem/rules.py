@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from fractions import Fraction
 
-from tasksieve.transforms import quantities as qty
+from tasksieve.transforms.same_problem import quantities as qty
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
     if not (_MATHY.search(a) and _MATHY.search(b)):
         return None  # free text ("B", "10^-4 eV" vs a sentence): no evidence either way
     try:
-        from tasksieve.transforms.verify_math import _ask_with_deadline
+        from tasksieve.transforms.verify.math_answers import _ask_with_deadline
 
         ans = _ask_with_deadline({"op": "math", "reference": a, "candidate": b}, timeout_s)
     except Exception:  # the verifier is evidence, never a crash
@@ -124,8 +124,8 @@ def code_agrees(solution: str | None, entry_point: str | None, tests: str | None
     sandbox."""
     if not solution or not entry_point or not tests:
         return None
-    from tasksieve.transforms import sandbox
-    from tasksieve.transforms.verifiers import calls_check, compile_error
+    from tasksieve.transforms.verify.sandbox import runner as sandbox
+    from tasksieve.transforms.verify.verifiers import calls_check, compile_error
 
     helpers = support if support and compile_error(support, "support") is None else ""
     try:

@@ -15,13 +15,13 @@ import json
 import re
 from collections import defaultdict
 
-from tasksieve.transforms.decontaminate import BenchmarkIndex
-from tasksieve.transforms.decontaminate import check_task as decontam_check
-from tasksieve.transforms.dedup_exact import pick_survivor
+from tasksieve.transforms.decontam.stage import BenchmarkIndex
+from tasksieve.transforms.decontam.stage import check_task as decontam_check
+from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms.read import read_source
 from tasksieve.transforms.validate import first_by_position, validate_row
-from tasksieve.transforms.verifier_sanity import check_verifier
+from tasksieve.transforms.verify.sanity import check_verifier
 
 
 def where(row: dict) -> str:
@@ -114,8 +114,8 @@ def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) 
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
     (dedup_semantic.find_near_duplicates: MinHash + quantity-grouped
     meanings, confirmed by the same-problem rules)."""
-    from tasksieve.transforms.dedup_semantic import find_near_duplicates
-    from tasksieve.transforms.minhash import params_from_config
+    from tasksieve.transforms.dedup.semantic import find_near_duplicates
+    from tasksieve.transforms.dedup.minhash import params_from_config
 
     out = {}
     for tag, row in find_near_duplicates(tasks, pool_rows, params_from_config(dedup), dedup.threshold,
@@ -279,7 +279,7 @@ def learnable_share(tasks: list[dict], backend, plan, min_share: float, not_prob
     sampler and verifiers; the share of learnable tasks and what it cost in
     tokens. `tasks` are the ones a verifier can judge and that passed the
     other content checks; `not_probed` counts the rest (for the report)."""
-    from tasksieve.transforms.sample import ATTEMPT_TAG, sample_tasks
+    from tasksieve.transforms.sample.stage import ATTEMPT_TAG, sample_tasks
 
     name, desc = "learnable_share", f"share of probed tasks that are learnable with {plan.model_id}, k={plan.k}"
     statuses: dict[str, int] = {"learnable": 0, "all_pass": 0, "all_fail": 0}

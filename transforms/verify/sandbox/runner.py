@@ -4,15 +4,15 @@ place where a code attempt's verdict is decided.
 Each case (an attempt's program and the task's tests) runs as TWO sandboxed
 processes that share nothing but two pipes:
 
-- the attempt's process (`sandbox_attempt.py`) runs the program and answers
+- the attempt's process (`attempt.py`) runs the program and answers
   calls of its entry point, in plain data;
-- the harness (`sandbox_harness.py`) runs the tests against a proxy of the
+- the harness (`harness.py`) runs the tests against a proxy of the
   entry point, decides pass or fail, and writes the verdict on a third pipe
   that only it holds. It never runs attempt code; the attempt never sees
   the tests.
 
 Both are started by this module, stdlib-only, as `python -I -S -B`, locked
-down by `sandbox_guard.py` (drop to a non-root uid, seccomp filter, rlimits,
+down by `guard.py` (drop to a non-root uid, seccomp filter, rlimits,
 audit hook). Around them, one of three modes:
 
 - `bwrap` (bubblewrap): a new mount namespace holding only /usr, the
@@ -54,7 +54,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _HERE = Path(__file__).parent
-_SOURCES = {name: (_HERE / f"{name}.py").read_text() for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")}
+# The three programs are read from guard.py, attempt.py and harness.py beside
+# this file; inside the sandbox they keep their `sandbox_*` module names.
+_SOURCES = {name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
+            for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")}
 MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
 PYTHON = os.path.realpath(sys.executable)
 NOBODY = "nobody"

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tasksieve.transforms.backends import GenRequest, GenResult, ModelLoadError, OnResult
+from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
 
 
 def _cpu_only() -> bool:

@@ -1,7 +1,7 @@
 """The test harness: runs a task's tests and decides pass or fail. It never
 runs attempt code.
 
-Started by sandbox.py in a sandbox of its own (the tests are delivery code
+Started by runner.py in a sandbox of its own (the tests are delivery code
 and may be hostile too), with `sandbox_guard` loaded as a module. The
 function under test is a proxy: each call sends its arguments as plain data
 to the attempt's process and rebuilds the answer as fresh built-in objects

@@ -35,10 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms import sandbox
-from tasksieve.transforms.routing import split_tagged
-from tasksieve.transforms.hack_probes import Probe, answer_probes, code_probes
-from tasksieve.transforms.verifiers import code_case, compile_error, is_regex_reference, limits_of, verify_one
+from tasksieve.transforms.verify.sandbox import runner as sandbox
+from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.verify.hack_probes import Probe, answer_probes, code_probes
+from tasksieve.transforms.verify.verifiers import code_case, compile_error, is_regex_reference, limits_of, verify_one
 
 STAGE = "verifier_sanity"
 OK_TAG = "ok"

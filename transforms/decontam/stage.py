@@ -33,9 +33,9 @@ from typing import Iterator
 import apache_beam as beam
 
 from tasksieve.transforms.normalize import normalize_text
-from tasksieve.transforms.quantities import containment, quantities
-from tasksieve.transforms.same_problem import Idf, Item, Rules, judge_item
-from tasksieve.transforms.routing import split_tagged
+from tasksieve.transforms.same_problem.quantities import containment, quantities
+from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item
+from tasksieve.transforms.stage import split_tagged
 
 DROPPED_TAG = "dropped"
 CLEAN_TAG = "clean"
@@ -332,7 +332,7 @@ class BenchmarkIndex:
         return {**self._item_evidence(idx), **ev}
 
     def _cosines(self, text: str, idxs: list[int]) -> dict[int, float]:
-        from tasksieve.transforms.embed import get_model
+        from tasksieve.transforms.same_problem.embed import get_model
 
         vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
         return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}

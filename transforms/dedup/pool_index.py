@@ -27,8 +27,8 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasksieve.transforms.dedup_near import POOL_NODE
-from tasksieve.transforms.minhash import MinHashParams, task_bands, text_of
+from tasksieve.transforms.dedup.near import POOL_NODE
+from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source
 from tasksieve.transforms.validate import validate_row

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tasksieve.transforms.minhash import MinHashParams, jaccard
-from tasksieve.transforms.same_problem import Rules, pair_quantity_key
+from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard
+from tasksieve.transforms.same_problem.rules import Rules, pair_quantity_key
 
 POOL_PREFIX = "pool\x1f"
 # A group larger than this (e.g. thousands of number-free prompts) is compared
@@ -67,7 +67,7 @@ def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, t
                     else:
                         open_pairs.append((i, j))
         if open_pairs:
-            from tasksieve.transforms.embed import get_model
+            from tasksieve.transforms.same_problem.embed import get_model
 
             idx = sorted({x for pair in open_pairs for x in pair})
             vecs = dict(zip(idx, get_model().encode([members[x][1] for x in idx])))
@@ -77,7 +77,7 @@ def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, t
                 if c >= bar:
                     out.append(edge(i, j, round(c, 4)))
         return out
-    from tasksieve.transforms.embed import get_model, neighbours
+    from tasksieve.transforms.same_problem.embed import get_model, neighbours
 
     vecs = get_model().encode([t for _, t in members])
     bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
@@ -90,9 +90,9 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
     """The near-dedup stage in memory: the same candidate generators
     (MinHash bands, quantity-grouped meanings) and the same confirmation
     (`resolve_component`) as the Beam stage. Yields (tag, task) like it."""
-    from tasksieve.transforms.dedup_near import (KEPT_TAG, UnionFind, bucket_pairs, edge_order, pool_records,
+    from tasksieve.transforms.dedup.near import (KEPT_TAG, UnionFind, bucket_pairs, edge_order, pool_records,
                                                  resolve_component, task_node, task_records)
-    from tasksieve.transforms.minhash import text_of
+    from tasksieve.transforms.dedup.minhash import text_of
 
     rules = rules or Rules()
     buckets: dict = defaultdict(list)

@@ -22,15 +22,15 @@ from typing import Callable, Iterator
 import apache_beam as beam
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
+from tasksieve.transforms.sample.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
-from tasksieve.transforms.backends import NOT_RECORDED, Backend, GenRequest, GenResult
-from tasksieve.transforms.classify import classify
-from tasksieve.transforms.routing import split_tagged
-from tasksieve.transforms.sampling_policy import Policy, attempt_seed, next_attempts, posterior_interval
-from tasksieve.transforms.verifiers import VERIFIABLE, verify_attempts
+from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
+from tasksieve.transforms.sample.classify import classify
+from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts, posterior_interval
+from tasksieve.transforms.verify.verifiers import VERIFIABLE, verify_attempts
 
-# Tags of the pairs this stage emits (see transforms/routing.py).
+# Tags of the pairs this stage emits (see transforms/stage.py).
 ATTEMPT_TAG = "attempt"
 RESULT_TAG = "result"
 SAMPLE_TAG = "sample"
@@ -55,7 +55,7 @@ class SamplePlan:
     prior_a: float = 0.1
     prior_b: float = 0.1
     confidence: float = 0.95
-    # Where finished generations persist (transforms/attempt_cache.py); None:
+    # Where finished generations persist (transforms/sample/attempt_cache.py); None:
     # nowhere (replayed attempts, probes).
     cache_dir: str | None = None
     # ((domain, system prompt), ...); a domain not named uses system_prompt.

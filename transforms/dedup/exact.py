@@ -12,7 +12,7 @@ import json
 
 import apache_beam as beam
 
-from tasksieve.transforms.routing import split_tagged
+from tasksieve.transforms.stage import split_tagged
 
 DROPPED_TAG = "dropped"
 KEPT_TAG = "kept"

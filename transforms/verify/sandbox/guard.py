@@ -1,6 +1,6 @@
 """What both sandboxed processes do to themselves before untrusted code runs,
 and the plain-data codec they talk in. Standard library only: this text is
-run inside the sandbox as module `sandbox_guard` (see sandbox.py), by an
+run inside the sandbox as module `sandbox_guard` (see runner.py), by an
 interpreter started with `-I -S -B`, so nothing of tasksieve is importable
 there.
 

@@ -1,0 +1,1 @@
+"""Validation profiles (TOML data files); a package so setuptools ships them as package data."""
