@@ -64,7 +64,8 @@ def one(pool: Path, runner: str | None, workers: int) -> dict:
     import contextlib
     import io
 
-    from tasksieve.pipeline.run import dask_cluster, run
+    from tasksieve.pipeline.execute import dask_cluster
+    from tasksieve.pipeline.run import run
     from tasksieve.schemas.config import RunConfig
 
     out = Path(tempfile.mkdtemp(prefix="bench-runners-"))

@@ -198,85 +198,96 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args, extra: list[str]) -> int:
+    handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate,
+                "prepare-model": _prepare_model}
+    if args.command in handlers:
+        return handlers[args.command](args)
+    return _run_or_dedup(args, extra)
 
-    if args.command == "sample-data":
-        from tasksieve.pipeline.sample_data import write_sample
 
-        try:
-            lines = write_sample(args.out)
-        except OSError as e:
-            print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
-            return 1
-        for line in lines:
-            print(line)
-        return 0
-
-    if args.command == "report":
-        from pathlib import Path
-
-        from tasksieve.pipeline.report import ReportError, write_report
-
-        try:
-            path, text = write_report(Path(args.out), args.run_id)
-        except ReportError as e:
-            print(f"tasksieve: error: {e}", file=sys.stderr)
-            return 1
-        except (OSError, duckdb_error()) as e:
-            print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
-            return 1
-        print(text)
-        print(f"\nreport: {path}")
-        return 0
-
-    if args.command == "validate":
-        return _validate(args)
-
-    if args.command == "prepare-model":
-        from tasksieve.pipeline.models import ensure_default_model
-
-        print(ensure_default_model())
-        return 0
-
-    from tasksieve.pipeline.outputs import AccountingError
-    from pydantic import ValidationError
-
-    from tasksieve.pipeline.run import RunError, RunInterrupted, RunStopped, UsageError, run
-    from tasksieve.schemas.config import ConfigError, load_config
+def _sample_data(args) -> int:
+    from tasksieve.pipeline.sample_data import write_sample
 
     try:
-        cfg = load_config(args.config)
-        if args.dedup_against:
-            cfg.dedup.against = list(args.dedup_against)
-        if args.save_index:
-            cfg.dedup.save_index = args.save_index
-        if args.dask_workers < 1:
-            raise ConfigError("--dask-workers must be at least 1")
-        if args.command == "dedup":
-            from tasksieve.pipeline.dedup_run import dedup
+        lines = write_sample(args.out)
+    except OSError as e:
+        print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
 
-            dedup(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
-                  dask_address=args.dask_address, dask_workers=args.dask_workers)
-            return 0
-        if args.model:
-            cfg.model.path = args.model
-        if args.sampling:
-            cfg.sampling.mode = args.sampling
-        if args.replay:
-            cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
-        if args.backend:
-            cfg.model.backend = args.backend
-        if args.base_url:
-            cfg.model.openai.base_url = args.base_url
-        if args.attempt_cache:
-            cfg.attempt_cache = args.attempt_cache
-        # Overrides are validated like the file (replay without paths, ...).
-        cfg = type(cfg).model_validate(cfg.model_dump())
-        if args.k is not None:
-            if args.k < 1:
-                raise ConfigError("-k must be at least 1")
-            cfg.sampling.k = args.k
-        run(args.input, args.out, cfg, args.runner, extra, config_path=args.config, rates_path=args.rates,
-            dask_address=args.dask_address, dask_workers=args.dask_workers)
+
+def _report(args) -> int:
+    from pathlib import Path
+
+    from tasksieve.pipeline.report import ReportError, write_report
+
+    try:
+        path, text = write_report(Path(args.out), args.run_id)
+    except ReportError as e:
+        print(f"tasksieve: error: {e}", file=sys.stderr)
+        return 1
+    except (OSError, duckdb_error()) as e:
+        print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
+        return 1
+    print(text)
+    print(f"\nreport: {path}")
+    return 0
+
+
+def _prepare_model(args) -> int:
+    from tasksieve.pipeline.models import ensure_default_model
+
+    print(ensure_default_model())
+    return 0
+
+
+def _config_from_args(args):
+    """The config file with the command line's overrides, validated like the file."""
+    from tasksieve.schemas.config import ConfigError, load_config
+
+    cfg = load_config(args.config)
+    if args.dedup_against:
+        cfg.dedup.against = list(args.dedup_against)
+    if args.save_index:
+        cfg.dedup.save_index = args.save_index
+    if args.dask_workers < 1:
+        raise ConfigError("--dask-workers must be at least 1")
+    if args.command == "dedup":
+        return cfg
+    overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
+                 (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
+                 (args.attempt_cache, ("attempt_cache",))]
+    if args.replay:
+        cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
+    for value, path in overrides:
+        if value:
+            target = cfg
+            for name in path[:-1]:
+                target = getattr(target, name)
+            setattr(target, path[-1], value)
+    # Overrides are validated like the file (replay without paths, ...).
+    cfg = type(cfg).model_validate(cfg.model_dump())
+    if args.k is not None:
+        if args.k < 1:
+            raise ConfigError("-k must be at least 1")
+        cfg.sampling.k = args.k
+    return cfg
+
+
+def _run_or_dedup(args, extra: list[str]) -> int:
+    from pydantic import ValidationError
+
+    from tasksieve.pipeline.outputs import AccountingError
+    from tasksieve.pipeline.preflight import RunError, RunInterrupted, RunStopped, UsageError
+    from tasksieve.pipeline.run import dedup, run
+    from tasksieve.schemas.config import ConfigError
+
+    command = dedup if args.command == "dedup" else run
+    try:
+        command(args.input, args.out, _config_from_args(args), args.runner, extra, config_path=args.config,
+                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers)
     except UsageError as e:
         _say(f"error: {e}")
         return 2

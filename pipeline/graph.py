@@ -1,8 +1,11 @@
-"""The run graph: the funnel of DESIGN.md as one Beam pipeline.
+"""The run graph: the funnel of docs/design.md as one Beam pipeline.
 
     read -> validate -> normalise+hash -> exact dedup -> near dedup (+ against
          reference pools) -> decontaminate -> verifier sanity
          -> sample (waves) + verify -> classify -> costs -> staged Parquet
+
+`tasksieve dedup` is the same graph stopped after decontamination (a spec
+without a sampling plan): its survivors are written with status `kept`.
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
@@ -25,10 +28,9 @@ from tasksieve.pipeline.staging import WriteStaged, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.costs import CostRows
-from tasksieve.transforms.decontam.stage import Decontaminate, index_options, rules_from_config
+from tasksieve.transforms.decontam.stage import Decontaminate
 from tasksieve.transforms.dedup.exact import DropExactDuplicates
 from tasksieve.transforms.dedup.near import NearDedup
-from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import CountInputRows, ReadDeliveries
@@ -77,9 +79,8 @@ def _write(pcoll, name: str, staging_dir: str):
     return pcoll | f"Write{name}" >> WriteStaged(str(Path(staging_dir) / name), STAGED[name])
 
 
-def dedup_stages(p: beam.Pipeline, spec: RunSpec):
-    """read -> validate -> hash -> exact -> near/against pool -> decontaminate:
-    (clean tasks, dropped tasks, quarantined rows, rows-read count)."""
+def _read(p: beam.Pipeline, spec: RunSpec):
+    """(raw rows, the two row counts written for the accounting check)."""
     cfg = spec.config
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
     # Rows in the inputs, counted without parsing any (physical lines, row
@@ -97,67 +98,71 @@ def dedup_stages(p: beam.Pipeline, spec: RunSpec):
         | "CountRead" >> beam.combiners.Count.Globally()
         | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_READ_FILE))
     )
-    rows_read = (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
-    lim = cfg.limits
-    tasks, quarantined = raw | "Validate" >> ValidateRows(lim.max_field_chars, lim.max_expert_minutes,
-                                                          lim.max_expert_cost_usd)
-    quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), spec.run_id)
-
-    hashed = tasks | "NormaliseHash" >> NormalizeAndHash()
-    unique, duplicates = hashed | "ExactDedup" >> DropExactDuplicates()
-    dropped = [duplicates]
-    if cfg.dedup.near or spec.pool_indexes:
-        pool = None
-        if spec.pool_indexes:
-            # Read by Parquet row group: element-wise, so a large pool is spread over workers.
-            units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
-            pool = p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
-        unique, near = unique | "NearDedup" >> NearDedup(
-            params_from_config(cfg.dedup), cfg.dedup.threshold, pool, cfg.dedup.max_bucket_pairs,
-            within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
-            guard_below=cfg.dedup.number_guard_below, semantic=cfg.dedup.semantic,
-            rules=rules_from_config(cfg.decontam, cfg.dedup))
-        dropped.append(near)
-    clean, contaminated = unique | "Decontaminate" >> Decontaminate(
-        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam)
-    )
-    dropped.append(contaminated)
-    return clean, dropped, quarantined, rows_read
+    return raw, (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
 
 
-def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend],
+def _pool_rows(p: beam.Pipeline, spec: RunSpec):
+    """The reference pools' index rows, read by Parquet row group: element-wise,
+    so a large pool is spread over workers. None without pools."""
+    if not spec.pool_indexes:
+        return None
+    units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
+    return p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
+
+
+def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend] | None = None,
           judge_factory: Callable[[], Backend] | None = None) -> None:
-    """`judge_factory` gives the rubric judge; None: the sampler judges."""
+    """The funnel, stage by stage. `judge_factory` gives the rubric judge
+    (None: the sampler judges). Without `spec.plan` the graph stops after
+    decontamination (`tasksieve dedup`)."""
     cfg, run_id = spec.config, spec.run_id
-    clean, dropped_parts, quarantined, rows_read = dedup_stages(p, spec)
+    raw, rows_read = _read(p, spec)
+    tasks, quarantined = raw | "Validate" >> ValidateRows.from_config(cfg.limits)
+    tasks = tasks | "NormaliseHash" >> NormalizeAndHash()
+    tasks, exact = tasks | "ExactDedup" >> DropExactDuplicates()
+    dropped = [exact]
+    if cfg.dedup.near or spec.pool_indexes:
+        tasks, near = tasks | "NearDedup" >> NearDedup.from_config(cfg.dedup, cfg.decontam, _pool_rows(p, spec))
+        dropped.append(near)
+    tasks, contaminated = tasks | "Decontaminate" >> Decontaminate.from_config(cfg.decontam)
+    dropped.append(contaminated)
+    if spec.plan is None:
+        kept = tasks | "Progress" >> beam.ParDo(_Progress("kept after dedup")) | "KeptResult" >> beam.Map(kept_result, run_id)
+        _write_outputs(p, spec, kept, dropped, quarantined, None, rows_read)
+        return
     # Before any attempt is paid for: drop tasks whose verifier is broken.
-    sane, broken = clean | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
-    classified, attempts, unsampled = sane | "Sample" >> SampleAndClassify(
+    tasks, broken = tasks | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
+    classified, attempts, unsampled = tasks | "Sample" >> SampleAndClassify(
         spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups,
         spec.cache_files, spec.finished_runs, spec.stats_dir, judge_factory,
     )
+    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read)
 
+
+def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, quarantined, attempts,
+                   rows_read) -> None:
+    """Results, attempts (None: `dedup`, which writes none), quarantine and
+    costs, staged; one terminal step depends on every sink."""
+    run_id = spec.run_id
+    quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), run_id)
     dropped = (
-        (*dropped_parts, broken, unsampled)
+        tuple(dropped_parts)
         | "AllDropped" >> beam.Flatten()
         | "DroppedResult" >> beam.Map(dropped_result, run_id)
     )
     q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
-    results = (classified, dropped, q_results) | "AllResults" >> beam.Flatten()
-    costs = (results, attempts) | "Costs" >> CostRows(spec.rates, run_id, spec.finished_runs)
-
-    written = [
-        _write(results, "results", spec.staging_dir),
-        _write(attempts, "attempts", spec.staging_dir),
-        _write(quarantined, "quarantine", spec.staging_dir),
-        _write(costs, "costs", spec.staging_dir),
-        rows_read,
-    ]
+    results = (kept, dropped, q_results) | "AllResults" >> beam.Flatten()
+    priced_attempts = attempts if attempts is not None else p | "NoAttempts" >> beam.Create([])
+    costs = (results, priced_attempts) | "Costs" >> CostRows(spec.rates, run_id, spec.finished_runs)
+    written = [_write(results, "results", spec.staging_dir)]
+    if attempts is not None:
+        written.append(_write(attempts, "attempts", spec.staging_dir))
+    written += [_write(quarantined, "quarantine", spec.staging_dir), _write(costs, "costs", spec.staging_dir),
+                rows_read]
     # One terminal step that depends on every sink. Beam 2.77's DaskRunner
     # computes only the graph behind the last transform applied; ending on
     # this join makes it run every write (other runners are unaffected).
     _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
-
 
 
 def kept_result(task: dict, run_id: str) -> dict:
@@ -179,23 +184,3 @@ class _Progress(beam.DoFn):
         if self.seen % self.every == 0:
             print(f"  {self.label}: {self.seen} rows", file=sys.stderr, flush=True)
         yield row
-
-
-def build_dedup(p: beam.Pipeline, spec: RunSpec) -> None:
-    """`tasksieve dedup`: the funnel up to decontamination; survivors are
-    written with status `kept`. Same outputs as `build`, without attempts."""
-    clean, dropped_parts, quarantined, rows_read = dedup_stages(p, spec)
-    run_id = spec.run_id
-    kept = clean | "Progress" >> beam.ParDo(_Progress("kept after dedup")) | "KeptResult" >> beam.Map(kept_result, run_id)
-    dropped = tuple(dropped_parts) | "AllDropped" >> beam.Flatten() | "DroppedResult" >> beam.Map(dropped_result, run_id)
-    q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
-    results = (kept, dropped, q_results) | "AllResults" >> beam.Flatten()
-    no_attempts = p | "NoAttempts" >> beam.Create([])
-    costs = (results, no_attempts) | "Costs" >> CostRows(spec.rates, run_id)
-    written = [
-        _write(results, "results", spec.staging_dir),
-        _write(quarantined, "quarantine", spec.staging_dir),
-        _write(costs, "costs", spec.staging_dir),
-        rows_read,
-    ]
-    _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()

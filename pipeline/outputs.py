@@ -176,7 +176,9 @@ def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, r
              rows_read: int | None = None, files: tuple[str, ...] | None = None, learnable_file: bool = True) -> dict:
     """Consolidate, check, load; returns the figures for the summary.
     `files` names the staged tables written to OUT (default all);
-    `learnable_file` false leaves OUT/learnable.parquet as it is."""
+    `learnable_file` false leaves OUT/learnable.parquet as it is. Returns
+    (figures, the consolidated tables), so no caller reads back a file it
+    just wrote."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
     counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
     learnable = write_files(out, tables, files, learnable_file)
@@ -194,7 +196,7 @@ def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, r
                    attempts=attempts.num_rows, total_usd=total_usd, figures=json.dumps(figures))
     load_duckdb(out, run_row, tables)
     shutil.rmtree(staging_dir, ignore_errors=True)
-    return figures
+    return figures, tables
 
 
 def funnel_rows(out: Path, run_id: str) -> list[dict]:

@@ -1,409 +1,26 @@
-"""`tasksieve run`: resolve everything that can fail cheaply, then run the
-graph, then finalise outputs.
+"""`tasksieve run` and `tasksieve dedup`: the driver. Each is pre-flight
+into a frozen run context, then the graph, then the shared finish; both
+hold the output folder's lock and claim their staging folder the same way.
 
-Order matters for money: config, inputs, output folder and model are all
-checked before the first attempt is generated, and each failure is one line.
+    pre-flight (preflight.py) -> execute (execute.py) -> finish (finish.py)
 """
 
 from __future__ import annotations
 
-import contextlib
-import difflib
-import fcntl
-import functools
-import hashlib
-import json
-import os
-import re
-import secrets
-import shutil
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
-import apache_beam as beam
-import pyarrow.parquet as pq
-from apache_beam.options.pipeline_options import PipelineOptions
-
-from tasksieve import __version__
-from tasksieve.pipeline.graph import ROWS_COUNTED_FILE, ROWS_READ_FILE, STAGED, RunSpec, build
-from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
-from tasksieve.pipeline.outputs import finalize, read_rows_in, summary_text
+from tasksieve.pipeline.execute import run_graph
+from tasksieve.pipeline.finish import finish, summarise
+from tasksieve.pipeline.graph import RunSpec
+from tasksieve.pipeline.preflight import (Invocation, RunContext, check_command, hold_output, inputs_and_output,
+                                          prepare_dedup, prepare_run)
 from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
-from tasksieve.schemas.rates import load_rates
-from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs, settle_run
-from tasksieve.transforms.backends.base import Backend, BackendUnavailable, ModelLoadError
-from tasksieve.transforms.backends.factory import get_backend
-from tasksieve.transforms.dedup.minhash import params_from_config
-from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, is_index, load_meta
-from tasksieve.transforms.read import expand_inputs
-from tasksieve.transforms.sample.stage import SamplePlan, read_stats
-from tasksieve.transforms.sample.policy import sampler_key
-
-IN_PROCESS = "inprocess"
-DASK = "dask"
-
-
-class RunError(Exception):
-    """A run that cannot start; the message is one line for a person."""
-
-
-class RunStopped(Exception):
-    """The run stopped mid-way (the model backend went away); what it
-    finished is saved and the same command resumes it."""
-
-
-class RunInterrupted(Exception):
-    """Ctrl-C: the message says what was saved and how to resume (exit 130)."""
-
-
-def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
-    """Saved indexes for `dedup.against`: prebuilt ones are checked against
-    the run's MinHash parameters; raw pool files are hashed once into
-    `dedup.save_index` (kept for reuse) or a scratch folder in `work_dir`."""
-    d = cfg.dedup
-    if not d.against:
-        if d.save_index:
-            raise RunError("--save-index needs --dedup-against (the pool to index)")
-        return ()
-    params = params_from_config(d)
-    indexes, raw = [], []
-    try:
-        for path in d.against:
-            if is_index(path):
-                meta = load_meta(path, params)
-                print(f"reference pool: index {path} ({meta['rows']} tasks)", file=sys.stderr)
-                indexes.append(str(path))
-            else:
-                raw.append(path)
-        if raw:
-            try:
-                expand_inputs(raw)
-            except Exception as e:
-                raise RunError(f"--dedup-against: {e}") from None
-            target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
-            print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
-            t0 = time.perf_counter()
-            meta = build_index(raw, params, target)
-            print(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
-                  + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""), file=sys.stderr)
-            indexes.append(str(target))
-    except PoolIndexError as e:
-        raise RunError(str(e)) from None
-    return tuple(indexes)
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-
-
-def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
-    """(model folder, model_id as name@revision). For a server or replayed
-    attempts there is no folder; set model.model_id to name the exact model
-    version, since the attempt cache is keyed by it."""
-    if cfg.model.backend == "openai":
-        from tasksieve.transforms.backends.openai import served_model
-
-        try:
-            served = served_model(cfg.model.openai)
-        except ModelLoadError as e:
-            raise RunError(str(e)) from None
-        return None, cfg.model.model_id or f"{served}@{urlparse(cfg.model.openai.base_url).netloc}"
-    if cfg.model.backend == "replay":
-        return None, cfg.model.model_id or "replay@" + hashlib.sha256(
-            json.dumps(sorted(cfg.model.replay_paths)).encode()).hexdigest()[:12]
-    if cfg.model.path is None:
-        try:
-            path = ensure_default_model()
-        except FileNotFoundError as e:
-            raise RunError(str(e)) from None
-        return str(path), cfg.model.model_id or DEFAULT_MODEL_ID
-    path = Path(cfg.model.path)
-    if not (path / "config.json").is_file():
-        raise RunError(f"model path {path} is not a Hugging Face model folder (no config.json)")
-    if cfg.model.model_id:
-        return str(path), cfg.model.model_id
-    # No revision given: fingerprint the folder (config + file names and sizes).
-    h = hashlib.sha256((path / "config.json").read_bytes())
-    for f in sorted(path.iterdir()):
-        if f.is_file():
-            h.update(f"{f.name}:{f.stat().st_size}".encode())
-    return str(path), f"{path.name}@{h.hexdigest()[:12]}"
-
-
-def make_plan(cfg: RunConfig, run_id: str, model_id: str, cache_dir: str | None = None) -> SamplePlan:
-    s = cfg.sampling
-    key = sampler_key({
-        "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
-        "system_prompt": s.system_prompt, "system_prompts": s.system_prompts,
-    })
-    return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=key, mode=s.mode, k=s.k, waves=tuple(s.waves),
-                      seed=s.seed, system_prompt=s.system_prompt, min_pass_rate=cfg.band.min_pass_rate,
-                      max_pass_rate=cfg.band.max_pass_rate, prior_a=s.bayes.prior_a, prior_b=s.bayes.prior_b,
-                      confidence=s.bayes.confidence, cache_dir=cache_dir,
-                      system_prompts=tuple(sorted(s.system_prompts.items())), verify=cfg.verify)
-
-
-def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:
-    """The rubric judge's factory: the one given (tests), a model of its own
-    from `[judge] path`, or None: the sampling engine judges."""
-    if judge_factory is not None or cfg.judge.path is None:
-        return judge_factory
-    path = Path(cfg.judge.path)
-    if not (path / "config.json").is_file():
-        raise RunError(f"judge path {path} is not a Hugging Face model folder (no config.json)")
-    judge_id = cfg.judge.model_id or f"{path.name}@judge"
-    # The judge is a local vLLM model whatever backend samples.
-    factory = functools.partial(get_backend, str(path), judge_id, cfg.sampling,
-                                cfg.model.model_copy(update={"backend": "vllm"}))
-    factory.model_id = judge_id  # named without loading it
-    return factory
-
-
-def _runner(name: str | None):
-    if name in (None, IN_PROCESS):
-        # The FnApiRunner runs the whole graph in this process: no runner
-        # binary download (the plain DirectRunner may fetch Prism), no network.
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-        return FnApiRunner()
-    if name == DASK:
-        from apache_beam.runners.dask.dask_runner import DaskRunner
-
-        return DaskRunner()
-    return name
-
-
-@contextlib.contextmanager
-def dask_cluster(address: str | None, workers: int):
-    """The scheduler address to use: the given one, or that of a local
-    cluster of `workers` single-threaded processes, shut down afterwards."""
-    if address:
-        yield address
-        return
-    import logging
-
-    from distributed import LocalCluster
-
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
-    try:
-        yield cluster.scheduler_address
-    finally:
-        cluster.close()
-
-
-def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, beam_args: list[str],
-            dask_address: str | None, dask_workers: int) -> None:
-    """Build the graph on the chosen runner and run it to completion."""
-    with contextlib.ExitStack() as stack:
-        if runner == DASK:
-            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
-            beam_args = [*beam_args, f"--dask_client_address={address}"]
-        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
-        build_graph(p)
-        result = p.run()
-        result.wait_until_finish()
-        client = getattr(result, "client", None)  # the DaskRunner's own client
-        if client is not None:
-            client.close()
-
-
-# Beam appends the step to a worker's error: " [while running 'Sample/...']".
-_RUNNING = re.compile(r" \[while running '[^']*'\]")
-
-
-def _backend_stop(e: BaseException) -> str | None:
-    """The message of a BackendUnavailable behind `e`, however the runner
-    wrapped it (Beam re-raises worker errors with its own context added)."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
-            return _RUNNING.sub("", str(e).split("\n")[0])
-        if "BackendUnavailable" in str(e):
-            line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
-            return _RUNNING.sub("", line.split("BackendUnavailable:", 1)[-1].strip())
-        e = e.__cause__ or e.__context__
-    return None
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _interrupt_behind(e: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is behind `e`, however a runner wrapped it."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, KeyboardInterrupt):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
-def refuse_inside_inputs(path: str | Path | None, inputs: list[str], flag: str) -> None:
-    """A folder tasksieve writes (--out, --attempt-cache, --save-index) must not
-    lie inside an --input folder: a later run would read what it wrote there
-    as deliveries."""
-    if not path:
-        return
-    real = Path(os.path.realpath(path))
-    for raw in inputs:
-        real_in = Path(os.path.realpath(raw))
-        if real_in.is_dir() and _inside(real, real_in):
-            raise RunError(f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
-                           f"written there as deliveries; choose a folder outside the inputs")
-
-
-def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]:
-    """The input files and the created output folder, or a one-line RunError.
-    An --out inside an --input folder is refused: the next run would read
-    this run's outputs as deliveries."""
-    try:
-        paths = expand_inputs(inputs)
-    except Exception as e:
-        raise RunError(str(e)) from None
-    out = Path(out_dir)
-    refuse_inside_inputs(out, inputs, "--out")
-    if out.exists() and not out.is_dir():
-        raise RunError(f"--out {out} is a file, not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"cannot create output folder {out}: {e.strerror or e}") from None
-    return paths, out
-
-
-OUT_LOCK = ".tasksieve.lock"
-
-
-@contextlib.contextmanager
-def hold_output(out: Path, command: str):
-    """Own OUT for the whole command: an exclusive lock on OUT/.tasksieve.lock,
-    taken before any work. A second command into the same folder refuses at
-    once (RunError, one line) instead of racing this one for its files. The
-    lock is the kernel's (flock): a killed command releases it."""
-    path = out / OUT_LOCK
-    try:
-        fh = open(path, "a+", encoding="utf-8")
-    except OSError as e:
-        raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
-    try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = " ".join(fh.read(200).split()) or "another tasksieve command"
-            raise RunError(f"output folder {out} is in use by {holder}; wait for it to finish or choose another "
-                           "--out") from None
-        except OSError as e:
-            raise RunError(f"cannot lock output folder {out}: {e.strerror or e}") from None
-        try:
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"tasksieve {command} (pid {os.getpid()}, since "
-                     f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
-            fh.flush()
-        except OSError as e:
-            raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
-        yield out
-    finally:
-        fh.close()  # releases the lock
-
-
-def check_writable_folder(path: Path, what: str) -> None:
-    """Create `path` if needed and prove a file can be written in it."""
-    if path.exists() and not path.is_dir():
-        raise RunError(f"{what} {path} is a file, not a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as e:
-        raise RunError(f"{what} {path} is not a writable folder: {e.strerror or e}") from None
-
-
-KNOWN_RUNNERS = (IN_PROCESS, DASK)
-
-
-def _beam_option_parser():
-    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
-
-    parser = _BeamArgumentParser(allow_abbrev=False)
-    seen = {}
-    for cls in PipelineOptions.__subclasses__():
-        seen.setdefault(str(cls), cls)
-    for cls in seen.values():
-        cls._add_argparse_args(parser)  # as PipelineOptions.get_all_options does
-    return parser
-
-
-def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
-    """Before any work: the runner exists, and every option tasksieve did not
-    take is one Beam knows (Beam itself would drop an unknown one with a
-    warning, and a typo such as --dedup-agianst would silently not apply)."""
-    if runner == DASK:
-        import importlib
-
-        try:
-            importlib.import_module("distributed")
-            importlib.import_module("apache_beam.runners.dask.dask_runner")  # registers the Dask options
-        except ImportError as e:
-            raise RunError(f"--runner dask needs dask[distributed]: {e}") from None
-    elif runner not in (None, IN_PROCESS):
-        from apache_beam.runners.runner import create_runner
-
-        try:
-            create_runner(runner)
-        except ImportError as e:
-            raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
-        except Exception:
-            raise RunError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
-                           "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner") from None
-    if not beam_args:
-        return
-    parser = _beam_option_parser()
-    _, unknown = parser.parse_known_args(beam_args)
-    if unknown:
-        flag = next((a for a in unknown if a.startswith("-")), unknown[0])
-        known = [o for a in parser._actions for o in a.option_strings]
-        close = difflib.get_close_matches(flag.split("=", 1)[0], known + TASKSIEVE_FLAGS, n=1)
-        raise UsageError(f"unrecognized argument {flag!r}: neither a tasksieve option nor an Apache Beam "
-                         "pipeline option" + (f" (did you mean {close[0]}?)" if close else ""))
-
-
-# The command line's own options, for "did you mean" (cli.py is the source).
-TASKSIEVE_FLAGS = ["--input", "--out", "--config", "--rates", "--model", "--sampling", "--backend", "--base-url",
-                   "--replay", "--attempt-cache", "--runner", "--dask-address", "--dask-workers", "--dedup-against",
-                   "--save-index"]
-
-
-class UsageError(RunError):
-    """A command line tasksieve cannot use (an unknown option): exit 2."""
-
-
-def _interrupted_message(cache_dir: str | None, run_id: str) -> str:
-    """What a run interrupted by Ctrl-C leaves behind, in one line."""
-    saved = 0
-    if cache_dir and Path(cache_dir).is_dir():
-        for f in Path(cache_dir).glob(f"{run_id}-*.jsonl"):
-            try:
-                with open(f, "rb") as fh:
-                    saved += sum(1 for line in fh if line.endswith(b"\n"))
-            except OSError:
-                pass
-    if saved:
-        return (f"interrupted: the {saved} attempts this run finished are saved in {cache_dir}; start the same "
-                "command again to resume (they are re-used, none is paid for twice)")
-    return ("interrupted before any attempt was finished; nothing was written to the outputs; start the same "
-            "command again to run it")
+from tasksieve.transforms.backends.base import Backend
+from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs
 
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
@@ -413,112 +30,52 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one);
     `judge_factory` the rubric judge (default: the sampling engine)."""
-    check_runner_and_flags(runner, beam_args)
-    refuse_inside_inputs(cfg.attempt_cache, inputs, "--attempt-cache")
-    refuse_inside_inputs(cfg.dedup.save_index, inputs, "--save-index")
+    how = Invocation(runner, tuple(beam_args), config_path, rates_path, dask_address, dask_workers)
+    check_command("run", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
     with hold_output(out, "run"):
-        return _run(paths, out, cfg, runner, beam_args, config_path, backend_factory, rates_path, dask_address,
-                    dask_workers, judge_factory)
+        return _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory))
 
 
-def _run(paths: list[str], out: Path, cfg: RunConfig, runner: str | None, beam_args: list[str],
-         config_path: str | None, backend_factory: Callable[[], Backend] | None, rates_path: str | None,
-         dask_address: str | None, dask_workers: int, judge_factory: Callable[[], Backend] | None) -> dict:
-    run_id = new_run_id()
-    # Replayed attempts were generated elsewhere: nothing to cache.
-    cache_dir = None if cfg.model.backend == "replay" and backend_factory is None else \
-        str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
-    if cache_dir:
-        check_writable_folder(Path(cache_dir), "--attempt-cache" if cfg.attempt_cache else "attempt cache")
-    rates = load_rates(rates_path or cfg.rates)
-    if backend_factory is None:
-        model_path, model_id = resolve_model(cfg)
-        factory = functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model)
-    else:
-        # A factory may name its model without loading it (the driver of a
-        # cluster run must not load an engine).
-        factory = backend_factory
-        model_id = getattr(backend_factory, "model_id", None) or backend_factory().model_id
-    rates.for_model(model_id)  # a model without a price fails now, not after sampling
-    sandbox_note = _sandbox_preflight(cfg)
-    judge_factory = judge_factory_for(cfg, judge_factory)
-    if judge_factory is not None:
-        judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
-        rates.for_model(judge_id)  # the judge's tokens are priced too
-    plan = make_plan(cfg, run_id, model_id, cache_dir)
-    pools = prepare_pools(cfg, out / "_staging" / run_id)  # a bad pool fails before the model loads
-    if runner in (None, IN_PROCESS):
-        # Same process as the workers: load the engine now, so a model that
-        # does not load fails before any stage runs, and is loaded once.
-        print(f"loading model {model_id} ...", file=sys.stderr)
-        try:
-            factory()
-        except ModelLoadError as e:
-            raise RunError(str(e)) from None
-    if runner == DASK and cfg.sampling.groups == 1:
-        # One group per worker, or a single worker would do all the sampling.
-        cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": dask_workers})})
-    with claimed_staging(out, run_id) as staging:
-        finished = finished_runs(cache_dir)
-        spec = RunSpec(run_id=run_id, inputs=paths, staging_dir=str(staging), config=cfg, plan=plan, rates=rates,
-                       cache_files=tuple(cache_files(cache_dir)), finished_runs=finished, pool_indexes=pools)
+def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = None, beam_args: list[str] | None = None,
+          config_path: str | None = None, rates_path: str | None = None, dask_address: str | None = None,
+          dask_workers: int = 2) -> dict:
+    """Only the cheap stages (read to decontaminate) on a pool: the graph of
+    `run` stopped after decontamination. No model is loaded."""
+    how = Invocation(runner, tuple(beam_args or ()), config_path, rates_path, dask_address, dask_workers)
+    check_command("dedup", inputs, cfg, how)
+    paths, out = inputs_and_output(inputs, out_dir)
+    with hold_output(out, "dedup"):
+        return _execute_and_finish(prepare_dedup(paths, out, cfg, how))
+
+
+def _graph_spec(ctx: RunContext, staging) -> RunSpec:
+    """The graph's view of the context, with the attempt cache as it is now."""
+    return RunSpec(run_id=ctx.run_id, inputs=list(ctx.paths), staging_dir=str(staging), config=ctx.cfg, plan=ctx.plan,
+                   rates=ctx.rates, cache_files=tuple(cache_files(ctx.cache_dir)),
+                   finished_runs=finished_runs(ctx.cache_dir), pool_indexes=ctx.pools)
+
+
+def _announce(ctx: RunContext, spec: RunSpec) -> None:
+    if ctx.plan is not None:
         if spec.cache_files:
-            print(f"attempt cache: {cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
+            print(f"attempt cache: {ctx.cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
                   file=sys.stderr)
-        started = datetime.now(timezone.utc)
-        t0 = time.perf_counter()
-        try:
-            execute(functools.partial(build, spec=spec, backend_factory=factory, judge_factory=judge_factory),
-                    runner, beam_args, dask_address, dask_workers)
-        except KeyboardInterrupt:
-            raise RunInterrupted(_interrupted_message(cache_dir, run_id)) from None
-        except Exception as e:
-            if _interrupt_behind(e):
-                raise RunInterrupted(_interrupted_message(cache_dir, run_id)) from None
-            stop = _backend_stop(e)
-            if stop is None:
-                raise
-            raise RunStopped(
-                f"the model backend stopped answering: {stop}. Every attempt finished before that is saved in "
-                f"{cache_dir}; start the same command again to resume: finished attempts are re-used, none is "
-                "paid for twice.") from None
-        rows_in = read_rows_in(staging, ROWS_COUNTED_FILE)
-        rows_read = read_rows_in(staging, ROWS_READ_FILE)
-        sampling = read_stats(spec.stats_dir)
-        run_row = {
-            "run_id": run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
-            "wall_seconds": time.perf_counter() - t0, "tasksieve_version": __version__, "runner": runner or IN_PROCESS,
-            "inputs": json.dumps(paths), "config_path": config_path, "config": cfg.to_json(), "rates": rates.to_json(),
-            "model_id": model_id, "sampler_key": plan.sampler_key, "sampling_mode": plan.mode, "k": plan.k,
-            "attempts_generated": sampling.generated, "attempts_reused": sampling.reused,
-            "engine_seconds": sampling.engine_seconds, "sampling_wall_seconds": sampling.wall_seconds,
-            # Share of the sampling stage's time spent inside the engine (the
-            # rest: verification, waiting on stragglers of a wave, bookkeeping).
-            "engine_busy_fraction": sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
-        }
-        figures = finalize(out, staging, STAGED, rows_in, run_row, plan.k, rows_read=rows_read)
-        if cache_dir:
-            settle_run(cache_dir, run_id, pq.read_table(out / "attempts.parquet"), finished)
-        figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,
-                       engine_seconds=sampling.engine_seconds, engine_busy_fraction=run_row["engine_busy_fraction"])
-    if not any((out / "_staging").iterdir()):
-        shutil.rmtree(out / "_staging", ignore_errors=True)
-    figures["sandbox"] = sandbox_note
-    print(summary_text(out, run_id, figures))
-    return dict(figures, run_id=run_id)
+        return
+    kept_files = [n for n in ("learnable.parquet", "attempts.parquet") if (ctx.out / n).exists()]
+    if kept_files:
+        print(f"dedup: {ctx.out} holds {' and '.join(kept_files)} of an earlier run; they are left as they are",
+              file=sys.stderr)
+    d = ctx.cfg.dedup
+    print(f"dedup: {len(ctx.paths)} input file(s) -> read, validate, exact, "
+          f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...", file=sys.stderr)
 
 
-def _sandbox_preflight(cfg: RunConfig) -> str:
-    """The code sandbox's one-line description for the summary. A mode named
-    explicitly (bwrap, rlimit) that is not usable fails the run now, not on
-    every code attempt; under `auto` with no safe sandbox, code tasks are
-    dropped at verifier_sanity (no_safe_sandbox) and the summary says so."""
-    from tasksieve.transforms.verify.sandbox import runner as sandbox
-
-    if cfg.verify.sandbox in ("bwrap", "rlimit"):
-        try:
-            sandbox.resolve_mode(cfg.verify.sandbox)
-        except sandbox.NoSafeSandbox as e:
-            raise RunError(f"sandbox mode {cfg.verify.sandbox!r} is not usable here: {e}") from None
-    return sandbox.describe(cfg.verify.sandbox)
+def _execute_and_finish(ctx: RunContext) -> dict:
+    with claimed_staging(ctx.out, ctx.run_id) as staging:
+        spec = _graph_spec(ctx, staging)
+        _announce(ctx, spec)
+        started, t0 = datetime.now(timezone.utc), time.perf_counter()
+        run_graph(ctx, spec)
+        figures = finish(ctx, spec, started, t0)
+    return summarise(ctx, figures)

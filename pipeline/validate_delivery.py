@@ -81,7 +81,7 @@ def prepare(deliveries: list[str], against: list[str] | None, profile_path: str 
 def _probe_backend(spec: ProbeSpec):
     """(backend factory, model_id) for the probe; a model that is not there
     is a usage error, found before any check runs."""
-    from tasksieve.pipeline.run import RunError, resolve_model
+    from tasksieve.pipeline.preflight import RunError, resolve_model
     from tasksieve.transforms.backends.factory import get_backend
 
     cfg = spec.config
@@ -197,7 +197,7 @@ def _near_settings(profile: Profile):
     """The run's near-dedup settings (defaults of `[dedup]`) and same-problem
     rules: validate judges duplicates as `run` and `dedup` do."""
     from tasksieve.schemas.config import DecontamConfig, DedupConfig
-    from tasksieve.transforms.decontam.stage import rules_from_config
+    from tasksieve.transforms.same_problem.rules import rules_from_config
 
     return DedupConfig(), rules_from_config(DecontamConfig(), DedupConfig())
 
@@ -217,7 +217,7 @@ def _contamination(tasks: list[dict], profile: Profile) -> dict:
 def _probe(tasks: list[dict], checks: list[dict], probe: ProbeSpec, backend_factory, min_share: float) -> dict:
     """Probe the tasks a buyer would actually sample: verifiable, and not a
     duplicate, contaminated or broken (those fail their own checks)."""
-    from tasksieve.pipeline.run import make_plan, new_run_id
+    from tasksieve.pipeline.preflight import make_plan, new_run_id
 
     excluded = {o["where"] for c in checks if c["name"] in
                 ("duplicates_within", "duplicates_against_pool", "contamination", "verifier_sanity")

@@ -2,7 +2,7 @@
 (runs, tasks, attempts, costs, drops, quarantine). Views, not tables: they
 always agree with the rows they summarise, across every run in the file.
 
-Shared definitions (DESIGN.md):
+Shared definitions (docs/design.md):
 - spend of a task = every cost row of that task: its expert cost plus the
   generation and verification of all its attempts;
 - learnable = status 'learnable';

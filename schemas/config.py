@@ -7,9 +7,10 @@ spent, with one line that names the field (see `load_config`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -191,8 +192,19 @@ class SamplingConfig(_Section):
             raise ValueError(f"sampling.system_prompts: unknown domain {sorted(unknown)[0]!r}; expected one of {', '.join(DOMAINS)}")
         return self
 
-    def system_prompt_for(self, domain: str) -> str:
-        return self.system_prompts.get(domain, self.system_prompt)
+    # Every field is in exactly one of these two sets (tests/test_structure.py
+    # fails otherwise), so a new field cannot join without a decision. The
+    # first set changes what an attempt would be, and only it makes the
+    # attempt-cache key: a cached attempt is re-used only under equal values.
+    GENERATION_FIELDS: ClassVar[frozenset] = frozenset(
+        {"temperature", "top_p", "max_tokens", "seed", "system_prompt", "system_prompts"})
+    # How many attempts, in which waves, grouped how: not what one attempt is.
+    SCHEDULE_FIELDS: ClassVar[frozenset] = frozenset({"mode", "k", "waves", "tasks_per_batch", "groups", "bayes"})
+
+    def sampler_key(self) -> str:
+        """Hash of everything that changes what an attempt would be."""
+        params = {name: getattr(self, name) for name in self.GENERATION_FIELDS}
+        return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class VerifyConfig(_Section):
@@ -220,7 +232,7 @@ class JudgeConfig(_Section):
 
 
 class BandConfig(_Section):
-    """Which pass rates count as learnable. The default is DESIGN.md's:
+    """Which pass rates count as learnable. The default is docs/design.md's:
     at least one pass and at least one fail."""
 
     min_pass_rate: float = Field(0.0, ge=0, le=1)

@@ -1,6 +1,6 @@
 """The data contracts as pyarrow schemas.
 
-Field names are DESIGN.md's and are the contract with analysts: add fields,
+Field names are docs/design.md's and are the contract with analysts: add fields,
 never rename them. Everything downstream (Parquet files, DuckDB tables, the
 learnable set) is written with these schemas, so a column never changes type
 between runs.
@@ -119,18 +119,6 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
-DROP_SCHEMA = pa.schema(
-    [
-        pa.field("run_id", pa.string()),
-        pa.field("source", pa.string()),
-        pa.field("task_id", pa.string()),
-        pa.field("content_hash", pa.string()),
-        pa.field("drop_stage", pa.string()),
-        pa.field("drop_reason", pa.string()),
-        pa.field("drop_detail", pa.string()),
-    ]
-)
-
 # Cost rows carry (source, task_id) beside content_hash: an exact duplicate
 # shares its survivor's hash, and its expert cost must stay attributable.
 COST_SCHEMA = pa.schema(
@@ -164,9 +152,6 @@ RUN_SCHEMA = pa.schema(
        # JSON: the end-of-run summary figures.
        pa.field("figures", pa.string())]
 )
-
-COST_COMPONENTS = ("expert", "generation", "verification", "judge")
-
 
 def conform(row: dict, schema: pa.Schema) -> dict:
     """The row restricted to the schema's fields, missing ones as None."""

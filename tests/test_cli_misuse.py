@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tasksieve.pipeline import cli
-from tasksieve.pipeline.run import hold_output
+from tasksieve.pipeline.preflight import hold_output
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")

@@ -234,7 +234,8 @@ def test_a_rejected_request_is_an_attempt_error_not_a_dead_run(scripted):
 
 
 def test_an_unreachable_server_fails_before_the_run_starts(tmp_path):
-    from tasksieve.pipeline.run import RunError, run
+    from tasksieve.pipeline.preflight import RunError
+    from tasksieve.pipeline.run import run
 
     _write_tasks(tmp_path / "t.jsonl", 1)
     with pytest.raises(RunError, match="not answering"):

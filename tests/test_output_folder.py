@@ -14,7 +14,8 @@ import pytest
 
 from fake_openai import FakeOpenAI, run_config, write_tasks
 from fakes import scripted_backend
-from tasksieve.pipeline.run import RunError, hold_output, run
+from tasksieve.pipeline.preflight import RunError, hold_output
+from tasksieve.pipeline.run import run
 from tasksieve.schemas.config import RunConfig
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]

@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import BetterScriptedBackend, ScriptedBackend
-from tasksieve.pipeline.run import RunStopped, run
+from tasksieve.pipeline.preflight import RunStopped
+from tasksieve.pipeline.run import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import BackendUnavailable
 

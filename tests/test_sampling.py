@@ -4,6 +4,7 @@ import random
 import pytest
 
 from fakes import ScriptedBackend
+from tasksieve.schemas.config import BandConfig, SamplingConfig
 from tasksieve.transforms.backends.base import GenResult
 from tasksieve.transforms.sample.classify import classify, wilson_interval
 from tasksieve.transforms.sample.stage import SamplePlan, needs_no_sampling, sample_tasks
@@ -11,8 +12,9 @@ from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attemp
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4), lo=0.0, hi=1.0):
-    return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk", mode=mode, k=k, waves=waves, seed=0,
-                      system_prompt="sys", min_pass_rate=lo, max_pass_rate=hi)
+    return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk",
+                      sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
+                      band=BandConfig(min_pass_rate=lo, max_pass_rate=hi))
 
 
 def next_wave(mode, k, waves, n, p, band=(0.0, 1.0)):
@@ -135,7 +137,7 @@ def test_generation_errors_are_recorded_on_the_attempt():
 
 
 def test_system_prompt_per_domain():
-    from tasksieve.pipeline.run import make_plan
+    from tasksieve.pipeline.preflight import make_plan
     from tasksieve.schemas.config import RunConfig
     from tasksieve.transforms.sample.stage import messages_for
 

@@ -256,6 +256,11 @@ class ValidateRows(beam.PTransform):
         super().__init__()
         self.limits = (max_field_chars, max_expert_minutes, max_expert_cost_usd)
 
+    @classmethod
+    def from_config(cls, limits) -> "ValidateRows":
+        """From the run config's `[limits]` section."""
+        return cls(limits.max_field_chars, limits.max_expert_minutes, limits.max_expert_cost_usd)
+
     def expand(self, raw_rows):
         limits = self.limits
 

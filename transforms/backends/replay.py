@@ -67,9 +67,6 @@ class ReplayBackend:
             raise ModelLoadError(f"replay: no usable recorded attempts in {paths} "
                                  "(rows need a completion and a content_hash or prompt)")
 
-    def count(self, content_hash: str) -> int:
-        return len(self.recorded.get(content_hash, ()))
-
     def _one(self, req: GenRequest) -> GenResult:
         rows = self.recorded.get(req.content_hash or "", [])
         if req.attempt_idx is None or req.attempt_idx >= len(rows):

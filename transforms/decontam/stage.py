@@ -33,8 +33,8 @@ from typing import Iterator
 import apache_beam as beam
 
 from tasksieve.transforms.normalize import normalize_text
-from tasksieve.transforms.same_problem.quantities import containment, quantities
-from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item
+from tasksieve.transforms.same_problem.quantities import quantities
+from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item, rules_from_config
 from tasksieve.transforms.stage import split_tagged
 
 DROPPED_TAG = "dropped"
@@ -419,15 +419,6 @@ def index_options(decontam) -> dict:
             "background_paths": tuple(decontam.background_paths), "rules": rules_from_config(decontam)}
 
 
-def rules_from_config(decontam, dedup=None) -> Rules:
-    """Same-problem thresholds from `[decontam]` (and `[dedup]` for pairs)."""
-    kw = {"numbers_min": decontam.numbers_min, "semantic_min": decontam.semantic_min,
-          "text_min": decontam.text_min, "run_code": decontam.run_code}
-    if dedup is not None:
-        kw.update(pair_min=dedup.semantic_min, pair_alone_min=dedup.semantic_alone_min)
-    return Rules(**kw)
-
-
 def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
     """The task marked dropped with evidence, or None if it is clean."""
     evidence = index.judge(task)
@@ -456,6 +447,11 @@ class Decontaminate(beam.PTransform):
     def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str], checks: dict | None = None):
         super().__init__()
         self.fn = _DecontaminateFn(n, benchmarks, extra_paths, checks or {})
+
+    @classmethod
+    def from_config(cls, decontam) -> "Decontaminate":
+        """From the run config's `[decontam]` section."""
+        return cls(decontam.ngram, decontam.benchmarks, decontam.extra_paths, index_options(decontam))
 
     def expand(self, tasks):
         out = split_tagged(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit", (CLEAN_TAG, DROPPED_TAG))

@@ -38,9 +38,9 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
-from tasksieve.transforms.dedup.minhash import MinHashParams, shingle_hashes, task_bands, text_of
+from tasksieve.transforms.dedup.minhash import MinHashParams, params_from_config, shingle_hashes, task_bands, text_of
 from tasksieve.transforms.stage import split_tagged
-from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem
+from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
@@ -311,7 +311,7 @@ def _route_joined(kv):
 
 class NearDedup(beam.PTransform):
     """Tasks in; (kept, dropped) out. `pool_rows` is an optional PCollection
-    of reference-pool index rows (see pool_index.read_index_rows)."""
+    of reference-pool index rows (see pool_index.read_row_group)."""
 
     def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
                  within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
@@ -320,6 +320,14 @@ class NearDedup(beam.PTransform):
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
         self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
         self.semantic, self.rules = semantic, rules or Rules()
+
+    @classmethod
+    def from_config(cls, dedup, decontam, pool_rows=None) -> "NearDedup":
+        """From the run config's `[dedup]` section (the same-problem rules read
+        `[decontam]` too); `pool_rows`: the reference pools' index rows."""
+        return cls(params_from_config(dedup), dedup.threshold, pool_rows, dedup.max_bucket_pairs, within=dedup.near,
+                   min_numbers=dedup.number_overlap, guard_below=dedup.number_guard_below, semantic=dedup.semantic,
+                   rules=rules_from_config(decontam, dedup))
 
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within

@@ -287,3 +287,12 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
             if not (ab and ba):
                 return False, dict(ev, cleared_by="code_behaviour")
     return True, dict(ev, confirmed_by="semantic+numbers" + ("+answer" if agree else ""))
+
+
+def rules_from_config(decontam, dedup=None) -> Rules:
+    """Same-problem thresholds from `[decontam]` (and `[dedup]` for pairs)."""
+    kw = {"numbers_min": decontam.numbers_min, "semantic_min": decontam.semantic_min,
+          "text_min": decontam.text_min, "run_code": decontam.run_code}
+    if dedup is not None:
+        kw.update(pair_min=dedup.semantic_min, pair_alone_min=dedup.semantic_alone_min)
+    return Rules(**kw)

@@ -30,7 +30,6 @@ streak convince early. `pass_rate_lo`/`pass_rate_hi` are then the posterior's
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 
@@ -132,8 +131,3 @@ def attempt_seed(base_seed: int, content_hash: str, attempt_idx: int) -> int:
     identical samples, and a resumed run must redraw the same attempt."""
     h = hashlib.sha256(f"{base_seed}:{content_hash}:{attempt_idx}".encode()).digest()
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
-
-
-def sampler_key(params: dict) -> str:
-    """Hash of everything that changes what an attempt would be."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]

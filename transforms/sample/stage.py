@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 import apache_beam as beam
 
-from tasksieve.schemas.config import VerifyConfig
+from tasksieve.schemas.config import BandConfig, SamplingConfig, VerifyConfig
 from tasksieve.transforms.sample.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
 from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
@@ -40,36 +40,33 @@ STAGE = "sample"
 
 @dataclass(frozen=True)
 class SamplePlan:
-    """What the sampling stage needs to know, picklable for Beam workers."""
+    """What the sampling stage needs to know, picklable for Beam workers: the
+    run's identity plus the config sections themselves (one home for every
+    setting; nothing is copied field by field)."""
 
     run_id: str
     model_id: str
     sampler_key: str
-    mode: str
-    k: int
-    waves: tuple
-    seed: int
-    system_prompt: str
-    min_pass_rate: float
-    max_pass_rate: float
-    prior_a: float = 0.1
-    prior_b: float = 0.1
-    confidence: float = 0.95
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    band: BandConfig = field(default_factory=BandConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
     # Where finished generations persist (transforms/sample/attempt_cache.py); None:
     # nowhere (replayed attempts, probes).
     cache_dir: str | None = None
-    # ((domain, system prompt), ...); a domain not named uses system_prompt.
-    system_prompts: tuple = ()
-    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     @property
-    def band_is_default(self) -> bool:
-        return self.min_pass_rate <= 0.0 and self.max_pass_rate >= 1.0
+    def mode(self) -> str:
+        return self.sampling.mode
+
+    @property
+    def k(self) -> int:
+        return self.sampling.k
 
     @property
     def policy(self) -> Policy:
-        return Policy(self.mode, self.k, tuple(self.waves), self.min_pass_rate, self.max_pass_rate,
-                      self.prior_a, self.prior_b, self.confidence)
+        s, b = self.sampling, self.band
+        return Policy(s.mode, s.k, tuple(s.waves), b.min_pass_rate, b.max_pass_rate,
+                      s.bayes.prior_a, s.bayes.prior_b, s.bayes.confidence)
 
 
 def needs_no_sampling(task: dict) -> dict | None:
@@ -82,7 +79,7 @@ def needs_no_sampling(task: dict) -> dict | None:
 
 
 def messages_for(task: dict, plan: SamplePlan) -> tuple:
-    system = dict(plan.system_prompts).get(task["domain"], plan.system_prompt)
+    system = plan.sampling.system_prompts.get(task["domain"], plan.sampling.system_prompt)
     return (("system", system), ("user", task["prompt"]))
 
 
@@ -140,7 +137,7 @@ def sample_tasks(
         if not wave:
             break
         requests = [
-            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.seed, st["task"]["content_hash"], idx),
+            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
                        content_hash=st["task"]["content_hash"], attempt_idx=idx)
             for st, idx in wave
         ]
@@ -215,7 +212,7 @@ def _result(st: dict, plan: SamplePlan) -> dict:
         return dict(st["task"], run_id=plan.run_id, status="dropped", drop_stage=STAGE,
                     drop_reason="no_recorded_attempts",
                     drop_detail=json.dumps({"why": "the replayed rollouts hold no attempt for this content_hash"}))
-    stats = classify(st["pass"], st["n"], plan.min_pass_rate, plan.max_pass_rate)
+    stats = classify(st["pass"], st["n"], plan.band.min_pass_rate, plan.band.max_pass_rate)
     if plan.mode == "bayes":
         stats["pass_rate_lo"], stats["pass_rate_hi"] = posterior_interval(plan.policy, st["pass"], st["n"])
     if stats["status"] in ("all_pass", "all_fail"):

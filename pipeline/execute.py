@@ -1,0 +1,156 @@
+"""Execution: the Beam runner, the Dask cluster, and what a failure in the
+middle of a graph means for the person who started it (interrupted,
+stopped by the model backend, or a bug)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from tasksieve.pipeline.graph import RunSpec, build
+from tasksieve.pipeline.preflight import DASK, IN_PROCESS, RunContext, RunInterrupted, RunStopped
+from tasksieve.transforms.backends.base import BackendUnavailable
+
+def _runner(name: str | None):
+    if name in (None, IN_PROCESS):
+        # The FnApiRunner runs the whole graph in this process: no runner
+        # binary download (the plain DirectRunner may fetch Prism), no network.
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        return FnApiRunner()
+    if name == DASK:
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+
+        return DaskRunner()
+    return name
+
+
+@contextlib.contextmanager
+def dask_cluster(address: str | None, workers: int):
+    """The scheduler address to use: the given one, or that of a local
+    cluster of `workers` single-threaded processes, shut down afterwards."""
+    if address:
+        yield address
+        return
+    import logging
+
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
+
+
+def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, beam_args: list[str],
+            dask_address: str | None, dask_workers: int) -> None:
+    """Build the graph on the chosen runner and run it to completion."""
+    with contextlib.ExitStack() as stack:
+        if runner == DASK:
+            address = stack.enter_context(dask_cluster(dask_address, dask_workers))
+            beam_args = [*beam_args, f"--dask_client_address={address}"]
+        p = beam.Pipeline(runner=_runner(runner), options=PipelineOptions(beam_args))
+        build_graph(p)
+        result = p.run()
+        result.wait_until_finish()
+        client = getattr(result, "client", None)  # the DaskRunner's own client
+        if client is not None:
+            client.close()
+
+
+# Beam appends the step to a worker's error: " [while running 'Sample/...']".
+_RUNNING = re.compile(r" \[while running '[^']*'\]")
+
+
+def _backend_stop(e: BaseException) -> str | None:
+    """The message of a BackendUnavailable behind `e`, however the runner
+    wrapped it (Beam re-raises worker errors with its own context added)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
+            return _RUNNING.sub("", str(e).split("\n")[0])
+        if "BackendUnavailable" in str(e):
+            line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
+            return _RUNNING.sub("", line.split("BackendUnavailable:", 1)[-1].strip())
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _interrupt_behind(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind `e`, however a runner wrapped it."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _interrupted_message(cache_dir: str | None, run_id: str) -> str:
+    """What a run interrupted by Ctrl-C leaves behind, in one line."""
+    saved = 0
+    if cache_dir and Path(cache_dir).is_dir():
+        for f in Path(cache_dir).glob(f"{run_id}-*.jsonl"):
+            try:
+                with open(f, "rb") as fh:
+                    saved += sum(1 for line in fh if line.endswith(b"\n"))
+            except OSError:
+                pass
+    if saved:
+        return (f"interrupted: the {saved} attempts this run finished are saved in {cache_dir}; start the same "
+                "command again to resume (they are re-used, none is paid for twice)")
+    return ("interrupted before any attempt was finished; nothing was written to the outputs; start the same "
+            "command again to run it")
+
+
+
+def _dedup_interrupted(staging: Path) -> RunInterrupted:
+    shutil.rmtree(staging, ignore_errors=True)
+    return RunInterrupted("interrupted: dedup keeps nothing of an unfinished pass and the output files are as "
+                          "they were; start the same command again to run it")
+
+
+def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
+    """What a graph failure of `tasksieve run` becomes: the interruption or
+    the backend stop, said in one line; anything else is re-raised as is."""
+    if _interrupt_behind(e):
+        return RunInterrupted(_interrupted_message(ctx.cache_dir, ctx.run_id))
+    stop = _backend_stop(e)
+    if stop is None:
+        return e
+    return RunStopped(
+        f"the model backend stopped answering: {stop}. Every attempt finished before that is saved in "
+        f"{ctx.cache_dir}; start the same command again to resume: finished attempts are re-used, none is "
+        "paid for twice.")
+
+
+def run_graph(ctx: RunContext, spec: RunSpec) -> None:
+    """Build the funnel for `spec` on the context's runner and run it."""
+    how = ctx.how
+    graph = functools.partial(build, spec=spec, backend_factory=ctx.backend_factory, judge_factory=ctx.judge_factory)
+    try:
+        execute(graph, how.runner, list(how.beam_args), how.dask_address, how.dask_workers)
+    except KeyboardInterrupt:
+        if ctx.command == "dedup":
+            raise _dedup_interrupted(Path(spec.staging_dir)) from None
+        raise RunInterrupted(_interrupted_message(ctx.cache_dir, ctx.run_id)) from None
+    except Exception as e:
+        if ctx.command == "dedup":
+            if _interrupt_behind(e):
+                raise _dedup_interrupted(Path(spec.staging_dir)) from None
+            raise
+        failure = _run_failed(ctx, e)
+        if failure is e:
+            raise
+        raise failure from None
