@@ -41,7 +41,7 @@ import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.schemas.config import DecontamConfig  # noqa: E402
 from tasksieve.transforms.decontam.stage import build_index, index_options  # noqa: E402
-from tasksieve.transforms.dedup.semantic import find_near_duplicates  # noqa: E402
+from tasksieve.transforms.dedup.near import find_near_duplicates  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, shingle_hashes, signature  # noqa: E402
 from tasksieve.transforms.normalize import normalize_text, with_hash  # noqa: E402
 

@@ -112,9 +112,9 @@ def read_pool(paths: list[str], max_row_bytes: int, max_field_chars: int) -> tup
 
 def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) -> dict:
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
-    (dedup_semantic.find_near_duplicates: MinHash + quantity-grouped
+    (dedup/near.py find_near_duplicates: MinHash + quantity-grouped
     meanings, confirmed by the same-problem rules)."""
-    from tasksieve.transforms.dedup.semantic import find_near_duplicates
+    from tasksieve.transforms.dedup.near import find_near_duplicates
     from tasksieve.transforms.dedup.minhash import params_from_config
 
     out = {}

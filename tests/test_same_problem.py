@@ -19,7 +19,7 @@ import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.decontam.stage import build_index, check_task  # noqa: E402
 from tasksieve.transforms.dedup.near import NearDedup  # noqa: E402
-from tasksieve.transforms.dedup.semantic import find_near_duplicates  # noqa: E402
+from tasksieve.transforms.dedup.near import find_near_duplicates  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402
 from tasksieve.transforms.normalize import with_hash  # noqa: E402
 from tasksieve.transforms.same_problem.quantities import containment, quantities  # noqa: E402

@@ -35,10 +35,8 @@ import apache_beam as beam
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.same_problem.quantities import quantities
 from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item, rules_from_config
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 
-DROPPED_TAG = "dropped"
-CLEAN_TAG = "clean"
 STAGE = "decontaminate"
 
 _WORD = re.compile(r"\w+")
@@ -424,8 +422,7 @@ def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
     evidence = index.judge(task)
     if evidence is None:
         return None
-    return dict(task, drop_stage=STAGE, drop_reason=REASONS[evidence["check"]],
-                drop_detail=json.dumps(evidence, sort_keys=True, ensure_ascii=False))
+    return drop_record(task, STAGE, REASONS[evidence["check"]], evidence)
 
 
 class _DecontaminateFn(beam.DoFn):
@@ -438,7 +435,7 @@ class _DecontaminateFn(beam.DoFn):
 
     def process(self, task):
         dropped = check_task(task, self.index)
-        yield (CLEAN_TAG, task) if dropped is None else (DROPPED_TAG, dropped)
+        yield (KEPT, task) if dropped is None else (DROPPED, dropped)
 
 
 class Decontaminate(beam.PTransform):
@@ -454,5 +451,4 @@ class Decontaminate(beam.PTransform):
         return cls(decontam.ngram, decontam.benchmarks, decontam.extra_paths, index_options(decontam))
 
     def expand(self, tasks):
-        out = split_tagged(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit", (CLEAN_TAG, DROPPED_TAG))
-        return out[CLEAN_TAG], out[DROPPED_TAG]
+        return split_kept_dropped(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit")

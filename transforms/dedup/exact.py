@@ -8,14 +8,10 @@ file position. Every other copy is dropped and names its survivor.
 
 from __future__ import annotations
 
-import json
-
 import apache_beam as beam
 
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 
-DROPPED_TAG = "dropped"
-KEPT_TAG = "kept"
 STAGE = "exact_dedup"
 
 
@@ -28,19 +24,9 @@ def pick_survivor(tasks: list[dict]) -> tuple[dict, list[dict]]:
     """(survivor, dropped-with-reason) for tasks that share one content hash."""
     ordered = sorted(tasks, key=survivor_key)
     keep = ordered[0]
-    dropped = [
-        dict(
-            t,
-            drop_stage=STAGE,
-            drop_reason="exact_duplicate",
-            drop_detail=json.dumps(
-                {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
-                 "content_hash": keep["content_hash"]},
-                sort_keys=True,
-            ),
-        )
-        for t in ordered[1:]
-    ]
+    evidence = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
+                "content_hash": keep["content_hash"]}
+    dropped = [drop_record(t, STAGE, "exact_duplicate", evidence) for t in ordered[1:]]
     return keep, dropped
 
 
@@ -51,14 +37,13 @@ class DropExactDuplicates(beam.PTransform):
         def split(kv):
             _, group = kv
             keep, dropped = pick_survivor(list(group))
-            yield KEPT_TAG, keep
+            yield KEPT, keep
             for d in dropped:
-                yield DROPPED_TAG, d
+                yield DROPPED, d
 
-        out = split_tagged(
+        return split_kept_dropped(
             tasks
             | "KeyByHash" >> beam.Map(lambda t: (t["content_hash"], t))
             | "GroupByHash" >> beam.GroupByKey()
             | "Survivors" >> beam.FlatMap(split),
-            "SurvivorsSplit", (KEPT_TAG, DROPPED_TAG))
-        return out[KEPT_TAG], out[DROPPED_TAG]
+            "SurvivorsSplit")

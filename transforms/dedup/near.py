@@ -30,22 +30,20 @@ How it scales (nothing holds the corpus in one list):
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 
 import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup.minhash import MinHashParams, params_from_config, shingle_hashes, task_bands, text_of
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
+from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
 from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
-KEPT_TAG = "kept"
-DROPPED_TAG = "dropped"
 POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task ids never start with it
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -205,7 +203,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     """Confirm a component's candidate edges and decide: yields (tag, task).
     Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
     similarity and the number guard, or (a, b, cosine) from semantic
-    neighbours (dedup_semantic.py), confirmed by the same-problem rules
+    neighbours (semantic.py), confirmed by the same-problem rules
     (`same_problem.judge_pair`)."""
     rules = rules or Rules()
     by_node = {task_node(t): t for t in tasks}
@@ -251,7 +249,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
         pools = [pool_by_node[n] for n in members if n in pool_by_node]
         if len(members) == 1 or not ts:
             for t in ts:
-                yield KEPT_TAG, t
+                yield KEPT, t
             continue
         if pools:
             for t in ts:
@@ -261,10 +259,10 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
                 detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
                           "match": "exact" if exact else "near", "similarity": 1.0 if exact else sh.sim(n, best["node"]),
                           **_via(via, n, pool_by_node, by_node)}
-                yield DROPPED_TAG, _dropped(t, POOL_STAGE, "dedup_against_pool", detail)
+                yield DROPPED, drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
             continue
         keep = ts[0]
-        yield KEPT_TAG, keep
+        yield KEPT, keep
         kn = task_node(keep)
         for t in ts[1:]:
             n = task_node(t)
@@ -272,7 +270,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
                       "similarity": sh.sim(n, kn), "number_overlap": sh.numbers(n, kn), "threshold": threshold,
                       "shingle": f"{p.shingle}{p.size}",
                       **_via(via, n, pool_by_node, by_node)}
-            yield DROPPED_TAG, _dropped(t, STAGE, "near_duplicate", detail)
+            yield DROPPED, drop_record(t, STAGE, "near_duplicate", detail)
 
 
 def _cosine(a: str, b: str) -> float:
@@ -288,11 +286,6 @@ def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
     return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s, **how}
 
 
-def _dropped(task: dict, stage: str, reason: str, detail: dict) -> dict:
-    return dict(task, drop_stage=stage, drop_reason=reason,
-                drop_detail=json.dumps(detail, sort_keys=True, ensure_ascii=False))
-
-
 def _route_joined(kv):
     """After the node join: tasks without a component pass on; the rest go to their root."""
     _, values = kv
@@ -306,7 +299,58 @@ def _route_joined(kv):
         if root is not None:
             yield "cluster", (root, (kind, v))
         elif kind == "task":
-            yield KEPT_TAG, v
+            yield KEPT, v
+
+
+def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
+                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
+                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32):
+    """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
+    the same candidate generators (MinHash bands, quantity-grouped meanings)
+    and the same confirmation (`resolve_component`) as the Beam stage, in
+    memory. Yields (KEPT | DROPPED, task) like it."""
+    rules = rules or Rules()
+    buckets: dict = defaultdict(list)
+    for t in tasks:
+        for key, node in task_records(t, p, bool(pool_rows)):
+            buckets[key].append(node)
+    for r in pool_rows:
+        for key, node in pool_records(r):
+            buckets[key].append(node)
+    edges = set()
+    for members in buckets.values():
+        edges.update(bucket_pairs(members, max_bucket_pairs, within))
+    if semantic:
+        groups: dict = defaultdict(list)
+        for t in tasks:
+            text = text_of(t)
+            groups[quantity_key(text)].append((task_node(t), text))
+        for r in pool_rows:
+            groups[quantity_key(r["text"])].append((r["node"], r["text"]))
+        for key, members in groups.items():
+            edges.update(semantic_edges(members, key, p, threshold, rules, within))
+    uf = UnionFind()
+    for e in edges:
+        uf.union(e[0], e[1])
+    comps: dict = defaultdict(list)
+    for e in sorted(edges, key=edge_order):
+        comps[uf.find(e[0])].append(e)
+    by_root_tasks: dict = defaultdict(list)
+    by_root_pool: dict = defaultdict(list)
+    in_comp = set()
+    for t in tasks:
+        n = task_node(t)
+        if n in uf.parent:
+            by_root_tasks[uf.find(n)].append(t)
+            in_comp.add(n)
+        else:
+            yield KEPT, t
+    for r in pool_rows:
+        if r["node"] in uf.parent:
+            by_root_pool[uf.find(r["node"])].append(r)
+    for root, comp_edges in comps.items():
+        yield from resolve_component(by_root_tasks.get(root, []), by_root_pool.get(root, []), comp_edges, p, threshold,
+                                     min_numbers, guard_below, rules=rules)
 
 
 class NearDedup(beam.PTransform):
@@ -344,7 +388,6 @@ class NearDedup(beam.PTransform):
             | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
         ]
         if self.semantic:
-            from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 
             texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
             if self.pool_rows is not None:
@@ -367,7 +410,7 @@ class NearDedup(beam.PTransform):
             | "JoinNodes" >> beam.Flatten()
             | "GroupNodes" >> beam.GroupByKey()
             | "Route" >> beam.FlatMap(_route_joined),
-            "RouteSplit", (KEPT_TAG, "cluster"))
+            "RouteSplit", (KEPT, "cluster"))
         comp_edges = messages | "Edges" >> beam.Filter(lambda kv: kv[1][0] == "edges")
 
         def resolve(kv):
@@ -386,6 +429,6 @@ class NearDedup(beam.PTransform):
             | "JoinComponents" >> beam.Flatten()
             | "GroupComponents" >> beam.GroupByKey()
             | "Resolve" >> beam.FlatMap(resolve),
-            "ResolveSplit", (KEPT_TAG, DROPPED_TAG))
-        kept = (routed[KEPT_TAG], out[KEPT_TAG]) | "AllKept" >> beam.Flatten()
-        return kept, out[DROPPED_TAG]
+            "ResolveSplit", (KEPT, DROPPED))
+        kept = (routed[KEPT], out[KEPT]) | "AllKept" >> beam.Flatten()
+        return kept, out[DROPPED]

@@ -9,15 +9,13 @@ group are meanings compared (sentence embeddings, embed.py): a template
 sibling with other numbers is never even compared, and a task whose numbers
 no other task states is never embedded. Pairs that the character shingles
 already link are not embedded either. What comes out are candidate edges
-(a, b, cosine); `dedup_near.resolve_component` confirms them with the
+(a, b, cosine); `near.resolve_component` confirms them with the
 same-problem rules (`same_problem.judge_pair`: same quantities, agreeing
 answers, code behaviour) next to the MinHash edges, so one judgement decides
 for `run`, `dedup` and `validate`.
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard
 from tasksieve.transforms.same_problem.rules import Rules, pair_quantity_key
@@ -82,57 +80,3 @@ def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, t
     vecs = get_model().encode([t for _, t in members])
     bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
     return [edge(i, j, round(c, 4)) for i, j, c in neighbours(vecs, bar, k=k, allowed=allowed)]
-
-
-def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
-                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
-                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32):
-    """The near-dedup stage in memory: the same candidate generators
-    (MinHash bands, quantity-grouped meanings) and the same confirmation
-    (`resolve_component`) as the Beam stage. Yields (tag, task) like it."""
-    from tasksieve.transforms.dedup.near import (KEPT_TAG, UnionFind, bucket_pairs, edge_order, pool_records,
-                                                 resolve_component, task_node, task_records)
-    from tasksieve.transforms.dedup.minhash import text_of
-
-    rules = rules or Rules()
-    buckets: dict = defaultdict(list)
-    for t in tasks:
-        for key, node in task_records(t, p, bool(pool_rows)):
-            buckets[key].append(node)
-    for r in pool_rows:
-        for key, node in pool_records(r):
-            buckets[key].append(node)
-    edges = set()
-    for members in buckets.values():
-        edges.update(bucket_pairs(members, max_bucket_pairs, within))
-    if semantic:
-        groups: dict = defaultdict(list)
-        for t in tasks:
-            text = text_of(t)
-            groups[quantity_key(text)].append((task_node(t), text))
-        for r in pool_rows:
-            groups[quantity_key(r["text"])].append((r["node"], r["text"]))
-        for key, members in groups.items():
-            edges.update(semantic_edges(members, key, p, threshold, rules, within))
-    uf = UnionFind()
-    for e in edges:
-        uf.union(e[0], e[1])
-    comps: dict = defaultdict(list)
-    for e in sorted(edges, key=edge_order):
-        comps[uf.find(e[0])].append(e)
-    by_root_tasks: dict = defaultdict(list)
-    by_root_pool: dict = defaultdict(list)
-    in_comp = set()
-    for t in tasks:
-        n = task_node(t)
-        if n in uf.parent:
-            by_root_tasks[uf.find(n)].append(t)
-            in_comp.add(n)
-        else:
-            yield KEPT_TAG, t
-    for r in pool_rows:
-        if r["node"] in uf.parent:
-            by_root_pool[uf.find(r["node"])].append(r)
-    for root, comp_edges in comps.items():
-        yield from resolve_component(by_root_tasks.get(root, []), by_root_pool.get(root, []), comp_edges, p, threshold,
-                                     min_numbers, guard_below, rules=rules)

@@ -1,5 +1,5 @@
 """Stages `sample` and `verify`: attempts per task, in waves, until each
-task's keep/drop decision is made (see sampling_policy), then `classify`.
+task's keep/drop decision is made (see policy.py), then `classify`.
 
 Tasks arrive in batches; each wave of a batch is one engine call with every
 undecided task's next attempts in it, so the engine always sees a large
@@ -26,15 +26,13 @@ from tasksieve.transforms.sample.attempt_cache import (CACHED_KEY, CacheWriter, 
                                                 writer_for)
 from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
 from tasksieve.transforms.sample.classify import classify
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped, split_tagged
 from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts, posterior_interval
 from tasksieve.transforms.verify.verifiers import VERIFIABLE, verify_attempts
 
 # Tags of the pairs this stage emits (see transforms/stage.py).
 ATTEMPT_TAG = "attempt"
 RESULT_TAG = "result"
-SAMPLE_TAG = "sample"
-DROPPED_TAG = "dropped"
 STAGE = "sample"
 
 
@@ -73,9 +71,8 @@ def needs_no_sampling(task: dict) -> dict | None:
     """The task marked dropped if no verifier can judge its attempts."""
     if task["domain"] in VERIFIABLE:
         return None
-    return dict(task, drop_stage=STAGE, drop_reason="no_verifier",
-                drop_detail=json.dumps({"domain": task["domain"],
-                                        "why": f"no {task['domain']} verifier is available; not sampled, nothing spent"}))
+    return drop_record(task, STAGE, "no_verifier",
+                       {"domain": task["domain"], "why": f"no {task['domain']} verifier is available; not sampled, nothing spent"})
 
 
 def messages_for(task: dict, plan: SamplePlan) -> tuple:
@@ -209,9 +206,8 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
 def _result(st: dict, plan: SamplePlan) -> dict:
     if st["n"] == 0:
         # Replay with no recorded attempt for this task: nothing to judge.
-        return dict(st["task"], run_id=plan.run_id, status="dropped", drop_stage=STAGE,
-                    drop_reason="no_recorded_attempts",
-                    drop_detail=json.dumps({"why": "the replayed rollouts hold no attempt for this content_hash"}))
+        why = {"why": "the replayed rollouts hold no attempt for this content_hash"}
+        return dict(drop_record(st["task"], STAGE, "no_recorded_attempts", why), run_id=plan.run_id, status="dropped")
     stats = classify(st["pass"], st["n"], plan.band.min_pass_rate, plan.band.max_pass_rate)
     if plan.mode == "bayes":
         stats["pass_rate_lo"], stats["pass_rate_hi"] = posterior_interval(plan.policy, st["pass"], st["n"])
@@ -329,10 +325,10 @@ class SampleAndClassify(beam.PTransform):
     def expand(self, tasks):
         def route(task):
             dropped = needs_no_sampling(task)
-            yield (SAMPLE_TAG, task) if dropped is None else (DROPPED_TAG, dropped)
+            yield (KEPT, task) if dropped is None else (DROPPED, dropped)
 
-        routed = split_tagged(tasks | "HasVerifier" >> beam.FlatMap(route), "HasVerifierSplit", (SAMPLE_TAG, DROPPED_TAG))
-        to_sample = self._with_cached(routed[SAMPLE_TAG])
+        to_sample, unsampled = split_kept_dropped(tasks | "HasVerifier" >> beam.FlatMap(route), "HasVerifierSplit")
+        to_sample = self._with_cached(to_sample)
         total = to_sample | "CountForProgress" >> beam.combiners.Count.Globally()
         groups = self.groups
         sampled = (
@@ -349,4 +345,4 @@ class SampleAndClassify(beam.PTransform):
                 self.tasks_per_batch)
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
-        return out[RESULT_TAG], out[ATTEMPT_TAG], routed[DROPPED_TAG]
+        return out[RESULT_TAG], out[ATTEMPT_TAG], unsampled

@@ -28,7 +28,6 @@ it too); `VerifierSanity` is the pipeline stage.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -36,13 +35,11 @@ import apache_beam as beam
 
 from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.verify.sandbox import runner as sandbox
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 from tasksieve.transforms.verify.hack_probes import Probe, answer_probes, code_probes
 from tasksieve.transforms.verify.verifiers import code_case, compile_error, is_regex_reference, limits_of, verify_one
 
 STAGE = "verifier_sanity"
-OK_TAG = "ok"
-BROKEN_TAG = "broken"
 
 
 def _probe_problem(probe: Probe) -> tuple[str, str]:
@@ -141,14 +138,13 @@ def check_verifier(task: dict, settings: VerifyConfig | None = None) -> dict:
 
 
 def sanity_route(task: dict, settings: VerifyConfig) -> tuple[str, dict]:
-    """(OK_TAG, task) or (BROKEN_TAG, task marked dropped at this stage)."""
+    """(KEPT, task) or (DROPPED, task marked dropped at this stage)."""
     verdict = check_verifier(task, settings)
     if not verdict["broken"]:
-        return OK_TAG, task
+        return KEPT, task
     detail = {"domain": task["domain"], "problems": verdict["problems"], "reasons": verdict["reasons"],
               "executed": verdict["executed"]}
-    return BROKEN_TAG, dict(task, drop_stage=STAGE, drop_reason=verdict["reasons"][0],
-                            drop_detail=json.dumps(detail, ensure_ascii=False))
+    return DROPPED, drop_record(task, STAGE, verdict["reasons"][0], detail, sort_keys=False)
 
 
 class VerifierSanity(beam.PTransform):
@@ -176,5 +172,4 @@ class VerifierSanity(beam.PTransform):
             | "Group" >> beam.GroupByKey()
             | "Check" >> beam.FlatMap(check_group)
         )
-        out = split_tagged(routed, "SanitySplit", (OK_TAG, BROKEN_TAG))
-        return out[OK_TAG], out[BROKEN_TAG]
+        return split_kept_dropped(routed, "SanitySplit")

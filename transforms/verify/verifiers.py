@@ -6,7 +6,7 @@ judge_prompt_tokens, judge_completion_tokens, judge_seconds (None for the
 other domains). A verifier never raises: a crash, a timeout or a hostile
 attempt is recorded in `error` and the attempt counts as not passed.
 
-- math: math-verify equivalence (verify_math.py, deadline in a worker process);
+- math: math-verify equivalence (math_answers.py, deadline in a worker process);
 - exact: normalised exact match, or a /regex/ reference matched in full;
 - code: the task's tests run against the attempt in the sandbox (sandbox/runner.py);
 - rubric: an LLM judge, through the same Backend interface as the sampler,
