@@ -27,8 +27,12 @@ from tasksieve.pipeline.validation_report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
 from tasksieve.pipeline import delivery_checks as dc
+from tasksieve.transforms.decontam.stage import get_index, index_options
+from tasksieve.transforms.dedup.minhash import params_from_config
+from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms.read import InputError, expand_inputs
+from tasksieve.transforms.same_problem.rules import rules_from_config
 from tasksieve.transforms.verify.verifiers import VERIFIABLE
 
 FIELD_CHECKS = {
@@ -103,12 +107,39 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     bounds past which `run` quarantines (default: the run's defaults)."""
     paths, pool_paths, profile = prepare(deliveries, against, profile_path)
     if probe is not None:
-        if probe.k < 1:
-            raise UsageError("--probe-k must be at least 1")
-        probe.config.sampling.mode = "fixed"  # the shares must not depend on early stopping
-        probe.config.sampling.k = probe.k
-        if backend_factory is None:
-            backend_factory, _ = _probe_backend(probe)
+        backend_factory = _prepare_probe(probe, backend_factory)
+    out = _output_folder(out_dir, deliveries)
+    f = profile.fields
+    amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
+    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars, amounts)
+    tasks = [with_hash(t) for t in tasks]
+    gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
+    checks = _checks(raws, tasks, contract_failures, gx, pool_paths, profile)
+    if probe is not None:
+        checks.append(_probe(tasks, checks, probe, backend_factory, profile.thresholds.min_learnable_share))
+    summary = _summary(paths, raws, tasks, pool_paths, profile, profile_path, checks, gx)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
+                                      encoding="utf-8")
+    (out / "report.html").write_text(render_html(summary), encoding="utf-8")
+    if echo:
+        print(render_table(summary, out))
+    return summary
+
+
+def _prepare_probe(probe: ProbeSpec, backend_factory: Callable | None) -> Callable:
+    """The probe samples a fixed k (shares must not depend on early stopping)."""
+    if probe.k < 1:
+        raise UsageError("--probe-k must be at least 1")
+    probe.config.sampling.mode = "fixed"
+    probe.config.sampling.k = probe.k
+    if backend_factory is None:
+        backend_factory, _ = _probe_backend(probe)
+    return backend_factory
+
+
+def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
+    """The created output folder; never inside a delivery folder, or the next
+    validation would read its summary as a delivery."""
     out = Path(out_dir)
     real_out = Path(os.path.realpath(out))
     for d in deliveries:
@@ -120,31 +151,30 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot create output folder {out}: {e}") from None
+    return out
 
+
+def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_paths, profile: Profile) -> list[dict]:
+    """Fields, duplicates within and against the pool, contamination and
+    verifier sanity: the judgement `run` and `dedup` make, on the delivery."""
     f, th = profile.fields, profile.thresholds
-    amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
-    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars, amounts)
-    tasks = [with_hash(t) for t in tasks]
-    gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
     dedup, rules = _near_settings(profile)
     checks.append(dc.duplicates_within(tasks, th.max_duplicate_rate, dedup, rules))
     pool = unusable = pool_rows = None
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
-        from tasksieve.transforms.dedup.minhash import params_from_config
-        from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
-
         pool_rows = list(index_rows(pool_paths, params_from_config(dedup), f.max_row_bytes, f.max_field_chars))
     checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
                                              dedup, rules))
     checks.append(_contamination(tasks, profile))
     checks.append(dc.verifier_sanity(tasks, th.max_broken_verifiers))
-    if probe is not None:
-        checks.append(_probe(tasks, checks, probe, backend_factory, th.min_learnable_share))
+    return checks
 
+
+def _summary(paths, raws, tasks, pool_paths, profile: Profile, profile_path, checks: list[dict], gx: dict) -> dict:
     failed = [c["name"] for c in checks if c["status"] == "fail"]
-    summary = {
+    return {
         "verdict": "ACCEPTABLE" if not failed else "NOT ACCEPTABLE",
         "acceptable": not failed,
         "failed_checks": failed,
@@ -160,12 +190,6 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
         "data_docs": gx["data_docs"],
         "notes": NOTES + [f"Data Docs: {gx['data_docs']['note']}"],
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
-                                      encoding="utf-8")
-    (out / "report.html").write_text(render_html(summary), encoding="utf-8")
-    if echo:
-        print(render_table(summary, out))
-    return summary
 
 
 def _count(values) -> dict:
@@ -194,20 +218,15 @@ def _run_gx(raws: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
 
 
 def _near_settings(profile: Profile):
-    """The run's near-dedup settings (defaults of `[dedup]`) and same-problem
+    """The profile's `[dedup]` section (the run config's) and the same-problem
     rules: validate judges duplicates as `run` and `dedup` do."""
-    from tasksieve.schemas.config import DecontamConfig, DedupConfig
-    from tasksieve.transforms.same_problem.rules import rules_from_config
-
-    return DedupConfig(), rules_from_config(DecontamConfig(), DedupConfig())
+    return profile.dedup, rules_from_config(profile.decontam, profile.dedup)
 
 
 def _contamination(tasks: list[dict], profile: Profile) -> dict:
-    from tasksieve.transforms.decontam.stage import get_index
-
     d = profile.decontam
     try:
-        index = get_index(d.ngram, list(d.benchmarks), list(d.extra_paths))
+        index = get_index(d.ngram, list(d.benchmarks), list(d.extra_paths), **index_options(d))
     except (ValueError, OSError) as e:
         raise UsageError(f"profile decontam: {e}") from None
     return dc.contamination(tasks, index, list(d.benchmarks) + [Path(p).stem for p in d.extra_paths],

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tasksieve.schemas.config import DecontamConfig, DedupConfig
 from tasksieve.schemas.records import DOMAINS
 from tasksieve.schemas.toml_files import load_toml_model
 
@@ -59,16 +60,13 @@ class Fields(_Section):
         return self
 
 
-class ProfileDecontam(_Section):
-    ngram: int = Field(13, ge=4)
-    benchmarks: list[str] = Field(default_factory=lambda: ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"])
-    extra_paths: list[str] = Field(default_factory=list)
-
-
 class Profile(_Section):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     fields: Fields = Field(default_factory=Fields)
-    decontam: ProfileDecontam = Field(default_factory=ProfileDecontam)
+    # The run config's own sections, so validate judges duplicates and
+    # contamination exactly as `run` and `dedup` do (one home per setting).
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    decontam: DecontamConfig = Field(default_factory=DecontamConfig)
 
 
 class ProfileError(Exception):

@@ -92,7 +92,9 @@ def test_contamination_names_its_evidence(tmp_path):
     delivery = _write(tmp_path / "d.jsonl", GOOD + [_bad(prompt=_gsm8k_question(7))])
     s = validate_delivery([str(delivery)], tmp_path / "out", data_docs=False, echo=False)
     (o,) = next(c for c in s["checks"] if c["name"] == "contamination")["offenders"]
-    assert o["benchmark"] == "gsm8k" and o["benchmark_item"] == "test/7" and len(o["ngram"].split()) == 13
+    assert o["benchmark"] == "gsm8k" and o["benchmark_item"] == "test/7"
+    # The run's n-gram length: the profile reuses the run's [decontam] section.
+    assert len(o["ngram"].split()) == RunConfig().decontam.ngram == 8
 
 
 def test_duplicate_against_the_pool(tmp_path):
