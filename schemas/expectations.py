@@ -95,16 +95,21 @@ def _rubric_text(value):
 def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
     """The expectation suite for `profile` (not yet added to a context)."""
     gx = _gx()
-    import great_expectations.expectations as gxe
-    from great_expectations.expectations.row_conditions import Column
-
-    f = profile.fields
     suite = gx.ExpectationSuite(name=name)
 
     def add(exp_cls, check: str, why: str, **kwargs):
         suite.add_expectation(exp_cls(meta={"check": check, "why": why}, **kwargs))
 
-    # Schema and types.
+    for part in (_schema_expectations, _required_by_domain, _length_expectations, _license_expectations,
+                 _range_expectations, _date_expectations):
+        part(add, profile.fields)
+    return suite
+
+
+def _schema_expectations(add, f) -> None:
+    """Schema and types."""
+    import great_expectations.expectations as gxe
+
     for col in ("task_id", "prompt"):
         add(gxe.ExpectColumnValuesToNotBeNull, "schema", f"every row has a {col}", column=col)
     add(gxe.ExpectColumnValuesToBeInTypeList, "schema", "task_id is text (or an integer)",
@@ -116,7 +121,13 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
         column="domain")
     add(gxe.ExpectColumnValuesToBeInSet, "schema", f"domain is one of {', '.join(f.allowed_domains)}",
         column="domain", value_set=list(f.allowed_domains))
-    # Required fields per domain: present and not blank.
+
+
+def _required_by_domain(add, f) -> None:
+    """Required fields per domain: present and not blank."""
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
     for domain in DOMAINS:
         for col in REQUIRED_BY_DOMAIN[domain]:
             cond = Column("domain") == domain
@@ -128,7 +139,12 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
             else:
                 add(gxe.ExpectColumnValuesToMatchRegex, "schema", f"a {domain} task's '{col}' is not blank",
                     column=col, regex=r"\S", row_condition=cond, condition_parser="pandas")
-    # Non-empty and bounded lengths.
+
+
+def _length_expectations(add, f) -> None:
+    """Non-empty and bounded lengths."""
+    import great_expectations.expectations as gxe
+
     add(gxe.ExpectColumnValueLengthsToBeBetween, "schema",
         f"prompt is {f.min_prompt_chars}..{f.max_prompt_chars} characters",
         column="prompt", min_value=f.min_prompt_chars, max_value=f.max_prompt_chars)
@@ -136,13 +152,20 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
         add(gxe.ExpectColumnValueLengthsToBeBetween, "schema", f"{col} is at most {f.max_field_chars} characters",
             column=col, min_value=0, max_value=f.max_field_chars)
 
-    # Licenses.
+
+def _license_expectations(add, f) -> None:
+    import great_expectations.expectations as gxe
+
     if f.require_license:
         add(gxe.ExpectColumnValuesToNotBeNull, "license", "every row names its license", column="license")
     add(gxe.ExpectColumnValuesToBeInSet, "license", f"license is one of {', '.join(f.allowed_licenses)}",
         column="license", value_set=list(f.allowed_licenses))
 
-    # Plausible effort and price.
+
+def _range_expectations(add, f) -> None:
+    """Plausible effort and price."""
+    import great_expectations.expectations as gxe
+
     add(gxe.ExpectColumnValuesToBeBetween, "ranges",
         f"expert_minutes is {f.expert_minutes_min:g}..{f.expert_minutes_max:g}",
         column="expert_minutes", min_value=f.expert_minutes_min, max_value=f.expert_minutes_max)
@@ -150,7 +173,11 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
         f"expert_cost_usd is {f.expert_cost_usd_min:g}..{f.expert_cost_usd_max:g}",
         column="expert_cost_usd", min_value=f.expert_cost_usd_min, max_value=f.expert_cost_usd_max)
 
-    # Dates: ISO 8601, not before the profile's earliest day, not in the future.
+
+def _date_expectations(add, f) -> None:
+    """Dates: ISO 8601, not before the profile's earliest day, not in the future."""
+    import great_expectations.expectations as gxe
+
     earliest = datetime.combine(f.earliest_created_at, datetime.min.time())
     latest = datetime.combine(date.today() + timedelta(days=1), datetime.min.time())  # a day of slack for time zones
     add(gxe.ExpectColumnValuesToMatchRegex, "dates", "created_at is an ISO 8601 date", column="created_at",
@@ -158,7 +185,6 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
     add(gxe.ExpectColumnValuesToBeBetween, "dates",
         f"created_at is between {f.earliest_created_at.isoformat()} and today",
         column="created_day", min_value=earliest, max_value=latest)
-    return suite
 
 
 def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
@@ -167,24 +193,43 @@ def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | No
     Returns {"results": [per expectation: expectation, column, check, why,
     success, unexpected_count, row_refs, error], "data_docs": {built, index,
     note}}. With `docs_dir`, GX's Data Docs are built there."""
+    frame = delivery_frame(raw_rows)
+    checkpoint = _checkpoint(profile, docs_dir)
+    if len(frame) == 0:
+        return {"results": [], "data_docs": {"built": False, "index": None,
+                                             "note": "no parsed rows: nothing for GX to validate"}}
+    run = checkpoint.run(batch_parameters={"dataframe": frame})
+    results = [_result_row(r) for vr in run.run_results.values() for r in vr.results]
+    return {"results": results, "data_docs": _docs_status(docs_dir)}
+
+
+def _ephemeral_context():
+    """A quiet in-memory GX context without the temp-dir docs site it makes
+    of its own (we build ours where the user asked)."""
     gx = _gx()
-    from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    frame = delivery_frame(raw_rows)
     logging.disable(logging.INFO)  # GX announces its temp docs folder at INFO: noise for a vendor
     try:
         ctx = gx.get_context(mode="ephemeral")
     finally:
         logging.disable(logging.NOTSET)
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    # The ephemeral context makes a temp-dir docs site of its own; we build
-    # ours where the user asked, so drop that one (and its folder).
     for name, cfg in list((ctx.variables.data_docs_sites or {}).items()):
         base = (cfg.get("store_backend") or {}).get("base_directory")
         ctx.delete_data_docs_site(name)
         if base and Path(base).is_dir() and Path(base).parent == Path(tempfile.gettempdir()):
             shutil.rmtree(base, ignore_errors=True)
+    return ctx
+
+
+def _checkpoint(profile: Profile, docs_dir: Path | None):
+    """The profile's suite over a whole-dataframe batch, with a Data Docs
+    action when `docs_dir` is given."""
+    gx = _gx()
+    from great_expectations.checkpoint import UpdateDataDocsAction
+
+    ctx = _ephemeral_context()
     suite = ctx.suites.add(build_suite(profile))
     batch_def = (ctx.data_sources.add_pandas("delivery").add_dataframe_asset("rows")
                  .add_batch_definition_whole_dataframe("whole_delivery"))
@@ -197,38 +242,35 @@ def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | No
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
         })
         actions.append(UpdateDataDocsAction(name="data_docs", site_names=[site]))
-    checkpoint = ctx.checkpoints.add(gx.Checkpoint(
+    return ctx.checkpoints.add(gx.Checkpoint(
         name="delivery", validation_definitions=[vdef], actions=actions,
         # COMPLETE + an index column: GX names every offending row, not a sample.
         result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [ROW_REF]},
     ))
-    docs = {"built": False, "index": None, "note": "not requested"}
-    if len(frame) == 0:
-        return {"results": [], "data_docs": dict(docs, note="no parsed rows: nothing for GX to validate")}
-    run = checkpoint.run(batch_parameters={"dataframe": frame})
-    results = []
-    for vr in run.run_results.values():
-        for r in vr.results:
-            cfg = r.expectation_config
-            error = _exception_message(r.exception_info)
-            index_list = r.result.get("unexpected_index_list") or []
-            results.append({
-                "expectation": cfg.type, "column": cfg.kwargs.get("column"),
-                "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
-                "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
-                "row_refs": [i[ROW_REF] for i in index_list if isinstance(i, dict) and ROW_REF in i],
-                # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
-                "error": error,
-            })
-    if docs_dir is not None:
-        index = Path(docs_dir) / "index.html"
-        if index.is_file():
-            docs = {"built": True, "index": str(index),
-                    "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
-                            "so without a network they open unstyled (the content is all there)"}
-        else:
-            docs = {"built": False, "index": None, "note": "GX did not write Data Docs (no index.html)"}
-    return {"results": results, "data_docs": docs}
+
+
+def _result_row(r) -> dict:
+    cfg = r.expectation_config
+    index_list = r.result.get("unexpected_index_list") or []
+    return {
+        "expectation": cfg.type, "column": cfg.kwargs.get("column"),
+        "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
+        "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
+        "row_refs": [i[ROW_REF] for i in index_list if isinstance(i, dict) and ROW_REF in i],
+        # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
+        "error": _exception_message(r.exception_info),
+    }
+
+
+def _docs_status(docs_dir: Path | None) -> dict:
+    if docs_dir is None:
+        return {"built": False, "index": None, "note": "not requested"}
+    index = Path(docs_dir) / "index.html"
+    if index.is_file():
+        return {"built": True, "index": str(index),
+                "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
+                        "so without a network they open unstyled (the content is all there)"}
+    return {"built": False, "index": None, "note": "GX did not write Data Docs (no index.html)"}
 
 
 def _exception_message(info) -> str | None:

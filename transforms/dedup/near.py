@@ -198,6 +198,65 @@ def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, gu
     return s >= threshold and (s >= guard_below or numbers >= min_numbers)
 
 
+class _Component:
+    """One connected component's tasks and pool rows, by node, with their
+    texts, content hashes and (cached) shingles."""
+
+    def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams):
+        self.by_node = {task_node(t): t for t in tasks}
+        self.pool_by_node = {r["node"]: r for r in pool}
+        self.texts = {n: text_of(t) for n, t in self.by_node.items()}
+        self.texts.update({n: r["text"] for n, r in self.pool_by_node.items()})
+        self.hashes = {n: t["content_hash"] for n, t in self.by_node.items()}
+        self.hashes.update({n: r["content_hash"] for n, r in self.pool_by_node.items()})
+        self.sh = _Shingles(self.texts, p)
+
+    def row(self, n: str) -> dict:
+        return self.by_node.get(n) or self.pool_by_node[n]
+
+
+def _judge_edge(c: _Component, e: tuple, threshold: float, min_numbers: float, guard_below: float,
+                rules: Rules) -> tuple[dict | None, float]:
+    """(how the edge was confirmed, or None; its similarity)."""
+    a, b = e[0], e[1]
+    exact = c.hashes[a] == c.hashes[b]
+    s = 1.0 if exact else c.sh.sim(a, b)
+    if exact or confirmed(s, c.sh.numbers(a, b), threshold, min_numbers, guard_below):
+        # Other numbers *and* another answer: a sibling from one template, not a copy.
+        if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
+            return None, s
+        return {"generator": "minhash"}, s
+    if len(e) > 2:
+        cos = e[2] if e[2] is not None else _cosine(c.texts[a], c.texts[b])
+        same, ev = judge_pair(c.row(a), c.row(b), cos, rules)
+        if same:
+            return {"generator": "semantic", "same_problem": ev}, s
+    return None, s
+
+
+def _confirmed_clusters(c: _Component, edges: list[tuple], threshold: float, min_numbers: float,
+                        guard_below: float, rules: Rules) -> tuple[list[list[str]], dict]:
+    """(clusters of nodes joined by confirmed edges, node -> (neighbour,
+    similarity, how) of its best confirmed edge: MinHash edges first)."""
+    uf = UnionFind()
+    via: dict = {}
+    for e in edges:
+        a, b = e[0], e[1]
+        if a not in c.texts or b not in c.texts:
+            continue
+        how, s = _judge_edge(c, e, threshold, min_numbers, guard_below, rules)
+        if how is None:
+            continue
+        uf.union(a, b)
+        for x, y in ((a, b), (b, a)):
+            if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
+                via[x] = (y, s, how)
+    clusters: dict = {}
+    for n in c.texts:
+        clusters.setdefault(uf.find(n), []).append(n)
+    return list(clusters.values()), via
+
+
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
                       min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None):
     """Confirm a component's candidate edges and decide: yields (tag, task).
@@ -205,72 +264,42 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     similarity and the number guard, or (a, b, cosine) from semantic
     neighbours (semantic.py), confirmed by the same-problem rules
     (`same_problem.judge_pair`)."""
-    rules = rules or Rules()
-    by_node = {task_node(t): t for t in tasks}
-    pool_by_node = {r["node"]: r for r in pool}
-    texts = {n: text_of(t) for n, t in by_node.items()}
-    texts.update({n: r["text"] for n, r in pool_by_node.items()})
-    hashes = {n: t["content_hash"] for n, t in by_node.items()}
-    hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
-    sh = _Shingles(texts, p)
-    uf = UnionFind()
-    via: dict = {}  # node -> (neighbour, similarity, how) of its best confirmed edge
-    cleared: dict = {}  # lexical candidates the same-problem rules rejected
-    for e in edges:
-        a, b = e[0], e[1]
-        if a not in texts or b not in texts:
-            continue
-        exact = hashes[a] == hashes[b]
-        s = 1.0 if exact else sh.sim(a, b)
-        how = None
-        if exact or confirmed(s, sh.numbers(a, b), threshold, min_numbers, guard_below):
-            how = {"generator": "minhash"}
-            if not exact:
-                # Other numbers *and* another answer: a sibling from one template, not a copy.
-                other = other_problem(by_node.get(a) or pool_by_node[a], by_node.get(b) or pool_by_node[b], rules)
-                if other is not None:
-                    how = None
-                    cleared[(a, b)] = other
-        elif len(e) > 2:
-            cos = e[2] if e[2] is not None else _cosine(texts[a], texts[b])
-            same, ev = judge_pair(by_node.get(a) or pool_by_node[a], by_node.get(b) or pool_by_node[b], cos, rules)
-            if same:
-                how = {"generator": "semantic", "same_problem": ev}
-        if how is not None:
-            uf.union(a, b)
-            for x, y in ((a, b), (b, a)):
-                if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
-                    via[x] = (y, s, how)
-    clusters: dict = {}
-    for n in texts:
-        clusters.setdefault(uf.find(n), []).append(n)
-    for members in clusters.values():
-        ts = sorted((by_node[n] for n in members if n in by_node), key=survivor_key)
-        pools = [pool_by_node[n] for n in members if n in pool_by_node]
+    c = _Component(tasks, pool, p)
+    clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
+    for members in clusters:
+        ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
+        pools = [c.pool_by_node[n] for n in members if n in c.pool_by_node]
         if len(members) == 1 or not ts:
             for t in ts:
                 yield KEPT, t
-            continue
-        if pools:
+        elif pools:
             for t in ts:
-                n = task_node(t)
-                best = max(pools, key=lambda r: (hashes[n] == r["content_hash"], sh.sim(n, r["node"]), r["node"]))
-                exact = hashes[n] == best["content_hash"]
-                detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
-                          "match": "exact" if exact else "near", "similarity": 1.0 if exact else sh.sim(n, best["node"]),
-                          **_via(via, n, pool_by_node, by_node)}
-                yield DROPPED, drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
-            continue
-        keep = ts[0]
-        yield KEPT, keep
-        kn = task_node(keep)
-        for t in ts[1:]:
-            n = task_node(t)
-            detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
-                      "similarity": sh.sim(n, kn), "number_overlap": sh.numbers(n, kn), "threshold": threshold,
-                      "shingle": f"{p.shingle}{p.size}",
-                      **_via(via, n, pool_by_node, by_node)}
-            yield DROPPED, drop_record(t, STAGE, "near_duplicate", detail)
+                yield DROPPED, _pool_drop(c, t, pools, via)
+        else:
+            yield KEPT, ts[0]
+            for t in ts[1:]:
+                yield DROPPED, _near_drop(c, t, ts[0], via, p, threshold)
+
+
+def _pool_drop(c: _Component, t: dict, pools: list[dict], via: dict) -> dict:
+    """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
+    n = task_node(t)
+    best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], c.sh.sim(n, r["node"]), r["node"]))
+    exact = c.hashes[n] == best["content_hash"]
+    detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
+              "match": "exact" if exact else "near", "similarity": 1.0 if exact else c.sh.sim(n, best["node"]),
+              **_via(via, n, c.pool_by_node, c.by_node)}
+    return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
+
+
+def _near_drop(c: _Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
+    """A task that is not its cluster's survivor: dropped, naming the survivor."""
+    n, kn = task_node(t), task_node(keep)
+    detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
+              "similarity": c.sh.sim(n, kn), "number_overlap": c.sh.numbers(n, kn), "threshold": threshold,
+              "shingle": f"{p.shingle}{p.size}",
+              **_via(via, n, c.pool_by_node, c.by_node)}
+    return drop_record(t, STAGE, "near_duplicate", detail)
 
 
 def _cosine(a: str, b: str) -> float:

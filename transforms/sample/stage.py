@@ -113,11 +113,7 @@ def sample_tasks(
         judge = backend
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
-    state = {}
-    for t in tasks:
-        cached = {r["attempt_idx"]: r for r in t.get(CACHED_KEY) or ()}
-        task = {k: v for k, v in t.items() if k != CACHED_KEY}
-        state[task["content_hash"]] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": cached}
+    state = _initial_state(tasks)
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
         for st in state.values():
@@ -133,34 +129,52 @@ def sample_tasks(
             wave.extend((st, st["n"] + j) for j in range(more))
         if not wave:
             break
-        requests = [
-            GenRequest(messages=messages_for(st["task"], plan), seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
-                       content_hash=st["task"]["content_hash"], attempt_idx=idx)
-            for st, idx in wave
-        ]
-        generated = _generate(backend, plan, wave, requests, cache, stats)
-        real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED]
-        for i in set(range(len(wave))) - set(real):
-            wave[i][0]["exhausted"] = True  # replay: this task has no more recorded attempts
-        # One call verifies the wave: sandboxes in parallel, one judge batch.
-        verdicts = verify_attempts([(wave[i][0]["task"], generated[i][0].completion) for i in real],
-                                   judge, plan.verify, [requests[i].seed for i in real])
-        for i, verdict in zip(real, verdicts):
-            (st, idx), req, (gen, reused_from) = wave[i], requests[i], generated[i]
-            task = st["task"]
-            attempt = {
-                "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
-                "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
-                "completion": gen.completion, "prompt_tokens": gen.prompt_tokens,
-                "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
-                "gen_seconds": gen.gen_seconds, **verdict, "reused_from_run": reused_from or gen.origin,
-            }
-            if gen.error:
-                attempt["error"] = gen.error
-            st["n"] += 1
-            st["pass"] += int(bool(attempt["passed"]))
-            yield ATTEMPT_TAG, attempt
+        yield from _run_wave(wave, backend, judge, plan, cache, stats)
     stats.wall_seconds += time.perf_counter() - t_start
+
+
+def _initial_state(tasks: list[dict]) -> dict:
+    """Per content hash: the task (without its cached generations), counts, and
+    the cached generations by attempt index."""
+    state = {}
+    for t in tasks:
+        cached = {r["attempt_idx"]: r for r in t.get(CACHED_KEY) or ()}
+        task = {k: v for k, v in t.items() if k != CACHED_KEY}
+        state[task["content_hash"]] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": cached}
+    return state
+
+
+def _run_wave(wave: list[tuple[dict, int]], backend: Backend, judge: Backend | None, plan: SamplePlan,
+              cache: CacheWriter | None, stats: SamplingStats) -> Iterator[tuple[str, dict]]:
+    """Generate and verify one wave; yield its attempts and count them into the task states."""
+    requests = [
+        GenRequest(messages=messages_for(st["task"], plan),
+                   seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
+                   content_hash=st["task"]["content_hash"], attempt_idx=idx)
+        for st, idx in wave
+    ]
+    generated = _generate(backend, plan, wave, requests, cache, stats)
+    real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED]
+    for i in set(range(len(wave))) - set(real):
+        wave[i][0]["exhausted"] = True  # replay: this task has no more recorded attempts
+    # One call verifies the wave: sandboxes in parallel, one judge batch.
+    verdicts = verify_attempts([(wave[i][0]["task"], generated[i][0].completion) for i in real],
+                               judge, plan.verify, [requests[i].seed for i in real])
+    for i, verdict in zip(real, verdicts):
+        (st, idx), req, (gen, reused_from) = wave[i], requests[i], generated[i]
+        task = st["task"]
+        attempt = {
+            "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
+            "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
+            "completion": gen.completion, "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
+            "gen_seconds": gen.gen_seconds, **verdict, "reused_from_run": reused_from or gen.origin,
+        }
+        if gen.error:
+            attempt["error"] = gen.error
+        st["n"] += 1
+        st["pass"] += int(bool(attempt["passed"]))
+        yield ATTEMPT_TAG, attempt
 
 
 def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResult, str | None]]:
