@@ -33,9 +33,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from tasksieve.transforms.decontam.stage import BUNDLED, ITEMS, build_index
+from tasksieve.transforms.decontam.benchmarks import BUNDLED, ITEMS
+from tasksieve.transforms.decontam.index import build_index
 from tasksieve.schemas.config import DecontamConfig
-from tasksieve.transforms.decontam.stage import index_options
+from tasksieve.transforms.decontam.index import index_options
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"

@@ -51,12 +51,12 @@ _CAP = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][a-z]{2,}\b")
 
 
 def sentence_bank() -> list[str]:
-    from tasksieve.transforms.decontam.stage import _bench_data, _jsonl
+    from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 
     sents = []
-    for row in _jsonl(_bench_data("gsm8k", "test.jsonl")):
+    for row in read_jsonl(bench_data_path("gsm8k", "test.jsonl")):
         sents += _SENT.split(row["question"].strip())
-    with open(_bench_data("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
+    with open(bench_data_path("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
         for row in csv.DictReader(fh):
             sents += _SENT.split(" ".join(row["Question"].split()))
     return [s for s in sents if 4 <= len(s.split()) <= 80]

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.schemas.config import DecontamConfig  # noqa: E402
-from tasksieve.transforms.decontam.stage import build_index, index_options  # noqa: E402
+from tasksieve.transforms.decontam.index import build_index, index_options  # noqa: E402
 from tasksieve.transforms.dedup.near import find_near_duplicates  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, shingle_hashes, signature  # noqa: E402
 from tasksieve.transforms.normalize import normalize_text, with_hash  # noqa: E402

@@ -30,7 +30,7 @@ import re
 import textwrap
 from fractions import Fraction
 
-from tasksieve.transforms.decontam.stage import ITEMS, words
+from tasksieve.transforms.decontam.benchmarks import ITEMS, words
 
 NAMES = ["Priya", "Tomasz", "Aiko", "Kwame", "Lucia", "Dmitri", "Fatima", "Henrik", "Mei", "Oluwaseun", "Ines",
          "Ravi", "Sofia", "Bjorn", "Amara", "Chen"]

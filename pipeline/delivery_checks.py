@@ -15,7 +15,7 @@ import json
 import re
 from collections import defaultdict
 
-from tasksieve.transforms.decontam.stage import BenchmarkIndex
+from tasksieve.transforms.decontam.index import BenchmarkIndex
 from tasksieve.transforms.decontam.stage import check_task as decontam_check
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.normalize import with_hash

@@ -68,9 +68,9 @@ def _generate(tier: str, cfg: dict, n: int, seed: int) -> list[dict]:
 
 
 def _gsm8k(positions) -> list[dict]:
-    from tasksieve.transforms.decontam.stage import _bench_data, _jsonl
+    from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 
-    rows = list(_jsonl(_bench_data("gsm8k", "test.jsonl")))
+    rows = list(read_jsonl(bench_data_path("gsm8k", "test.jsonl")))
     return [{"question": rows[i]["question"], "answer": rows[i]["answer"].split("####")[-1].strip(), "pos": i} for i in positions]
 
 

@@ -27,7 +27,7 @@ from tasksieve.pipeline.validation_report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
 from tasksieve.pipeline import delivery_checks as dc
-from tasksieve.transforms.decontam.stage import get_index, index_options
+from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 from tasksieve.transforms.normalize import with_hash

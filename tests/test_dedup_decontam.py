@@ -1,6 +1,8 @@
 import json
 
-from tasksieve.transforms.decontam.stage import BenchmarkIndex, build_index, check_task, words
+from tasksieve.transforms.decontam.benchmarks import words
+from tasksieve.transforms.decontam.index import BenchmarkIndex, build_index
+from tasksieve.transforms.decontam.stage import check_task
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.normalize import content_hash, normalize_text
 

@@ -17,7 +17,8 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
-from tasksieve.transforms.decontam.stage import build_index, check_task  # noqa: E402
+from tasksieve.transforms.decontam.index import build_index  # noqa: E402
+from tasksieve.transforms.decontam.stage import check_task  # noqa: E402
 from tasksieve.transforms.dedup.near import NearDedup  # noqa: E402
 from tasksieve.transforms.dedup.near import find_near_duplicates  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 from tasksieve.pipeline.validate_delivery import ProbeSpec, UsageError, validate_delivery
 from tasksieve.schemas.config import RunConfig
-from tasksieve.transforms.decontam.stage import _bench_data, _jsonl
+from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
@@ -31,7 +31,7 @@ GOOD = [
 
 
 def _gsm8k_question(i=0):
-    return list(_jsonl(_bench_data("gsm8k", "test.jsonl")))[i]["question"]
+    return list(read_jsonl(bench_data_path("gsm8k", "test.jsonl")))[i]["question"]
 
 
 def _write(path, rows, tail=""):

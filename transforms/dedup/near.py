@@ -69,6 +69,11 @@ def task_node(task: dict) -> str:
     return f"{task['source']}\x1f{task['task_id']}"
 
 
+def pool_node(task: dict) -> str:
+    """The node id of a reference-pool task (pool_index.py stores it)."""
+    return POOL_NODE + task_node(task)
+
+
 def bucket_key(band: int, key: int) -> int:
     """One 63-bit int per (band, band hash): the cheapest key to shuffle."""
     return (((band + 2) * 0x9E3779B97F4A7C15) ^ key) & 0x7FFFFFFFFFFFFFFF

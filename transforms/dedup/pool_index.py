@@ -27,7 +27,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasksieve.transforms.dedup.near import POOL_NODE
+from tasksieve.transforms.dedup.near import pool_node
 from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source
@@ -76,7 +76,7 @@ def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_00
                 counts["unusable"] = counts.get("unusable", 0) + 1
                 continue
             counts["rows"] = counts.get("rows", 0) + 1
-            yield {"node": f"{POOL_NODE}{task['source']}\x1f{task['task_id']}", "source": task["source"],
+            yield {"node": pool_node(task), "source": task["source"],
                    "task_id": task["task_id"], "pool": path, "content_hash": content_hash(task),
                    "text": text_of(task), "bands": [k for _, k in task_bands(task, p)]}
 

@@ -1,0 +1,272 @@
+"""The benchmark index: hashed word n-grams of every benchmark question
+(and of the worked answers where a benchmark ships them), short items,
+fuzzy word order, quantities and meanings, each a candidate generator
+confirmed by the same-problem rules (transforms/same_problem/).
+
+The index is built once per worker process (see `get_index`), not per
+element, and is small: GSM8K test, about 1,300 items, gives ~150k n-grams.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from difflib import SequenceMatcher
+from pathlib import Path
+
+from tasksieve.transforms.decontam.benchmarks import ITEMS, ngram_hash, background_words, load_user_items, ngrams, words
+from tasksieve.transforms.same_problem.quantities import quantities
+from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item, rules_from_config
+
+class BenchmarkIndex:
+    """Candidate generators over benchmark items, then the same-problem
+    confirmation (`same_problem.judge_item`).
+
+    Candidates, cheapest first:
+    - `ngram`: hashed word n-grams -> items; a shared n-gram;
+    - `short_item`: items with fewer than n words (but at least
+      `short_min_words`) that a long n-gram can never match: the task
+      contains the item's whole normalised word sequence;
+    - `fuzzy`: light rewording that breaks every n-gram. Items sharing
+      several word `probe`-grams with the task (probes in more than `max_df`
+      items are too common to mean anything), with `fuzzy_threshold` of the
+      item's words in the task in the same order;
+    - `semantic`: rewordings that keep little of the wording (names and
+      objects swapped, paraphrases, translations): items whose quantities
+      the task states (`numbers_min` of them; looked up by each item's two
+      rarest quantities) and whose meaning is close (cosine of sentence
+      embeddings >= `rules.semantic_min`, see embed.py).
+
+    `match(text)` is the words-only judgement (the first candidate found);
+    `judge(task)` confirms candidates on numbers, the reference answer and
+    code behaviour, with boilerplate down-weighted (same_problem.py)."""
+
+    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.6,
+                 probe: int = 3, max_df: int = 50, confirm: bool = True, semantic: bool = True,
+                 rules: Rules | None = None, max_candidates: int = 8):
+        self.n = n
+        self.grams: dict[int, list[int]] = {}
+        self.items = 0
+        self.meta: list[Item] = []
+        self.short_min_words = short_min_words
+        self.short: dict[int, dict[int, list[int]]] = {}  # length -> hash -> items
+        self.fuzzy, self.fuzzy_threshold, self.probe, self.max_df = fuzzy, fuzzy_threshold, probe, max_df
+        self.fuzzy_items: list[int] = []
+        self.postings: dict[int, list[int]] = {}
+        self.confirm, self.semantic, self.rules = confirm, semantic, rules or Rules()
+        self.max_candidates = max_candidates
+        self.min_surprise = 6.0
+        self.idf = Idf()
+        self.qdf: Counter = Counter()
+        self._qpost: dict[str, list[int]] | None = None
+
+    def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True, answer: str | None = None,
+            tests: str | None = None, entry_point: str | None = None) -> None:
+        idx = len(self.meta)
+        self.items += 1
+        ws = words(text)
+        q = quantities(text)
+        self.meta.append(Item(benchmark, item_id, text, ws, answer, tests, entry_point, q))
+        self.idf.add(ws)
+        self.qdf.update(set(q))
+        self._qpost = None
+        for _, h in ngrams(ws, self.n):
+            hits = self.grams.setdefault(h, [])
+            if len(hits) < 16 and (not hits or hits[-1] != idx):
+                hits.append(idx)
+        if self.short_min_words <= len(ws) < self.n:
+            self.short.setdefault(len(ws), {}).setdefault(ngram_hash(ws), []).append(idx)
+        # Fuzzy only for items of n words or more: a shorter item must match whole
+        # (one changed word in "what is the capital of X" is another question).
+        if self.fuzzy and fuzzy and len(ws) >= self.n:
+            self.fuzzy_items.append(idx)
+            for h in {h for _, h in ngrams(ws, min(self.probe, len(ws)))}:
+                self.postings.setdefault(h, []).append(idx)
+
+    def add_background(self, ws: list[str]) -> None:
+        """A clean task's words: counted for IDF only (boilerplate evidence)."""
+        self.idf.add(ws)
+
+    # --- candidates --------------------------------------------------------------------------
+
+    def _item_evidence(self, idx: int) -> dict:
+        m = self.meta[idx]
+        return {"benchmark": m.benchmark, "benchmark_item": m.item_id}
+
+    def _lexical(self, ws: list[str], first_only: bool = False) -> list[tuple[int, dict]]:
+        out: list[tuple[int, dict]] = []
+        seen: set[int] = set()
+
+        def put(idx, ev):
+            if idx not in seen:
+                seen.add(idx)
+                out.append((idx, ev))
+
+        for i, h in ngrams(ws, self.n):
+            for idx in self.grams.get(h, ()):
+                put(idx, {"check": "ngram", "ngram": " ".join(ws[i : i + self.n]), "n": self.n})
+            if first_only and out:
+                return out
+        for length, table in self.short.items():
+            for i, h in ngrams(ws, length):
+                for idx in table.get(h, ()):
+                    put(idx, {"check": "short_item", "matched_text": " ".join(ws[i : i + length])})
+                if first_only and out:
+                    return out
+        if self.fuzzy and self.fuzzy_items:
+            for idx, coverage in self._fuzzy(ws, first_only):
+                put(idx, {"check": "fuzzy", "matched_text": " ".join(self.meta[idx].words)[:500],
+                          "similarity": round(coverage, 4)})
+        return out
+
+    def _fuzzy(self, ws: list[str], first_only: bool) -> list[tuple[int, float]]:
+        hits: dict[int, int] = {}
+        for h in {h for _, h in ngrams(ws, self.probe)}:
+            post = self.postings.get(h)
+            if post is not None and len(post) <= self.max_df:
+                for idx in post:
+                    hits[idx] = hits.get(idx, 0) + 1
+        # Enough shared probes to be worth aligning: a fifth of the item's.
+        cands = [i for i, c in hits.items() if c >= max(2, (len(self.meta[i].words) - self.probe + 1) // 5)]
+        out = []
+        for idx in sorted(cands, key=lambda i: (-hits[i], i))[:5]:
+            item_ws = self.meta[idx].words
+            blocks = SequenceMatcher(None, item_ws, ws, autojunk=False).get_matching_blocks()
+            coverage = sum(b.size for b in blocks) / len(item_ws)
+            if coverage >= self.fuzzy_threshold:
+                out.append((idx, coverage))
+                if first_only:
+                    break
+        return out
+
+    def _quantity_postings(self) -> dict[str, list[int]]:
+        """Each item (with enough quantities) under its two rarest quantities."""
+        if self._qpost is None:
+            post: dict[str, list[int]] = {}
+            for idx, m in enumerate(self.meta):
+                if sum(m.quantities.values()) >= self.rules.min_numbers and not m.item_id.endswith("/answer"):
+                    for v in sorted(m.quantities, key=lambda v: (self.qdf[v], v))[:2]:
+                        post.setdefault(v, []).append(idx)
+            self._qpost = post
+        return self._qpost
+
+    def _by_quantities(self, tq: Counter) -> list[tuple[int, float]]:
+        """Items whose quantities the task states (`numbers_min` of them), that
+        make up most of the task's own (a long task does not match every
+        short item inside it), and whose shared quantities are unlikely by
+        chance: their summed IDF over the items at least `min_surprise`
+        (small numbers like 2, 3, 5 are in hundreds of items)."""
+        post = self._quantity_postings()
+        n = len(self.meta) + 1
+        t_total = sum(tq.values())
+        out = {}
+        for v in tq:
+            for idx in post.get(v, ()):
+                if idx in out:
+                    continue
+                q = self.meta[idx].quantities
+                common = sum(min(c, tq.get(x, 0)) for x, c in q.items())  # plain dicts: this loop is hot
+                total = sum(q.values())
+                if common < self.rules.numbers_min * total or common < 0.5 * t_total:
+                    out[idx] = None
+                    continue
+                share = round(common / total, 4)
+                surprise = sum(math.log(n / (self.qdf[x] + 1)) for x in (q & tq))
+                out[idx] = share if surprise >= self.min_surprise else None
+        return sorted(((i, s) for i, s in out.items() if s is not None), key=lambda x: (-x[1], x[0]))
+
+    # --- judgements --------------------------------------------------------------------------
+
+    def match(self, text: str) -> dict | None:
+        """Words only, no confirmation: evidence of the first candidate, or None."""
+        if not self.items:
+            return None  # no benchmark configured: nothing to tokenise for
+        found = self._lexical(words(text), first_only=True)
+        if not found:
+            return None
+        idx, ev = found[0]
+        return {**self._item_evidence(idx), **ev}
+
+    def _cosines(self, text: str, idxs: list[int]) -> dict[int, float]:
+        from tasksieve.transforms.same_problem.embed import get_model
+
+        vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
+        return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
+
+    def judge(self, task: dict) -> dict | None:
+        """Evidence that `task` is a benchmark item (candidate generator, what
+        was compared, the item), or None. Without `confirm`: `match`."""
+        if not self.items:
+            return None
+        text = task.get("prompt") or ""
+        if not self.confirm:
+            return self.match(text)
+        ws = words(text)
+        cands = self._lexical(ws)
+        # Words first: most contaminated tasks are confirmed here, without the model.
+        for idx, ev in cands[: self.max_candidates]:
+            cos = None
+            if self.semantic and sum(self.meta[idx].quantities.values()) < self.rules.min_numbers:
+                cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos)
+            if same:
+                return {**self._item_evidence(idx), **ev, **why}
+        if not self.semantic:
+            return None
+        # Then meaning, only for items whose quantities the task states.
+        proposed = {idx for idx, _ in cands}
+        sem = [(i, s) for i, s in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+        if not sem:
+            return None
+        cos = self._cosines(text, [i for i, _ in sem])
+        for idx, share in sem:
+            if cos[idx] < self.rules.semantic_min:
+                continue
+            ev = {"check": "semantic", "cosine": round(cos[idx], 4), "item_numbers_in_task": share}
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx])
+            if same:
+                return {**self._item_evidence(idx), **ev, **why}
+        return None
+
+
+def build_index(n: int, benchmarks: list[str], extra_paths: list[str], background_paths: list[str] | tuple = (),
+                **checks) -> BenchmarkIndex:
+    """`checks`: BenchmarkIndex's keyword options (short_min_words, fuzzy, confirm, ...)."""
+    index = BenchmarkIndex(n, **checks)
+    for name in benchmarks:
+        if name not in ITEMS:
+            raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(ITEMS)}")
+        for item in ITEMS[name]():
+            # Worked answers are long and only ever pasted verbatim: n-grams suffice.
+            index.add(name, item["id"], item["text"], fuzzy=not item["id"].endswith("/answer"),
+                      answer=item.get("answer"), tests=item.get("tests"), entry_point=item.get("entry_point"))
+    for path in extra_paths:
+        label = Path(path).stem
+        for item in load_user_items(path):
+            index.add(label, item["id"], item["text"], answer=item["answer"], tests=item["tests"],
+                      entry_point=item["entry_point"])
+    for ws in background_words(list(background_paths)):
+        index.add_background(ws)
+    return index
+
+
+_INDEXES: dict[tuple, BenchmarkIndex] = {}
+_LOCK = threading.Lock()
+
+
+def get_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -> BenchmarkIndex:
+    """The process's index for these settings, built on first use."""
+    key = (n, tuple(benchmarks), tuple(extra_paths), tuple(sorted((k, str(v)) for k, v in checks.items())))
+    with _LOCK:
+        if key not in _INDEXES:
+            _INDEXES[key] = build_index(n, benchmarks, extra_paths, **checks)
+        return _INDEXES[key]
+
+
+def index_options(decontam) -> dict:
+    """BenchmarkIndex keyword options from a `schemas.config.DecontamConfig`."""
+    return {"short_min_words": decontam.short_min_words, "fuzzy": decontam.fuzzy,
+            "fuzzy_threshold": decontam.fuzzy_threshold, "probe": decontam.fuzzy_probe, "max_df": decontam.fuzzy_max_df,
+            "confirm": decontam.confirm, "semantic": decontam.semantic,
+            "background_paths": tuple(decontam.background_paths), "rules": rules_from_config(decontam)}
