@@ -6,6 +6,7 @@
                   [--dedup-against POOL...] [--save-index DIR] [--runner NAME] [beam options...]
     tasksieve dedup --input PATH... --out DIR [--dedup-against POOL...] [--save-index DIR] [--config FILE]
     tasksieve report OUT [--run-id ID]
+    tasksieve select OUT (--budget-tasks N | --budget-usd X) [--by DIM...] [--dry-run] [--run-id ID] [--config FILE]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
@@ -20,6 +21,9 @@ away): finished attempts are saved, the same command resumes; 130 interrupted
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
+Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
+OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
+budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
 """
 
 from __future__ import annotations
@@ -163,6 +167,15 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
     rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
     rp.add_argument("--run-id", help="which run (default: the latest in the database)")
+    se = sub.add_parser("select", help="choose a diverse, signal-rich training set under a task or dollar budget")
+    se.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
+    se.add_argument("--budget-tasks", metavar="N", help="choose at most N tasks")
+    se.add_argument("--budget-usd", metavar="X", help="choose tasks whose training costs at most X dollars")
+    se.add_argument("--by", nargs="+", choices=["cluster", "source", "domain", "difficulty"],
+                    help="breakdowns to print, selected vs pool (default: cluster source)")
+    se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write nothing")
+    se.add_argument("--run-id", help="whose model is current (default: the latest run that sampled)")
+    se.add_argument("--config", "-c", metavar="FILE", help="run config TOML: its [select] section applies")
     v = sub.add_parser("validate", help="say whether a vendor delivery is acceptable under a profile, and why")
     v.add_argument("deliveries", nargs="+", metavar="DELIVERY", help="JSONL/Parquet files, datasets folders, or folders")
     v.add_argument("--against", nargs="+", metavar="POOL", help="the buyer's existing pool, checked for duplicates")
@@ -230,6 +243,11 @@ def _main(args, extra: list[str]) -> int:
 
     if args.command == "validate":
         return _validate(args)
+
+    if args.command == "select":
+        from tasksieve.pipeline.select_cmd import command
+
+        return command(args)
 
     if args.command == "prepare-model":
         from tasksieve.pipeline.models import ensure_default_model
