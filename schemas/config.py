@@ -247,7 +247,7 @@ class SelectConfig(_Section):
     clusters: int = Field(0, ge=0, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
     redundancy: float = Field(0.5, ge=0, le=1, description="lambda: share of a task's value lost per unit of "
                               "cosine likeness to the nearest chosen task")
-    max_cluster_share: float = Field(0.25, gt=0, le=1, description="most of the budget one cluster may take")
+    max_cluster_share: float = Field(0.5, gt=0, le=1, description="most of the budget one cluster may take")
     max_source_share: float = Field(1.0, gt=0, le=1, description="most of the budget one source may take")
     max_domain_share: float = Field(1.0, gt=0, le=1, description="most of the budget one domain may take")
     representatives: int = Field(3, ge=1, le=20, description="prompts shown per cluster")

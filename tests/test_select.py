@@ -299,3 +299,60 @@ def test_bad_input_exits_with_one_line(tmp_path):
         assert p.returncode == code, (args, p.stderr)
         assert len(lines) == 1 and lines[0].startswith("tasksieve: error:") and words in lines[0], (args, p.stderr)
         assert "Traceback" not in p.stderr and not p.stdout.strip()
+
+
+# --- the bundled sample end to end: run, select 20, report in headless Chromium ----
+
+
+@pytest.fixture(scope="module")
+def sample_selected(sample_dir, tmp_path_factory):
+    from fakes import better_scripted_backend  # the scripted model that makes more than 20 tasks learnable
+    from tasksieve.pipeline.report import write_report
+    from tasksieve.pipeline.run import run
+
+    out = tmp_path_factory.mktemp("demo-out")
+    figures = run([str(sample_dir)], str(out), RunConfig(), None, [], backend_factory=better_scripted_backend)
+    assert figures["learnable"] > 20
+    assert main(["select", str(out), "--budget-tasks", "20"]) == 0
+    path, text = write_report(out)
+    return out, path, text
+
+
+def test_sample_selection_end_to_end(sample_selected):
+    out, _, text = sample_selected
+    sel = pq.read_table(out / "selected.parquet").to_pylist()
+    assert len(sel) == 20 and len({r["task_id"] for r in sel}) == 20
+    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    learnable = {r[0] for r in con.execute("select task_id from tasks where status = 'learnable'").fetchall()}
+    summary = con.execute("select selection_id, n_selected, selected_value, random_value from selections").fetchall()
+    con.close()
+    assert {r["task_id"] for r in sel} <= learnable
+    assert len(summary) == 1 and summary[0][1] == 20 and summary[0][2] >= summary[0][3]
+    assert f"selection {summary[0][0]}: 20 of" in text
+
+
+def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_path):
+    from test_report import ARTIFACTS, _browser, _chromium
+
+    out, path, _ = sample_selected
+    dom = _browser(_chromium(), tmp_path / "p", "--dump-dom", path.as_uri()).stdout
+    assert 'data-report-ready="yes"' in dom and 'id="selection"' in dom
+    for chart_id in ("chart-select-cluster", "chart-select-per-usd"):
+        body = re.search(rf'<svg class="chart" id="{chart_id}"[^>]*>(.*?)</svg>', dom, re.S).group(1)
+        rendered = re.search(rf'id="{chart_id}"[^>]*data-rendered-bars="(\d+)"', dom).group(1)
+        non_empty = sum(float(v) > 0 for v in re.findall(r'<rect class="bar"[^>]*data-value="([^"]+)"', body))
+        assert int(rendered) == non_empty > 0, chart_id
+    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    n, value, rnd, per = con.execute("select n_selected, selected_value, random_value, signal_per_usd "
+                                     "from selections").fetchone()
+    clusters = con.execute("select count(*) from selection_clusters").fetchone()[0]
+    con.close()
+    shown = dict(re.findall(r'data-key="([a-z_]+)" data-value="([^"]*)"', dom))
+    assert int(shown["select_n"]) == n == 20
+    assert float(shown["select_signal"]) == pytest.approx(value)
+    assert float(shown["select_random_signal"]) == pytest.approx(rnd)
+    assert float(shown["select_signal_per_usd"]) == pytest.approx(per)
+    assert dom.count('<tr>', dom.index('id="table-select-cluster"'), dom.index('id="table-select-band"')) == clusters + 1
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    _browser(_chromium(), tmp_path / "p2", "--window-size=1280,4000", f"--screenshot={ARTIFACTS / 'report-selection.png'}",
+             path.as_uri() + "#selection")

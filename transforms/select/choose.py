@@ -37,7 +37,7 @@ from tasksieve.transforms.select.budget import Budget
 class Caps:
     """Shares of the budget one cluster, source or domain may take."""
 
-    cluster: float = 0.25
+    cluster: float = 0.5
     source: float = 1.0
     domain: float = 1.0
 
