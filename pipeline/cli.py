@@ -173,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--budget-usd", metavar="X", help="choose tasks whose training costs at most X dollars")
     se.add_argument("--by", nargs="+", choices=["cluster", "source", "domain", "difficulty"],
                     help="breakdowns to print, selected vs pool (default: cluster source)")
-    se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write nothing")
+    se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write no selection")
     se.add_argument("--run-id", help="whose model is current (default: the latest run that sampled)")
     se.add_argument("--config", "-c", metavar="FILE", help="run config TOML: its [select] section applies")
     v = sub.add_parser("validate", help="say whether a vendor delivery is acceptable under a profile, and why")

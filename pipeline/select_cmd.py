@@ -7,7 +7,7 @@ sampled run, or of `--run-id`), values, clusters and chooses with the
 Beam-free functions of transforms/select/, and writes OUT/selected.parquet
 plus the tables `selection`, `selection_clusters` and `selections` in
 curation.duckdb. `--dry-run` prints what each budget level would buy and
-writes nothing. Design and formulas: docs/selection.md.
+writes no selection (only the embedding cache). Design and formulas: docs/selection.md.
 
 Exit codes: 0 done; 1 nothing to select from, or the selection could not be
 written (no curation.duckdb, no sampled run, unknown run, an empty
@@ -42,7 +42,6 @@ from tasksieve.transforms.select.value import describe, task_values
 
 EXIT_CANNOT_SELECT = 1
 EXIT_USAGE = 2
-BREAKDOWNS = ("cluster", "source", "domain", "difficulty")
 
 
 class SelectError(Exception):
@@ -199,13 +198,15 @@ def cached_embeddings(out: Path, prompts: list[str]) -> np.ndarray:
         fresh = embed_prompts(missing)
         fresh_keys = [hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() for p in missing]
         known.update(zip(fresh_keys, fresh))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
         try:
             path.parent.mkdir(exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
             np.savez(tmp, model=np.array(MODEL_NAME), keys=np.array(list(known)), vecs=np.stack(list(known.values())))
             os.replace(tmp, path)
         except OSError:
-            pass
+            pass  # a cache: the selection goes on without it
+        finally:
+            tmp.unlink(missing_ok=True)
     return np.stack([known[k] for k in keys]).astype(np.float32)
 
 
@@ -414,7 +415,7 @@ def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str |
     prep = prepare(load_pool(out / "curation.duckdb", run_id), cfg, out)
     head = _head_lines(prep, budget, cfg)
     if dry_run:
-        return "\n".join(head + [""] + dry_run_lines(prep, budget, cfg) + ["", "dry run: nothing written"])
+        return "\n".join(head + [""] + dry_run_lines(prep, budget, cfg) + ["", "dry run: no selection written"])
     choice = choose(prep.cand, budget, _caps(cfg), cfg.redundancy)
     fig = figures(prep, choice, budget, cfg)
     sid = new_selection_id()

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasksieve.pipeline.cli import main
-from tasksieve.pipeline.select_cmd import load_pool, prepare, select
+from tasksieve.pipeline.select_cmd import load_pool, prepare
 from tasksieve.schemas.config import ConfigError, RunConfig, SelectConfig, load_config
 from tasksieve.schemas.rates import load_rates
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, conform
@@ -245,7 +245,7 @@ def test_dry_run_prices_every_level_and_writes_nothing(tmp_path, capsys):
     assert main(["select", str(tmp_path), "--budget-tasks", "8", "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert re.search(r"\b2 tasks\s+2\b", text) and re.search(r"\b32 tasks\s+32\b", text)
-    assert "dry run: nothing written" in text and not (tmp_path / "selected.parquet").exists()
+    assert "dry run: no selection written" in text and not (tmp_path / "selected.parquet").exists()
     con = duckdb.connect(str(tmp_path / "curation.duckdb"), read_only=True)
     assert "selection" not in {r[0] for r in con.execute("show tables").fetchall()}
     con.close()
