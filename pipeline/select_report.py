@@ -99,8 +99,9 @@ def selection_html(sel: dict, bars, table, card) -> str:
     top = [[r["rank"], f"{r['source']}/{r['task_id']}", r["cluster"], f"{r['pass_rate']:.3f}", f"{r['value']:.4f}",
             f"{r['marginal_value']:.4f}", f"${r['price_usd']:,.5f}", r["reason"]] for r in sel["top"]]
     graduated = [[f"{g['source']}/{g['task_id']}", g["reason"]] for g in sel["graduated"]]
+    budget = f"{s['budget']:g} tasks" if s["budget_kind"] == "tasks" else f"${s['budget']:,.4f}"
     return f"""<h2 id="selection">Selection {html.escape(s['selection_id'])}: {s['n_selected']} tasks under a budget of
-{html.escape(str(s['budget']))} {html.escape(s['budget_kind'])}</h2>
+{html.escape(budget)}</h2>
 <p class="muted">{html.escape(s['value_formula'])}; pool mean pass rate {s['prior_mean']:.3f}; stopped: {html.escape(s['stopped'])}.</p>
 <div class="cards">{cards}</div>
 <div class="grid">{charts}</div>
