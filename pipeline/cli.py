@@ -6,6 +6,7 @@
                   [--dedup-against POOL...] [--save-index DIR] [--runner NAME] [beam options...]
     tasksieve dedup --input PATH... --out DIR [--dedup-against POOL...] [--save-index DIR] [--config FILE]
     tasksieve report OUT [--run-id ID]
+    tasksieve select OUT (--budget-tasks N | --budget-usd X) [--by DIM...] [--dry-run] [--run-id ID] [--config FILE]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
@@ -20,6 +21,9 @@ away): finished attempts are saved, the same command resumes; 130 interrupted
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
+Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
+OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
+budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
 """
 
 from __future__ import annotations
@@ -122,7 +126,13 @@ def _interrupted(message: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
     sub = p.add_subparsers(dest="command", required=True)
+    _run_and_dedup_parsers(sub)
+    _analyst_parsers(sub)
+    _vendor_and_setup_parsers(sub)
+    return p
 
+
+def _run_and_dedup_parsers(sub) -> None:
     r = sub.add_parser("run", help="curate deliveries into a learnable set and analyst tables",
                        epilog="Unrecognised --options are passed to Apache Beam (e.g. --direct_num_workers).")
     r.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
@@ -160,9 +170,23 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--dask-address", metavar="ADDR", help="with --runner dask: an existing Dask scheduler")
     d.add_argument("--dask-workers", type=int, default=2, metavar="N", help="with --runner dask: local workers")
 
+
+def _analyst_parsers(sub) -> None:
     rp = sub.add_parser("report", help="print the headline tables and write OUT/report.html")
     rp.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
     rp.add_argument("--run-id", help="which run (default: the latest in the database)")
+    se = sub.add_parser("select", help="choose a diverse, signal-rich training set under a task or dollar budget")
+    se.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
+    se.add_argument("--budget-tasks", metavar="N", help="choose at most N tasks")
+    se.add_argument("--budget-usd", metavar="X", help="choose tasks whose training costs at most X dollars")
+    se.add_argument("--by", nargs="+", choices=["cluster", "source", "domain", "difficulty"],
+                    help="breakdowns to print, selected vs pool (default: cluster source)")
+    se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write no selection")
+    se.add_argument("--run-id", help="whose model is current (default: the latest run that sampled)")
+    se.add_argument("--config", "-c", metavar="FILE", help="run config TOML: its [select] section applies")
+
+
+def _vendor_and_setup_parsers(sub) -> None:
     v = sub.add_parser("validate", help="say whether a vendor delivery is acceptable under a profile, and why")
     v.add_argument("deliveries", nargs="+", metavar="DELIVERY", help="JSONL/Parquet files, datasets folders, or folders")
     v.add_argument("--against", nargs="+", metavar="POOL", help="the buyer's existing pool, checked for duplicates")
@@ -177,7 +201,6 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("out", metavar="OUT")
 
     sub.add_parser("prepare-model", help="convert the bundled SmolLM2-135M-Instruct GGUF to a cached HF folder")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args, extra: list[str]) -> int:
-    handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate,
+    handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate, "select": _select,
                 "prepare-model": _prepare_model}
     if args.command in handlers:
         return handlers[args.command](args)
@@ -234,6 +257,12 @@ def _report(args) -> int:
     print(text)
     print(f"\nreport: {path}")
     return 0
+
+
+def _select(args) -> int:
+    from tasksieve.pipeline.select_cmd import command
+
+    return command(args)
 
 
 def _prepare_model(args) -> int:

@@ -245,6 +245,36 @@ class BandConfig(_Section):
         return self
 
 
+class SelectConfig(_Section):
+    """`tasksieve select`: choosing a training set from the learnable pool
+    (transforms/select/, docs/selection.md)."""
+
+    value: str = Field("p * (1 - p)", description="a task's expected training signal, over p (pass rate shrunk "
+                       "toward the pool's mean), p_raw, n, n_pass, m (pool mean), G (group size)")
+    prior_strength: float = Field(4.0, ge=0, description="pseudo-attempts at the pool's mean pass rate that "
+                                  "shrink a task's measured pass rate (0: no shrinkage)")
+    group_size: int | None = Field(None, ge=1, description="rollouts per task at training, for the price and G; "
+                                   "unset = the run's k")
+    diversity: bool = Field(True, description="embed prompts, cluster them and discount tasks like chosen ones")
+    clusters: int = Field(0, ge=0, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
+    redundancy: float = Field(0.5, ge=0, le=1, description="lambda: share of a task's value lost per unit of "
+                              "cosine likeness to the nearest chosen task")
+    max_cluster_share: float = Field(0.5, gt=0, le=1, description="most of the budget one cluster may take")
+    max_source_share: float = Field(1.0, gt=0, le=1, description="most of the budget one source may take")
+    max_domain_share: float = Field(1.0, gt=0, le=1, description="most of the budget one domain may take")
+    representatives: int = Field(3, ge=1, le=20, description="prompts shown per cluster")
+    random_draws: int = Field(200, ge=1, description="random subsets the selection is compared with")
+    seed: int = Field(0, description="k-means seeding and the random subsets")
+
+    @field_validator("value")
+    @classmethod
+    def _formula(cls, v):
+        from tasksieve.transforms.select.value import check_formula  # numpy-only module, no cycle
+
+        check_formula(v)
+        return v
+
+
 class RunConfig(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
@@ -258,6 +288,7 @@ class RunConfig(_Section):
     attempt_cache: str | None = None
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    select: SelectConfig = Field(default_factory=SelectConfig)
     # Prices live in their own file (schemas/rates.py); None = the bundled
     # rates.default.toml. `tasksieve run --rates FILE` overrides this.
     rates: str | None = None
