@@ -147,3 +147,16 @@ def test_sampler_key_follows_exactly_the_generation_fields(field):
     assert getattr(other, field) != getattr(base, field)
     changed = other.sampler_key() != base.sampler_key()
     assert changed == (field in SamplingConfig.GENERATION_FIELDS)
+
+
+@pytest.mark.parametrize("shape, schema", [("Task", "TASK_SCHEMA"), ("Result", "RESULT_SCHEMA"),
+                                           ("Attempt", "ATTEMPT_SCHEMA")])
+def test_typed_row_shapes_mirror_the_arrow_contract(shape, schema):
+    from tasksieve.schemas import records, rows
+
+    assert set(getattr(rows, shape).__annotations__) | _inherited(getattr(rows, shape)) == set(
+        getattr(records, schema).names)
+
+
+def _inherited(cls) -> set[str]:
+    return {k for base in cls.__mro__[1:] for k in getattr(base, "__annotations__", {})}

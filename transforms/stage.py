@@ -21,11 +21,13 @@ import json
 
 import apache_beam as beam
 
+from tasksieve.schemas.rows import Result, Task
+
 KEPT = "kept"
 DROPPED = "dropped"
 
 
-def drop_record(task: dict, stage: str, reason: str, detail: dict, sort_keys: bool = True) -> dict:
+def drop_record(task: Task, stage: str, reason: str, detail: dict, sort_keys: bool = True) -> Result:
     """The task, dropped by `stage` for `reason`, with `detail` as its JSON
     evidence (non-ASCII kept readable). `sort_keys=False` keeps the order
     the stage wrote its evidence in (verifier sanity lists what it checked

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+from tasksieve.schemas.rows import Result, Task
 from tasksieve.transforms.decontam.index import BenchmarkIndex, get_index, index_options
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 
@@ -24,7 +25,7 @@ REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_it
            "semantic": "benchmark_semantic_match"}
 
 
-def check_task(task: dict, index: BenchmarkIndex) -> dict | None:
+def check_task(task: Task, index: BenchmarkIndex) -> Result | None:
     """The task marked dropped with evidence, or None if it is clean."""
     evidence = index.judge(task)
     if evidence is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+from tasksieve.schemas.rows import Result, Task
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 
 STAGE = "exact_dedup"
@@ -20,7 +21,7 @@ def survivor_key(task: dict) -> tuple:
     return (created is None, created or "", task["source"], task["task_id"], task["source_file"], task["line"])
 
 
-def pick_survivor(tasks: list[dict]) -> tuple[dict, list[dict]]:
+def pick_survivor(tasks: list[Task]) -> tuple[Task, list[Result]]:
     """(survivor, dropped-with-reason) for tasks that share one content hash."""
     ordered = sorted(tasks, key=survivor_key)
     keep = ordered[0]

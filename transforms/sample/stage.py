@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 import apache_beam as beam
 
 from tasksieve.schemas.config import BandConfig, SamplingConfig, VerifyConfig
+from tasksieve.schemas.rows import Task
 from tasksieve.transforms.sample.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
 from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
@@ -98,7 +99,7 @@ def _from_cache(rec: dict) -> GenResult:
 
 
 def sample_tasks(
-    tasks: list[dict], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
+    tasks: list[Task], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
     cache: CacheWriter | None = None, stats: SamplingStats | None = None, judge: Backend | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
