@@ -40,7 +40,6 @@ import pyarrow.parquet as pq
 from tasksieve.schemas.records import ATTEMPT_SCHEMA
 
 # Key on a task dict carrying its cached generations into the sampling stage.
-CACHED_KEY = "cached"
 FINISHED_DIR = "_finished"
 
 # A cached generation: the generation half of an Attempt (no verdict), and

@@ -23,7 +23,7 @@ import apache_beam as beam
 
 from tasksieve.schemas.config import BandConfig, SamplingConfig, VerifyConfig
 from tasksieve.schemas.rows import Task
-from tasksieve.transforms.sample.attempt_cache import (CACHED_KEY, CacheWriter, cache_record, pick_cached, read_cache_file,
+from tasksieve.transforms.sample.attempt_cache import (CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
 from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
 from tasksieve.transforms.sample.classify import classify
@@ -101,20 +101,21 @@ def _from_cache(rec: dict) -> GenResult:
 def sample_tasks(
     tasks: list[Task], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
     cache: CacheWriter | None = None, stats: SamplingStats | None = None, judge: Backend | None = None,
+    cached: dict[str, list[dict]] | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
     task once decided. `judge` scores rubric attempts (default: `backend`).
     Beam-free: the unit tests drive it directly.
 
-    A task may carry `cached`: generations of earlier runs for this model and
-    sampler (attempt_cache.py). Those attempts are re-verified, not
+    `cached` maps a content hash to generations of earlier runs for this model
+    and sampler (attempt_cache.py). Those attempts are re-verified, not
     regenerated; new generations go to `cache` as each one finishes."""
     policy = plan.policy
     if judge is None and getattr(backend, "can_judge", True):
         judge = backend
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
-    state = _initial_state(tasks)
+    state = _initial_state(tasks, cached or {})
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
         for st in state.values():
@@ -134,14 +135,13 @@ def sample_tasks(
     stats.wall_seconds += time.perf_counter() - t_start
 
 
-def _initial_state(tasks: list[dict]) -> dict:
-    """Per content hash: the task (without its cached generations), counts, and
-    the cached generations by attempt index."""
+def _initial_state(tasks: list[dict], cached: dict[str, list[dict]]) -> dict:
+    """Per content hash: the task, counts, and the cached generations by attempt index."""
     state = {}
-    for t in tasks:
-        cached = {r["attempt_idx"]: r for r in t.get(CACHED_KEY) or ()}
-        task = {k: v for k, v in t.items() if k != CACHED_KEY}
-        state[task["content_hash"]] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": cached}
+    for task in tasks:
+        h = task["content_hash"]
+        by_idx = {rec["attempt_idx"]: rec for rec in cached.get(h, ())}
+        state[h] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": by_idx}
     return state
 
 
@@ -267,13 +267,15 @@ class _SampleFn(beam.DoFn):
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
-        _, tasks = group
-        tasks = sorted(tasks, key=lambda t: t["content_hash"])  # deterministic batches
+        _, pairs = group
+        pairs = sorted(pairs, key=lambda tc: tc[0]["content_hash"])  # deterministic batches
+        cached = {task["content_hash"]: recs for task, recs in pairs if recs}
+        tasks = [task for task, _ in pairs]
         stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
             yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge)
+                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge, cached)
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 
@@ -296,11 +298,12 @@ def read_stats(stats_dir: str) -> SamplingStats:
 
 
 def attach_cached(kv, finished: frozenset):
-    """Tasks with their cached generations (if any) under CACHED_KEY."""
+    """(task, its cached generations) pairs: the cache rides beside the task,
+    never inside it."""
     _, grouped = kv
     cached = pick_cached(grouped["cached"], finished)
     for task in grouped["tasks"]:
-        yield dict(task, **{CACHED_KEY: cached}) if cached else task
+        yield task, cached
 
 
 class SampleAndClassify(beam.PTransform):
@@ -322,8 +325,9 @@ class SampleAndClassify(beam.PTransform):
         self.judge_factory = judge_factory
 
     def _with_cached(self, to_sample):
+        """(task, cached generations) pairs; an empty list without a cache."""
         if not self.cache_files:
-            return to_sample
+            return to_sample | "NoCache" >> beam.Map(lambda t: (t, []))
         plan = self.plan
         cached = (
             to_sample.pipeline
@@ -352,7 +356,7 @@ class SampleAndClassify(beam.PTransform):
             # cluster), and each group is cut into full batches: one engine
             # call per wave per batch. Not BatchElements: it emits its last
             # batch from finish_bundle, which Beam 2.77's DaskRunner drops.
-            | "KeyByGroup" >> beam.Map(lambda t: (int(t["content_hash"][:8], 16) % groups, t))
+            | "KeyByGroup" >> beam.Map(lambda tc: (int(tc[0]["content_hash"][:8], 16) % groups, tc))
             | "Group" >> beam.GroupByKey()
             | "SampleVerifyClassify" >> beam.ParDo(
                 _SampleFn(self.plan, self.backend_factory, self.stats_dir, self.judge_factory),
