@@ -49,7 +49,7 @@ def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
     return table.sort_by(SORT_KEYS[name])
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write through a temporary file, then rename: an interrupted run never
     leaves a half-written file where a finished one was."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -67,12 +67,12 @@ def write_files(out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] |
     run's training set alone)."""
     for name, table in tables.items():
         if names is None or name in names:
-            _write_atomic(table, out / f"{name}.parquet")
+            write_parquet_atomic(table, out / f"{name}.parquet")
     results = tables["results"]
     learnable = results.filter(pc.equal(results["status"], "learnable")).select(LEARNABLE_SCHEMA.names)
     learnable = learnable.cast(LEARNABLE_SCHEMA)
     if learnable_file:
-        _write_atomic(learnable, out / "learnable.parquet")
+        write_parquet_atomic(learnable, out / "learnable.parquet")
     return learnable
 
 

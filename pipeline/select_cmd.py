@@ -30,8 +30,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from tasksieve.pipeline.outputs import write_parquet_atomic
 from tasksieve.schemas.config import SelectConfig
 from tasksieve.schemas.records import LEARNABLE_SCHEMA
 from tasksieve.transforms.select.budget import Budget, training_price
@@ -338,16 +338,6 @@ def _cluster_rows(prep: Prepared, choice: Choice, sid: str, cfg: SelectConfig) -
     return rows
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    """Temp file + rename, like the run's outputs: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _append(con, name: str, table: pa.Table) -> None:
     con.register("src", table)
     con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM src LIMIT 0")
@@ -357,7 +347,7 @@ def _append(con, name: str, table: pa.Table) -> None:
 
 def write_selection(out: Path, prep: Prepared, rows: list[dict], tables: dict[str, pa.Table]) -> None:
     """selected.parquet, then the tables in one transaction (a failure leaves none of them)."""
-    _write_parquet(_selected_table(prep, rows), out / "selected.parquet")
+    write_parquet_atomic(_selected_table(prep, rows), out / "selected.parquet")
     con = duckdb.connect(str(out / "curation.duckdb"))
     try:
         con.execute("BEGIN")
