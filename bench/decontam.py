@@ -14,13 +14,15 @@ the package in `.venv-peers`) and reasoning-gym arithmetic tasks.
 
 Settings compared: n-gram only at n = 13 (lm-evaluation-harness), 12
 (datatrove) and 8 (open-r1), tasksieve's words-only rules (n-gram +
-short-item + fuzzy, the default before the same-problem judgement) and its
+short-item + fuzzy, the default before the same-problem judgement), the
+same candidates confirmed with `[decontam] semantic = false`, and its
 default (those candidates plus meaning, each confirmed on numbers, the
 reference answer and code behaviour; transforms/same_problem/rules.py). Tasks
 carry the item's reference answer where the benchmark ships one.
 Throughput is shown relative to the 13-gram-only check, on the positives
 (every one a candidate) and on the negatives (clean tasks, the bulk of a
-real delivery).
+real delivery); a last table gives the cost of the confirmation: each
+confirmed setting against the words-only rules (confirmation OFF).
 """
 
 from __future__ import annotations
@@ -88,6 +90,18 @@ def wrap(q: str) -> str:
     return f"Solve the following problem.\n\n{q}\n\nShow your work and give the final answer."
 
 
+def print_confirmation_cost(rates: dict) -> None:
+    """Throughput of the confirmation (and of the meaning generator) against
+    the words-only rules, measured in the same run."""
+    labels = list(rates)
+    off = next(k for k in labels if k.startswith("tasksieve words only"))
+    print(f"\nconfirmation ON vs OFF (OFF = {off}), tasks/s and ratio to OFF")
+    print(f"{'setting':<56}{'positives/s':>12}{'ratio':>7}{'clean/s':>10}{'ratio':>7}")
+    for k in labels[labels.index(off):]:
+        (r, c), (r0, c0) = rates[k], rates[off]
+        print(f"{k:<56}{r:>12,.1f}{r / r0:>7.3f}{c:>10,.1f}{c / c0:>7.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per-benchmark", type=int, default=200)
@@ -109,13 +123,15 @@ def main() -> None:
         ("8-gram only (open-r1)", 8, only),
         (f"tasksieve words only ({default.ngram}-gram + short + fuzzy)", default.ngram,
          dict(index_options(default), confirm=False, semantic=False)),
+        ("tasksieve confirmed, semantic = false", default.ngram, dict(index_options(default), semantic=False)),
         ("tasksieve same-problem (default: + meaning, confirmed)", default.ngram, index_options(default)),
     ]
     print(f"positives: {len(pos)} benchmark items ({', '.join(benches)}), each verbatim and reworded; "
           f"negatives: " + ", ".join(f"{k} ({len(v)})" for k, v in negs.items()))
-    head = f"{'setting':<44}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>18}" for k in negs)
+    head = f"{'setting':<56}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>18}" for k in negs)
     print(head + f"{'tasks/s':>9}{'ratio':>7}{'clean/s':>10}{'ratio':>7}")
     base = neg_base = None
+    rates = {}
     for label, n, opts in settings:
         index = build_index(n, benches, [], **opts)
         t0 = time.perf_counter()
@@ -130,8 +146,10 @@ def main() -> None:
             n_neg += len(texts)
         neg_rate = n_neg / (time.perf_counter() - t0)
         neg_base = neg_base or neg_rate
-        print(f"{label:<44}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>18}" for x in fps)
+        rates[label] = (rate, neg_rate)
+        print(f"{label:<56}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>18}" for x in fps)
               + f"{rate:>9,.0f}{rate / base:>7.2f}{neg_rate:>10,.0f}{neg_rate / neg_base:>7.2f}")
+    print_confirmation_cost(rates)
     sample = next(t for t in reworded if re.search(r"\d", t))
     print("\nexample reworded item:", sample[:240].replace("\n", " "), "...")
 

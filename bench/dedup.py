@@ -16,7 +16,10 @@ tasksieve on the in-process runner), and reports wall time and peak RSS
 (from wait4). Recall: planted pairs of which exactly one row was removed.
 Precision: removed rows that belong to a planted pair whose partner was
 kept. tasksieve runs `tasksieve dedup` with decontamination off (datatrove
-has none), so both do reading, dedup and writing. datatrove runs in
+has none), so both do reading, dedup and writing; it runs twice, with
+`[dedup] semantic` on (the default) and off, and the ratio of the two is
+the cost of the same-problem meaning stage (the answer rule that confirms
+MinHash edges is always on). datatrove runs in
 `.venv-peers` (bench/requirements-peers.txt; created on first use) because
 its dependencies conflict with the pinned stack.
 
@@ -278,6 +281,10 @@ def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
         s = score(removed, planted)
         kinds = " ".join(f"{s['by_kind'][k]:.3f}" for k in KINDS)
         print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>8.3f}{rss:>10,.0f}{s['recall']:>8.3f}{s['precision']:>10.3f}  {kinds}")
+    on, off = results.get("tasksieve dedup (exact+near)"), results.get("tasksieve, MinHash only")
+    if on and off:
+        print(f"same-problem meaning stage ([dedup] semantic) ON vs OFF: {n / on[0]:,.1f} vs {n / off[0]:,.1f} "
+              f"tasks/s, ratio {off[0] / on[0]:.3f}")
 
 
 def main() -> None:

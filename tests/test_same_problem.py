@@ -38,6 +38,19 @@ def _row(t, i=0, day=1):
     return with_hash(dict(t, source="v", created_at=f"2026-01-{day:02d}", source_file="v.jsonl", line=i))
 
 
+def test_the_hard_case_set_is_as_large_as_issue_13_asks():
+    """At least 150 clean look-alikes, 60 reworded benchmark items
+    (translations apart), 50 paraphrase pairs, 50 template-sibling pairs;
+    every case distinct."""
+    look, rew, trans = cases.lookalikes(), cases.rewordings(), cases.translations()
+    pp, sib = cases.paraphrase_pairs(), cases.sibling_pairs()
+    assert len(look) >= 150 and len(rew) >= 60 and len(pp) >= 50 and len(sib) >= 50
+    assert not any(r["kind"].startswith("translation") for r in rew) and trans
+    ids = [t["task_id"] for t in look + rew + trans] + [t["task_id"] for p in pp + sib for t in p]
+    assert len(ids) == len(set(ids))
+    assert all(a["prompt"] != b["prompt"] for a, b in pp + sib)
+
+
 def test_quantities_read_numbers_however_they_are_written():
     assert quantities("sixteen eggs, three for breakfast, $2 each") == quantities("16 eggs, 3 for breakfast, 2 dollars each")
     assert quantities("one hundred and twenty-five") == Counter({"125": 1})

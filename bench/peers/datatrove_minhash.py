@@ -41,10 +41,11 @@ class SplitTokenizer(WordTokenizer):
         raise NotImplementedError
 
 
-def main(data: str, work: str, shards: int) -> None:
+def removed_ids(data: str, work: str, shards: int) -> list[str]:
+    """Runs datatrove's 4 MinHash stages on the JSONL files in `data`
+    (scratch files under `work`); returns the ids datatrove removes."""
     w = Path(work)
     cfg = MinhashConfig()  # datatrove defaults: 5-grams of words, 14 x 8
-    t0 = time.perf_counter()
 
     def reader():
         return JsonlReader(data, text_key="prompt", id_key="task_id", glob_pattern="*.jsonl")
@@ -63,6 +64,12 @@ def main(data: str, work: str, shards: int) -> None:
     removed = []
     for f in sorted((w / "removed").glob("*.jsonl")):
         removed += [json.loads(line)["id"] for line in f.open()]
+    return removed
+
+
+def main(data: str, work: str, shards: int) -> None:
+    t0 = time.perf_counter()
+    removed = removed_ids(data, work, shards)
     print(json.dumps({"removed": removed, "seconds": time.perf_counter() - t0}))
 
 
