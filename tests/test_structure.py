@@ -160,3 +160,11 @@ def test_typed_row_shapes_mirror_the_arrow_contract(shape, schema):
 
 def _inherited(cls) -> set[str]:
     return {k for base in cls.__mro__[1:] for k in getattr(base, "__annotations__", {})}
+
+
+def test_readme_fits_and_links_every_design_note():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 350
+    for note in sorted((ROOT / "docs").glob("*.md")):
+        assert f"docs/{note.name}" in readme, f"README does not link docs/{note.name}"
+    assert "bench/README.md" in readme
