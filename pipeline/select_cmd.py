@@ -176,9 +176,13 @@ EMBED_CACHE = "select_cache/embeddings.npz"
 def _load_cache(path: Path, model: str) -> dict:
     try:
         with np.load(path, allow_pickle=False) as z:
-            if str(z["model"]) != model:
+            keys, vecs = z["keys"], z["vecs"]
+            # OUT may be shared: a cache from another model, or one that is
+            # not a clean (keys, finite float vectors) pair, is ignored.
+            if (str(z["model"]) != model or vecs.ndim != 2 or len(keys) != len(vecs)
+                    or vecs.dtype.kind != "f" or not np.isfinite(vecs).all()):
                 return {}
-            return dict(zip(z["keys"].tolist(), z["vecs"]))
+            return dict(zip(keys.tolist(), vecs))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return {}  # no cache yet, or a damaged one: embed again
 

@@ -356,3 +356,21 @@ def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_pa
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     _browser(_chromium(), tmp_path / "p2", "--window-size=1280,4000", f"--screenshot={ARTIFACTS / 'report-selection.png'}",
              path.as_uri() + "#selection")
+
+
+@pytest.mark.parametrize("vecs", [np.full((2, 4), np.nan, dtype=np.float32), np.zeros((3, 4), dtype=np.float32),
+                                  np.zeros(2, dtype=np.float32), np.array([["a", "b"], ["c", "d"]])])
+def test_a_hostile_embedding_cache_in_a_shared_folder_is_ignored(tmp_path, vecs):
+    """OUT may be shared: a cache with NaNs, a length that does not match its
+    keys, the wrong shape or not numbers is re-computed, never trusted."""
+    from tasksieve.pipeline.select_cmd import EMBED_CACHE, cached_embeddings
+    from tasksieve.transforms.same_problem.embed import MODEL_NAME
+
+    prompts = ["What is 2 + 3?", "Name the capital of France."]
+    honest = cached_embeddings(tmp_path / "clean", prompts)
+    import hashlib
+    keys = [hashlib.blake2b(p.encode(), digest_size=16).hexdigest() for p in prompts]
+    (tmp_path / "out" / "select_cache").mkdir(parents=True)
+    np.savez(tmp_path / "out" / EMBED_CACHE, model=np.array(MODEL_NAME), keys=np.array(keys), vecs=vecs)
+    got = cached_embeddings(tmp_path / "out", prompts)
+    assert np.isfinite(got).all() and np.allclose(got, honest, atol=1e-5)
