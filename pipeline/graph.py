@@ -1,6 +1,6 @@
 """The run graph: the funnel of docs/design.md as one Beam pipeline.
 
-    read -> validate -> normalise+hash -> exact dedup -> near dedup (+ against
+    read -> validate -> normalize+hash -> exact dedup -> near dedup (+ against
          reference pools) -> decontaminate -> verifier sanity
          -> sample (waves) + verify -> classify -> costs -> staged Parquet
 
@@ -118,7 +118,7 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     cfg, run_id = spec.config, spec.run_id
     raw, rows_read = _read(p, spec)
     tasks, quarantined = raw | "Validate" >> ValidateRows.from_config(cfg.limits)
-    tasks = tasks | "NormaliseHash" >> NormalizeAndHash()
+    tasks = tasks | "NormalizeHash" >> NormalizeAndHash()
     tasks, exact = tasks | "ExactDedup" >> DropExactDuplicates()
     dropped = [exact]
     if cfg.dedup.near or spec.pool_indexes:

@@ -1,4 +1,4 @@
-"""Stage `normalise+hash`: fold away differences that do not change a task,
+"""Stage `normalize+hash`: fold away differences that do not change a task,
 then hash what remains.
 
 Normal form: Unicode NFKC (full-width digits, ligatures, non-breaking spaces

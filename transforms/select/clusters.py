@@ -47,7 +47,7 @@ def _seed_centres(vecs: np.ndarray, k: int, rng: np.random.Generator) -> np.ndar
     return vecs[centres].copy()
 
 
-def _normalise(m: np.ndarray) -> np.ndarray:
+def _normalize(m: np.ndarray) -> np.ndarray:
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 
@@ -68,7 +68,7 @@ def kmeans(vecs: np.ndarray, k: int, seed: int = 0, iters: int = 50) -> np.ndarr
             members = vecs[labels == c]
             if members.shape[0]:  # an emptied cluster keeps its centre
                 centres[c] = members.sum(axis=0)
-        centres = _normalise(centres)
+        centres = _normalize(centres)
     return _renumber(labels)
 
 
@@ -85,7 +85,7 @@ def representatives(vecs: np.ndarray, labels: np.ndarray, per_cluster: int = 3) 
     reps: dict[int, list[int]] = {}
     for c in np.unique(labels).tolist():
         rows = np.nonzero(labels == c)[0]
-        centre = _normalise(vecs[rows].sum(axis=0, keepdims=True))[0]
+        centre = _normalize(vecs[rows].sum(axis=0, keepdims=True))[0]
         sims = vecs[rows] @ centre
         order = np.lexsort((rows, -np.round(sims, 9)))
         reps[int(c)] = rows[order[:per_cluster]].tolist()
