@@ -6,7 +6,9 @@ Used to show a refactor changed nothing (issue 12): every Parquet output
 and every DuckDB table is read, and values are compared after masking what
 differs between any two runs of one job: run ids, wall-clock times and
 durations, and the output folder's own path (it appears in `source_file`
-and the run's `inputs`). Prints one line per table: identical, or the
+and the run's `inputs`). Verification is priced by the CPU seconds it
+measured, so cost rows in `cpu_second` (and the run's `total_usd`) are
+durations too and are masked. Prints one line per table: identical, or the
 columns that differ and how many rows.
 """
 
@@ -31,7 +33,7 @@ def _mask(rows: list[dict], out: Path) -> list[dict]:
     for r in rows:
         m = {}
         for k, v in r.items():
-            if k in VOLATILE:
+            if k in VOLATILE or (r.get("unit") == "cpu_second" and k in ("quantity", "usd")) or k == "total_usd":
                 continue
             m[k] = v.replace(prefix, "OUT").replace(str(out), "OUT") if isinstance(v, str) else v
         masked.append(m)
@@ -52,7 +54,12 @@ def _tables(out: Path) -> dict[str, list[dict]]:
     try:
         names = [r[0] for r in con.execute("select table_name from information_schema.tables "
                                            "where table_type = 'BASE TABLE' order by 1").fetchall()]
-        return {n: con.execute(f'select * from "{n}"').fetch_arrow_table().to_pylist() for n in names}
+        out = {}
+        for n in names:
+            cur = con.execute(f'select * from "{n}"')
+            cols = [d[0] for d in cur.description]
+            out[n] = [dict(zip(cols, row)) for row in cur.fetchall()]
+        return out
     finally:
         con.close()
 
