@@ -11,6 +11,7 @@ import pytest
 from fakes import ScriptedBackend
 from tasksieve.pipeline.run import run
 from tasksieve.schemas.config import RunConfig
+from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.verify.sanity import check_verifier, sanity_route
 
 HE_TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
@@ -56,10 +57,10 @@ def test_answer_and_rubric_domains():
 
 def test_sanity_route_marks_the_drop_with_evidence():
     tag, row = sanity_route(_code(ref="def add(a, b):\n    return 0\n"), RunConfig().verify)
-    assert tag == "broken" and row["drop_stage"] == "verifier_sanity" and row["drop_reason"] == "reference_fails"
+    assert tag == DROPPED and row["drop_stage"] == "verifier_sanity" and row["drop_reason"] == "reference_fails"
     detail = json.loads(row["drop_detail"])
     assert detail["executed"] and "fails its own tests" in detail["problems"][0]
-    assert sanity_route(_code(), RunConfig().verify) == ("ok", _code())
+    assert sanity_route(_code(), RunConfig().verify) == (KEPT, _code())
 
 
 # --- the stage in the graph ---------------------------------------------------------------
