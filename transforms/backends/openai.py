@@ -92,6 +92,10 @@ def served_model(cfg) -> str:
     return models[0]
 
 
+# How often a wait on requests in flight wakes to notice Ctrl-C.
+WAKE_S = 0.5
+
+
 class OpenAIBackend:
     def __init__(self, cfg, model_id: str, sampling):
         self.cfg = cfg
@@ -142,7 +146,10 @@ class OpenAIBackend:
         pending, failure = set(futures), None
         while pending:
             try:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                # Woken twice a second even while every request hangs: a
+                # Ctrl-C that the kernel hands to another thread is then
+                # still seen here, not only when a request returns.
+                done, pending = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
             except BaseException:  # Ctrl-C: send nothing more (requests in flight are not waited for)
                 for f in pending:
                     f.cancel()
