@@ -45,6 +45,13 @@ def _wait_for(condition, proc, limit_s: float = 240) -> None:
         time.sleep(0.05)
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as a user at a terminal sends it. A test suite started as a
+    background job (`cmd &` in a script) inherits SIGINT ignored, and so
+    would the command: Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
     server = FakeOpenAI(gated=True)
     try:
@@ -52,7 +59,8 @@ def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
         cfg = run_config(tmp_path / "run.toml", server.url, k=4, concurrency=2)
         out = tmp_path / "out"
         cmd = [*TASKSIEVE, "run", "--input", tasks, "--out", str(out), "--config", cfg]
-        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                                 preexec_fn=_as_from_a_terminal)
         # Let six attempts through, then press Ctrl-C while the next ones wait at the server.
         server.allow(6)
         cache = out / "attempt_cache"
