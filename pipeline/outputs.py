@@ -14,6 +14,7 @@ Files in OUT:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -125,6 +126,22 @@ def _add_new_columns(con, table: str, src: str) -> None:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {sql_identifier(name)} {dtype}")
 
 
+@contextlib.contextmanager
+def transaction(db_path: Path):
+    """A connection to the database with one transaction open: committed when
+    the block ends, rolled back if it raises (a failure leaves nothing)."""
+    con = duckdb.connect(str(db_path))
+    try:
+        con.execute("BEGIN")
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+
+
 def load_duckdb(out: Path, run_row: dict, tables: dict[str, pa.Table] | None = None) -> Path:
     """Append this run to OUT/curation.duckdb (earlier runs stay: history).
     The run's own tables are handed to DuckDB as Arrow tables (default: read
@@ -133,9 +150,7 @@ def load_duckdb(out: Path, run_row: dict, tables: dict[str, pa.Table] | None = N
     if tables is None:
         tables = {fname: pq.read_table(out / f"{fname}.parquet") for fname in TABLE_FILES.values()}
     db_path = out / "curation.duckdb"
-    con = duckdb.connect(str(db_path))
-    try:
-        con.execute("BEGIN")
+    with transaction(db_path) as con:
         for table, fname in TABLE_FILES.items():
             src = f"src_{fname}"
             con.register(src, tables[fname])
@@ -156,12 +171,6 @@ def load_duckdb(out: Path, run_row: dict, tables: dict[str, pa.Table] | None = N
         con.execute("INSERT INTO runs BY NAME SELECT * FROM run_row")
         con.unregister("run_row")
         create_views(con)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
     return db_path
 
 

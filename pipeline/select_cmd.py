@@ -31,7 +31,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from tasksieve.pipeline.outputs import write_parquet_atomic
+from tasksieve.pipeline.outputs import transaction, write_parquet_atomic
 from tasksieve.schemas.config import SelectConfig
 from tasksieve.schemas.records import LEARNABLE_SCHEMA
 from tasksieve.transforms.select.budget import Budget, training_price
@@ -352,17 +352,9 @@ def _append(con, name: str, table: pa.Table) -> None:
 def write_selection(out: Path, prep: Prepared, rows: list[dict], tables: dict[str, pa.Table]) -> None:
     """selected.parquet, then the tables in one transaction (a failure leaves none of them)."""
     write_parquet_atomic(_selected_table(prep, rows), out / "selected.parquet")
-    con = duckdb.connect(str(out / "curation.duckdb"))
-    try:
-        con.execute("BEGIN")
+    with transaction(out / "curation.duckdb") as con:
         for name, table in tables.items():
             _append(con, name, table)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
 
 
 # --- the command -----------------------------------------------------------
