@@ -1,7 +1,7 @@
 """The cheap segment of the graph (read .. decontaminate) on the batch path,
-chosen by `[dedup] batch = true`: graph.dedup_stages calls `batch_dedup_stages`
-and gets back what its row path returns, so everything after it is unchanged.
-Design and memory budget: docs/scaling.md, "The batch path"."""
+the default (`[dedup] batch = true`): graph.build calls `batch_cheap_stages`
+and gets back what its row path returns, with tasks in chunks.
+Design and memory budget: docs/scaling.md."""
 
 from __future__ import annotations
 
@@ -11,17 +11,22 @@ import apache_beam as beam
 
 from tasksieve.pipeline.staging import write_count
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
-from tasksieve.transforms.decontam.stage import index_options, rules_from_config
-from tasksieve.transforms.dedup.batch import DROPPED, KEPT, QUARANTINE, ROWS, BatchDedup, NearSettings
+from tasksieve.transforms.decontam.index import index_options
+from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, TASKS, NearSettings,
+                                              exact_and_bands, first_and_hash, pool_unit_records, read_validated)
+from tasksieve.transforms.dedup.batch_near import (EDGES, MEMBERS, ROOTS, ComponentsFn, band_shard_found,
+                                                   component_messages, resolve_shard, route, semantic_shard_found)
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
 from tasksieve.transforms.progress import Progress
 from tasksieve.transforms.read import CountInputRows, count_rows
+from tasksieve.transforms.same_problem.rules import rules_from_config
+from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged
 
 
 def near_settings(cfg, with_pool: bool) -> NearSettings | None:
-    """NearDedup's arguments as graph.dedup_stages passes them; None when
-    the near stage does not run at all."""
+    """NearDedup's arguments, as the row path passes them; None when the
+    near stage does not run at all."""
     if not (cfg.dedup.near or with_pool):
         return None
     return NearSettings(params_from_config(cfg.dedup), cfg.dedup.threshold, cfg.dedup.max_bucket_pairs,
@@ -38,24 +43,65 @@ def _input_rows(paths: list[str], max_row_bytes: int) -> int | None:
         return None
 
 
-def batch_dedup_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read_file: str):
-    """(clean tasks, [dropped tasks], quarantined rows, rows-read counts), as graph.dedup_stages."""
-    cfg, lim = spec.config, spec.config.limits
-    total = _input_rows(spec.inputs, lim.max_row_bytes)
-    rows_counted = (p | "CountInputs" >> CountInputRows(spec.inputs, lim.max_row_bytes)
-                    | "WriteRowsCounted" >> beam.Map(write_count, str(Path(spec.staging_dir) / rows_counted_file)))
+def _kind(kind: str):
+    return lambda kv: kv[1][0] == kind
+
+
+def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list):
+    """(kept chunks, dropped chunks) of near dedup (transforms/dedup/batch_near.py)."""
+    buckets, semantic, held = [out[BUCKETS]], [out[SEMANTIC]], [out[BATCH]]
+    if units:
+        pool = split_tagged(p | "PoolUnits" >> beam.Create(units) | "PoolRecords" >> beam.FlatMap(pool_unit_records, near),
+                            "PoolSplit", (BUCKETS, SEMANTIC, BATCH))
+        buckets.append(pool[BUCKETS])
+        semantic.append(pool[SEMANTIC])
+        held.append(pool[BATCH])
+    found = [tuple(buckets) | "AllBuckets" >> beam.Flatten() | "GroupBuckets" >> beam.GroupByKey()
+             | "BucketEdges" >> beam.FlatMap(band_shard_found, near)]
+    if near.semantic:
+        found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
+                     | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near))
+    messages = (tuple(found) | "AllFound" >> beam.Flatten() | "Components" >> beam.CombineGlobally(ComponentsFn())
+                | "ComponentMessages" >> beam.FlatMap(component_messages))
+    roots = messages | "Roots" >> beam.Filter(_kind(ROOTS))
+    routed = split_tagged((*held, roots) | "HeldAndRoots" >> beam.Flatten() | "GroupShards" >> beam.GroupByKey()
+                          | "Route" >> beam.FlatMap(route), "RouteSplit", (KEPT, MEMBERS))
+    edges = messages | "Edges" >> beam.Filter(_kind(EDGES))
+    resolved = split_tagged((routed[MEMBERS], edges) | "MembersAndEdges" >> beam.Flatten()
+                            | "GroupComponents" >> beam.GroupByKey() | "Resolve" >> beam.FlatMap(resolve_shard, near),
+                            "ResolveSplit", (KEPT, DROPPED))
+    return (routed[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten(), resolved[DROPPED]
+
+
+def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read_file: str):
+    """(chunks of clean tasks, [chunks of dropped tasks], quarantined rows,
+    row counts): what graph._row_cheap_stages returns, with tasks in lists."""
+    cfg, lim, staging = spec.config, spec.config.limits, Path(spec.staging_dir)
+    limits = (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd)
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
-    out = p | "BatchDedup" >> BatchDedup(
-        spec.inputs, lim.max_row_bytes, (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd),
-        near_settings(cfg, bool(units)), units)
-    rows_read = (out[ROWS] | "ReadProgress" >> beam.ParDo(Progress("read+validate", total, chunks=False, count=True))
-                 | "SumRead" >> beam.CombineGlobally(sum)
-                 | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / rows_read_file)))
-    rows_read = (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
-    quarantined = out[QUARANTINE] | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), spec.run_id)
-    kept = out[KEPT] | "DedupProgress" >> beam.ParDo(Progress("kept after dedup", None))
+    near = near_settings(cfg, bool(units))
+    read = split_tagged(p | "Paths" >> beam.Create(spec.inputs) | "Spread" >> beam.Reshuffle()
+                        | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits),
+                        "ReadSplit", (ROWS, QUARANTINE, TASKS))
+    ided = split_tagged(read[TASKS] | "GroupIds" >> beam.GroupByKey() | "FirstAndHash" >> beam.FlatMap(first_and_hash),
+                        "IdSplit", (QUARANTINE, TASKS))
+    quarantined = (read[QUARANTINE], ided[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
+    out = split_tagged(ided[TASKS] | "GroupHashes" >> beam.GroupByKey()
+                       | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near),
+                       "ExactSplit", (DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
+    kept, dropped = out[KEPT], [out[DROPPED]]
+    if near is not None:
+        near_kept, near_dropped = near_stage(p, out, near, units)
+        kept = (kept, near_kept) | "AllKept" >> beam.Flatten()
+        dropped.append(near_dropped)
+    kept = kept | "DedupProgress" >> beam.ParDo(Progress("kept after dedup"))
     clean, contaminated = kept | "Decontaminate" >> DecontaminateChunks(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam))
-    clean = (clean | "CleanProgress" >> beam.ParDo(Progress("clean after decontaminate", None))
-             | "CleanRows" >> beam.FlatMap(lambda chunk: chunk))
-    return clean, [out[DROPPED], contaminated], quarantined, rows_read
+    total = _input_rows(spec.inputs, lim.max_row_bytes)
+    rows_counted = (p | "CountInputs" >> CountInputRows(spec.inputs, lim.max_row_bytes)
+                    | "WriteRowsCounted" >> beam.Map(write_count, str(staging / rows_counted_file)))
+    rows_read = (read[ROWS] | "ReadProgress" >> beam.ParDo(Progress("read+validate", total, count=True))
+                 | "SumRead" >> beam.CombineGlobally(sum)
+                 | "WriteRowsRead" >> beam.Map(write_count, str(staging / rows_read_file)))
+    counts = (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
+    return clean, [*dropped, contaminated], quarantined, counts

@@ -24,10 +24,11 @@ import apache_beam as beam
 
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates
-from tasksieve.pipeline.staging import WriteStaged, write_count
+from tasksieve.pipeline.cheap_batch import batch_cheap_stages
+from tasksieve.pipeline.staging import WriteStaged, write_chunk, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends.base import Backend
-from tasksieve.transforms.costs import CostRows
+from tasksieve.transforms.costs import CostRows, expert_cost_row
 from tasksieve.transforms.decontam.stage import Decontaminate
 from tasksieve.transforms.dedup.exact import DropExactDuplicates
 from tasksieve.transforms.dedup.near import NearDedup
@@ -116,12 +117,10 @@ def _pool_rows(p: beam.Pipeline, spec: RunSpec):
     return p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
 
 
-def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend] | None = None,
-          judge_factory: Callable[[], Backend] | None = None) -> None:
-    """The funnel, stage by stage. `judge_factory` gives the rubric judge
-    (None: the sampler judges). Without `spec.plan` the graph stops after
-    decontamination (`tasksieve dedup`)."""
-    cfg, run_id = spec.config, spec.run_id
+def _row_cheap_stages(p: beam.Pipeline, spec: RunSpec):
+    """The reference path of read .. decontaminate, one Beam element per row:
+    (clean tasks, [dropped parts], quarantined rows, row counts)."""
+    cfg = spec.config
     raw, rows_read = _read(p, spec)
     tasks, quarantined = raw | "Validate" >> ValidateRows.from_config(cfg.limits)
     tasks = tasks | "NormalizeHash" >> NormalizeAndHash()
@@ -131,36 +130,64 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
         tasks, near = tasks | "NearDedup" >> NearDedup.from_config(cfg.dedup, cfg.decontam, _pool_rows(p, spec))
         dropped.append(near)
     tasks, contaminated = tasks | "Decontaminate" >> Decontaminate.from_config(cfg.decontam)
-    dropped.append(contaminated)
-    if spec.plan is None:
-        kept = tasks | "Progress" >> beam.ParDo(_Progress("kept after dedup")) | "KeptResult" >> beam.Map(kept_result, run_id)
-        _write_outputs(p, spec, kept, dropped, quarantined, None, rows_read)
-        return
+    return tasks, [*dropped, contaminated], quarantined, rows_read
+
+
+def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend] | None = None,
+          judge_factory: Callable[[], Backend] | None = None) -> None:
+    """The funnel, stage by stage. `judge_factory` gives the rubric judge
+    (None: the sampler judges). Without `spec.plan` the graph stops after
+    decontamination (`tasksieve dedup`)."""
+    cfg, run_id = spec.config, spec.run_id
+    result_chunks = None
+    if cfg.dedup.batch:  # the same decisions on chunks of tasks (pipeline/cheap_batch.py)
+        chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
+        result_chunks = (tuple(dropped_chunks) | "AllDroppedChunks" >> beam.Flatten()
+                         | "DroppedResults" >> beam.Map(lambda c, r: [dropped_result(t, r) for t in c], run_id))
+        dropped = []
+        if spec.plan is None:
+            kept = chunks | "KeptResults" >> beam.Map(lambda c, r: [kept_result(t, r) for t in c], run_id)
+            result_chunks = (kept, result_chunks) | "ResultChunks" >> beam.Flatten()
+            _write_outputs(p, spec, None, [], quarantined, None, rows_read, result_chunks)
+            return
+        tasks = chunks | "Unchunk" >> beam.FlatMap(lambda chunk: chunk)
+    else:
+        tasks, dropped, quarantined, rows_read = _row_cheap_stages(p, spec)
+        if spec.plan is None:
+            kept = tasks | "Progress" >> beam.ParDo(_Progress("kept after dedup")) \
+                | "KeptResult" >> beam.Map(kept_result, run_id)
+            _write_outputs(p, spec, kept, dropped, quarantined, None, rows_read)
+            return
     # Before any attempt is paid for: drop tasks whose verifier is broken.
     tasks, broken = tasks | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
     classified, attempts, unsampled = tasks | "Sample" >> SampleAndClassify(
         spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups,
         spec.cache_files, spec.finished_runs, spec.stats_dir, judge_factory,
     )
-    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read)
+    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read,
+                   result_chunks)
 
 
 def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, quarantined, attempts,
-                   rows_read) -> None:
+                   rows_read, result_chunks=None) -> None:
     """Results, attempts (None: `dedup`, which writes none), quarantine and
-    costs, staged; one terminal step depends on every sink."""
+    costs, staged; one terminal step depends on every sink. `result_chunks`:
+    results as lists of rows (the batch path), written and priced a chunk
+    at a time instead of a row at a time."""
     run_id = spec.run_id
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), run_id)
     dropped = (
-        tuple(dropped_parts)
+        tuple(dropped_parts or [p | "NoDropped" >> beam.Create([])])
         | "AllDropped" >> beam.Flatten()
         | "DroppedResult" >> beam.Map(dropped_result, run_id)
     )
     q_results = quarantined | "QuarantineResult" >> beam.Map(quarantine_result, run_id)
-    results = (kept, dropped, q_results) | "AllResults" >> beam.Flatten()
+    results = (*([kept] if kept is not None else []), dropped, q_results) | "AllResults" >> beam.Flatten()
     priced_attempts = attempts if attempts is not None else p | "NoAttempts" >> beam.Create([])
     costs = (results, priced_attempts) | "Costs" >> CostRows(spec.rates, run_id, spec.finished_runs)
     written = [_write(results, "results", spec.staging_dir)]
+    if result_chunks is not None:
+        written += _write_chunks(result_chunks, spec)
     if attempts is not None:
         written.append(_write(attempts, "attempts", spec.staging_dir))
     written += [_write(quarantined, "quarantine", spec.staging_dir), _write(costs, "costs", spec.staging_dir),
@@ -169,6 +196,15 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
     # computes only the graph behind the last transform applied; ending on
     # this join makes it run every write (other runners are unaffected).
     _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
+
+
+def _write_chunks(result_chunks, spec: RunSpec) -> list:
+    """Results (none sampled, none quarantined) and their expert cost rows,
+    one staged file per chunk."""
+    rates, run_id, staging = spec.rates, spec.run_id, Path(spec.staging_dir)
+    costs = result_chunks | "ChunkCosts" >> beam.Map(lambda c: [expert_cost_row(r, rates, run_id) for r in c])
+    return [result_chunks | "WriteResultChunks" >> beam.Map(write_chunk, str(staging / "results"), STAGED["results"]),
+            costs | "WriteCostChunks" >> beam.Map(write_chunk, str(staging / "costs"), STAGED["costs"])]
 
 
 def kept_result(task: dict, run_id: str) -> dict:

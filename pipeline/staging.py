@@ -49,6 +49,18 @@ def write_shard(kv, folder: str, schema: pa.Schema) -> str:
     return _replace(Path(folder) / f"shard-{shard:05d}.parquet", lambda tmp: pq.write_table(table, tmp))
 
 
+def write_chunk(rows: list, folder: str, schema: pa.Schema) -> str:
+    """One chunk of rows as one file, named by the rows' content: a retried
+    chunk rewrites its own file; no two chunks share a name."""
+    digest = hashlib.blake2b(digest_size=12)
+    for r in rows:
+        digest.update(repr((r.get("source"), r.get("task_id"), r.get("component"), r.get("line"))).encode())
+    # from_pylist with a schema takes the schema's fields and ignores the
+    # rest, as conform() does, without a copy of every row.
+    table = pa.Table.from_pylist(rows, schema=schema)
+    return _replace(Path(folder) / f"chunk-{digest.hexdigest()}.parquet", lambda tmp: pq.write_table(table, tmp))
+
+
 def write_count(n: int, path: str) -> str:
     return _replace(Path(path), lambda tmp: tmp.write_text(str(n)))
 

@@ -345,31 +345,37 @@ def check_value(value, where: str | None = None) -> None:
     while stack:
         v, depth, field = stack.pop()
         if isinstance(v, str):
-            if _has_surrogate(v):
-                name = f"field '{field}'" if field else "the row"
+            if not v.isascii() and _has_surrogate(v):  # isascii: a fast C scan, true of most text
+                name = _named(field)
                 raise RowLimitError(f"{name} holds a lone surrogate escape ({_surrogate_at(v)}), which is not "
                                     "valid Unicode text; re-export the row as UTF-8")
         elif isinstance(v, bool) or v is None or isinstance(v, float):
             continue
         elif isinstance(v, LongNumber):
-            name = f"field '{field}'" if field else "the row"
+            name = _named(field)
             raise RowLimitError(f"{name} holds a number of {v.digits} digits, over the {MAX_NUMBER_DIGITS}-digit limit")
         elif isinstance(v, int):
             if v.bit_length() > MAX_NUMBER_DIGITS * 3.33:
-                name = f"field '{field}'" if field else "the row"
+                name = _named(field)
                 raise RowLimitError(f"{name} holds an integer of over {MAX_NUMBER_DIGITS} digits, over the "
                                     f"{MAX_NUMBER_DIGITS}-digit limit")
         elif isinstance(v, (dict, list, tuple)):
             if depth > MAX_DEPTH:
-                name = f"field '{field}'" if field else "the row"
+                name = _named(field)
                 raise RowLimitError(f"{name} nests deeper than the {MAX_DEPTH}-level limit")
             items = v.items() if isinstance(v, dict) else enumerate(v)
             for k, child in items:
-                if isinstance(k, str) and _has_surrogate(k):
+                if isinstance(k, str) and not k.isascii() and _has_surrogate(k):
                     raise RowLimitError(f"a field name holds a lone surrogate escape ({_surrogate_at(k)}), which "
                                         "is not valid Unicode text; re-export the row as UTF-8")
-                stack.append((child, depth + 1, field if field is not None else (cap(str(k), 60)
-                                                                                 if isinstance(v, dict) else None)))
+                stack.append((child, depth + 1, field if field is not None else (k if isinstance(v, dict) else None)))
+
+
+def _named(field) -> str:
+    """How an error names where it is: the top-level key, capped only when
+    an error is raised (most rows raise none)."""
+    name = cap(str(field), 60) if field is not None else ""
+    return f"field '{name}'" if name else "the row"
 
 
 class LongNumber:

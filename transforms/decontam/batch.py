@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from tasksieve.transforms.decontam.stage import CLEAN_TAG, DROPPED_TAG, check_task, get_index
-from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.decontam.index import get_index
+from tasksieve.transforms.decontam.stage import check_task
+from tasksieve.transforms.stage import DROPPED, KEPT, split_kept_dropped
 
 
 class _DecontaminateChunkFn(beam.DoFn):
@@ -20,24 +21,25 @@ class _DecontaminateChunkFn(beam.DoFn):
         self.index = get_index(*self.args, **self.checks)
 
     def process(self, tasks):
-        clean = []
+        clean, dropped = [], []
         for task in tasks:
-            dropped = check_task(task, self.index)
-            if dropped is None:
+            found = check_task(task, self.index)
+            if found is None:
                 clean.append(task)
             else:
-                yield DROPPED_TAG, dropped
+                dropped.append(found)
         if clean:
-            yield CLEAN_TAG, clean
+            yield KEPT, clean
+        if dropped:
+            yield DROPPED, dropped
 
 
 class DecontaminateChunks(beam.PTransform):
-    """Chunks of tasks in; (clean chunks, contaminated tasks) out."""
+    """Chunks of tasks in; (clean chunks, chunks of contaminated tasks) out."""
 
     def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str], checks: dict | None = None):
         super().__init__()
         self.fn = _DecontaminateChunkFn(n, benchmarks, extra_paths, checks or {})
 
     def expand(self, chunks):
-        out = split_tagged(chunks | "Check" >> beam.ParDo(self.fn), "CheckSplit", (CLEAN_TAG, DROPPED_TAG))
-        return out[CLEAN_TAG], out[DROPPED_TAG]
+        return split_kept_dropped(chunks | "Check" >> beam.ParDo(self.fn), "CheckSplit")

@@ -33,11 +33,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.normalize import normalize_text
 
 _WORD = re.compile(r"\w+")
-_MUL = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio odd constant: mixes the rolling hash
-_BASE = np.uint64(0x100000001B3)  # FNV prime: base of the polynomial rolling hash
+_MUL, _BASE = kernels.MUL, kernels.BASE
 # Shingles are processed in chunks of this many, so a huge prompt never
 # builds a (num_perm x all-shingles) matrix: memory stays ~num_perm x 16 KiB.
 _CHUNK = 2048
@@ -104,6 +104,8 @@ def shingle_hashes(normalised: str, shingle: str = "char", size: int = 5) -> np.
             return np.zeros(1, dtype=np.uint64)  # the empty text: one fixed shingle
         if codes.shape[0] < size:
             size = codes.shape[0]  # shorter than a window: the whole text is one shingle
+        if kernels.compiled:  # the same set, in one compiled loop (kernels.py)
+            return kernels.shingle_set(codes, size)
         return _to32(_rolling(codes + np.uint64(1), size))
 
 

@@ -37,6 +37,7 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
+from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.dedup.minhash import MinHashParams, params_from_config, shingle_hashes, task_bands, text_of
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
@@ -58,7 +59,11 @@ def number_overlap(a: str, b: str) -> float:
     similar but not very similar (below `number_guard_below`) must also
     share most of its numbers; a GSM8K-length problem with one number
     edited stays ~96% similar and is caught whatever its numbers."""
-    na, nb = Counter(_NUMBER.findall(a)), Counter(_NUMBER.findall(b))
+    return counts_overlap(Counter(_NUMBER.findall(a)), Counter(_NUMBER.findall(b)))
+
+
+def counts_overlap(na: Counter, nb: Counter) -> float:
+    """number_overlap of two texts' number counts."""
     if not na or not nb:
         return 1.0
     return round(sum((na & nb).values()) / sum((na | nb).values()), 4)
@@ -182,7 +187,7 @@ class _Shingles:
     """Shingle sets of a component's members, computed once each."""
 
     def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.cache = texts, p, {}
+        self.texts, self.p, self.cache, self.counts = texts, p, {}, {}
 
     def get(self, node):
         if node not in self.cache:
@@ -190,11 +195,15 @@ class _Shingles:
         return self.cache[node]
 
     def numbers(self, a, b) -> float:
-        return number_overlap(self.texts[a], self.texts[b])
+        for n in (a, b):
+            if n not in self.counts:
+                self.counts[n] = Counter(_NUMBER.findall(self.texts[n]))
+        return counts_overlap(self.counts[a], self.counts[b])
 
     def sim(self, a, b) -> float:
         ha, hb = self.get(a), self.get(b)
-        inter = np.intersect1d(ha, hb, assume_unique=True).shape[0]
+        inter = kernels.intersection_size(ha, hb) if kernels.compiled else \
+            np.intersect1d(ha, hb, assume_unique=True).shape[0]
         return round(inter / (ha.shape[0] + hb.shape[0] - inter), 4)
 
 
@@ -226,7 +235,9 @@ def _judge_edge(c: _Component, e: tuple, threshold: float, min_numbers: float, g
     a, b = e[0], e[1]
     exact = c.hashes[a] == c.hashes[b]
     s = 1.0 if exact else c.sh.sim(a, b)
-    if exact or confirmed(s, c.sh.numbers(a, b), threshold, min_numbers, guard_below):
+    # The number overlap only matters between the threshold and the guard.
+    numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
+    if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
         # Other numbers *and* another answer: a sibling from one template, not a copy.
         if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
             return None, s

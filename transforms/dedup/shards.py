@@ -15,46 +15,18 @@ import zlib
 
 import numpy as np
 
-from tasksieve.transforms.dedup.minhash import MinHashParams, _perms, shingle_hashes, signature
+from tasksieve.transforms.dedup.minhash import MinHashParams
+from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.near import EXACT_BAND, bucket_pairs
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MASK63 = np.uint64(0x7FFFFFFFFFFFFFFF)
-# Shingles per vectorised block: (num_perm x _BLOCK) uint64 = 100 x 32k x 8 B
-# = 25 MiB at most, whatever the batch size.
-_BLOCK = 32_768
 
 
 def shard_of(text: str, shards: int) -> int:
     """Deterministic shard of a string (crc32: the same on every worker and
     process, unlike Python's salted hash())."""
     return zlib.crc32(text.encode("utf-8")) % shards
-
-
-def signatures(hash_sets: list[np.ndarray], p: MinHashParams) -> np.ndarray:
-    """(n, num_perm) uint32 MinHash signatures, identical to
-    minhash.signature for each row: the multiply-shift hashes of many rows'
-    shingles are taken in one numpy expression and reduced per row with
-    np.minimum.reduceat, instead of one small matrix per row."""
-    a, b = _perms(p.num_perm, p.seed)
-    out = np.empty((len(hash_sets), p.num_perm), dtype=np.uint32)
-    i = 0
-    while i < len(hash_sets):
-        if hash_sets[i].shape[0] >= _BLOCK:  # a huge prompt: the row code chunks it
-            out[i] = signature(hash_sets[i], p.num_perm, p.seed)
-            i += 1
-            continue
-        j, total = i, 0
-        while j < len(hash_sets) and total + hash_sets[j].shape[0] < _BLOCK:
-            total += hash_sets[j].shape[0]
-            j += 1
-        x = np.concatenate(hash_sets[i:j])[None, :]
-        starts = np.cumsum([0] + [h.shape[0] for h in hash_sets[i : j - 1]])
-        with np.errstate(over="ignore"):
-            v = (a * x + b) >> np.uint64(32)
-        out[i:j] = np.minimum.reduceat(v, starts, axis=1).T.astype(np.uint32)
-        i = j
-    return out
 
 
 def band_matrix(sigs: np.ndarray, p: MinHashParams) -> np.ndarray:
@@ -90,8 +62,7 @@ def text_bands(texts: list[str], p: MinHashParams) -> np.ndarray:
     """(n, bands) int64 bucket keys of normalised texts."""
     if not texts:
         return np.zeros((0, p.bands), dtype=np.int64)
-    hs = [shingle_hashes(t, p.shingle, p.size) for t in texts]
-    return bucket_keys(band_matrix(signatures(hs, p), p))
+    return bucket_keys(band_matrix(signatures(texts, p), p))
 
 
 def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int):

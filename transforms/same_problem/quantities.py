@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import lru_cache
 from fractions import Fraction
 
 _UNITS_SMALL = {
@@ -117,7 +118,10 @@ def _fold(text: str) -> str:
     t = _LATEX_FRAC_SHORT.sub(lambda m: f" {m.group(1)}/{m.group(2)} ", t)
     t = _LATEX_CMD.sub(" ", t)
     t = t.replace("\\%", "%")
-    t = "".join(c for c in unicodedata.normalize("NFKD", t.lower()) if not unicodedata.combining(c))
+    t = t.lower()
+    if t.isascii():  # no accents to strip (and NFKD leaves ASCII as it is)
+        return t
+    t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
     return t.replace("ß", "ss")
 
 
@@ -165,6 +169,14 @@ def _word_number(toks: list[str], i: int) -> tuple[Fraction | None, int]:
 
 def quantities(text: str) -> Counter:
     """Multiset of the canonical quantities in `text` (see the module doc)."""
+    return Counter(dict(_quantities(text or "")))
+
+
+@lru_cache(maxsize=1 << 16)
+def _quantities(text: str) -> tuple:
+    # Memoised: near dedup asks for the same task's quantities once per
+    # candidate pair it is in (a fresh Counter is built from the cache, so
+    # no caller can change another's).
     toks = _TOKEN.findall(_fold(text or ""))
     out: Counter = Counter()
     i = 0
@@ -202,7 +214,7 @@ def quantities(text: str) -> Counter:
             value, j = value * f, j + 1
         out[_canon(value)] += 1
         i = j
-    return out
+    return tuple(out.items())
 
 
 def containment(item: Counter, task: Counter) -> float:

