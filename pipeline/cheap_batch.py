@@ -10,6 +10,7 @@ from pathlib import Path
 import apache_beam as beam
 
 from tasksieve.pipeline.staging import write_count
+from tasksieve.transforms.chunks import Spill
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, TASKS, NearSettings,
@@ -47,28 +48,28 @@ def _kind(kind: str):
     return lambda kv: kv[1][0] == kind
 
 
-def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list):
+def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spill: Spill | None):
     """(kept chunks, dropped chunks) of near dedup (transforms/dedup/batch_near.py)."""
     buckets, semantic, held = [out[BUCKETS]], [out[SEMANTIC]], [out[BATCH]]
     if units:
-        pool = split_tagged(p | "PoolUnits" >> beam.Create(units) | "PoolRecords" >> beam.FlatMap(pool_unit_records, near),
+        pool = split_tagged(p | "PoolUnits" >> beam.Create(units) | "PoolRecords" >> beam.FlatMap(pool_unit_records, near, spill),
                             "PoolSplit", (BUCKETS, SEMANTIC, BATCH))
         buckets.append(pool[BUCKETS])
         semantic.append(pool[SEMANTIC])
         held.append(pool[BATCH])
     found = [tuple(buckets) | "AllBuckets" >> beam.Flatten() | "GroupBuckets" >> beam.GroupByKey()
-             | "BucketEdges" >> beam.FlatMap(band_shard_found, near)]
+             | "BucketEdges" >> beam.FlatMap(band_shard_found, near, spill)]
     if near.semantic:
         found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
-                     | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near))
+                     | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill))
     messages = (tuple(found) | "AllFound" >> beam.Flatten() | "Components" >> beam.CombineGlobally(ComponentsFn())
-                | "ComponentMessages" >> beam.FlatMap(component_messages))
+                | "ComponentMessages" >> beam.FlatMap(component_messages, spill))
     roots = messages | "Roots" >> beam.Filter(_kind(ROOTS))
     routed = split_tagged((*held, roots) | "HeldAndRoots" >> beam.Flatten() | "GroupShards" >> beam.GroupByKey()
-                          | "Route" >> beam.FlatMap(route), "RouteSplit", (KEPT, MEMBERS))
+                          | "Route" >> beam.FlatMap(route, spill), "RouteSplit", (KEPT, MEMBERS))
     edges = messages | "Edges" >> beam.Filter(_kind(EDGES))
     resolved = split_tagged((routed[MEMBERS], edges) | "MembersAndEdges" >> beam.Flatten()
-                            | "GroupComponents" >> beam.GroupByKey() | "Resolve" >> beam.FlatMap(resolve_shard, near),
+                            | "GroupComponents" >> beam.GroupByKey() | "Resolve" >> beam.FlatMap(resolve_shard, near, spill),
                             "ResolveSplit", (KEPT, DROPPED))
     return (routed[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten(), resolved[DROPPED]
 
@@ -76,28 +77,29 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list):
 def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read_file: str):
     """(chunks of clean tasks, [chunks of dropped tasks], quarantined rows,
     row counts): what graph._row_cheap_stages returns, with tasks in lists."""
-    cfg, lim, staging = spec.config, spec.config.limits, Path(spec.staging_dir)
+    cfg, lim, staging, spill = spec.config, spec.config.limits, Path(spec.staging_dir), spec.spill
     limits = (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd)
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
     near = near_settings(cfg, bool(units))
     read = split_tagged(p | "Paths" >> beam.Create(spec.inputs) | "Spread" >> beam.Reshuffle()
-                        | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits),
+                        | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits, spill),
                         "ReadSplit", (ROWS, QUARANTINE, TASKS))
-    ided = split_tagged(read[TASKS] | "GroupIds" >> beam.GroupByKey() | "FirstAndHash" >> beam.FlatMap(first_and_hash),
+    ided = split_tagged(read[TASKS] | "GroupIds" >> beam.GroupByKey() | "FirstAndHash" >> beam.FlatMap(first_and_hash, spill),
                         "IdSplit", (QUARANTINE, TASKS))
     quarantined = (read[QUARANTINE], ided[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
     out = split_tagged(ided[TASKS] | "GroupHashes" >> beam.GroupByKey()
-                       | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near),
+                       | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
                        "ExactSplit", (DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
     kept, dropped = out[KEPT], [out[DROPPED]]
     if near is not None:
-        near_kept, near_dropped = near_stage(p, out, near, units)
+        near_kept, near_dropped = near_stage(p, out, near, units, spill)
         kept = (kept, near_kept) | "AllKept" >> beam.Flatten()
         dropped.append(near_dropped)
-    kept = kept | "DedupProgress" >> beam.ParDo(Progress("kept after dedup"))
+    total = _input_rows(spec.inputs, lim.max_row_bytes)  # the ETA's bound: every stage sees at most this many
+    kept = kept | "DedupProgress" >> beam.ParDo(Progress("dedup: kept", total))
     clean, contaminated = kept | "Decontaminate" >> DecontaminateChunks(
-        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam))
-    total = _input_rows(spec.inputs, lim.max_row_bytes)
+        cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam), spill)
+    clean = clean | "CleanProgress" >> beam.ParDo(Progress("decontaminate: clean", total))
     rows_counted = (p | "CountInputs" >> CountInputRows(spec.inputs, lim.max_row_bytes)
                     | "WriteRowsCounted" >> beam.Map(write_count, str(staging / rows_counted_file)))
     rows_read = (read[ROWS] | "ReadProgress" >> beam.ParDo(Progress("read+validate", total, count=True))

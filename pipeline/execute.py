@@ -5,6 +5,7 @@ stopped by the model backend, or a bug)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import shutil
@@ -17,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tasksieve.pipeline.graph import RunSpec, build
 from tasksieve.pipeline.preflight import DASK, IN_PROCESS, RunContext, RunInterrupted, RunStopped
 from tasksieve.transforms.backends.base import BackendUnavailable
+from tasksieve.transforms.chunks import spill_folder
 
 def _runner(name: str | None):
     if name in (None, IN_PROCESS):
@@ -137,6 +139,16 @@ def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
 
 def run_graph(ctx: RunContext, spec: RunSpec) -> None:
     """Build the funnel for `spec` on the context's runner and run it."""
+    how = ctx.how
+    with contextlib.ExitStack() as stack:
+        if spec.config.dedup.batch and how.dask_address is None:
+            # This machine's workers share one private folder (chunks.py); a
+            # remote cluster's workers could not, so there chunks stay in memory.
+            spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder()))
+        _run_graph(ctx, spec)
+
+
+def _run_graph(ctx: RunContext, spec: RunSpec) -> None:
     how = ctx.how
     graph = functools.partial(build, spec=spec, backend_factory=ctx.backend_factory, judge_factory=ctx.judge_factory)
     try:

@@ -30,6 +30,7 @@ from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SC
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.costs import CostRows, expert_cost_row
 from tasksieve.transforms.decontam.stage import Decontaminate
+from tasksieve.transforms.chunks import Spill, as_chunk, rows_of
 from tasksieve.transforms.dedup.exact import DropExactDuplicates
 from tasksieve.transforms.dedup.near import NearDedup
 from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
@@ -60,6 +61,8 @@ class RunSpec:
         return str(Path(self.staging_dir) / SAMPLING_STATS_DIR)
     # Saved reference-pool indexes (`--dedup-against`), built before the run.
     pool_indexes: tuple = ()
+    # Where the batch path keeps its chunks between stages (chunks.py); None: in memory.
+    spill: Spill | None = None
 
 
 def quarantine_result(q: dict, run_id: str) -> dict:
@@ -143,14 +146,14 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     if cfg.dedup.batch:  # the same decisions on chunks of tasks (pipeline/cheap_batch.py)
         chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
         result_chunks = (tuple(dropped_chunks) | "AllDroppedChunks" >> beam.Flatten()
-                         | "DroppedResults" >> beam.Map(lambda c, r: [dropped_result(t, r) for t in c], run_id))
+                         | "DroppedResults" >> beam.Map(_chunk_map, dropped_result, run_id, spec.spill))
         dropped = []
         if spec.plan is None:
-            kept = chunks | "KeptResults" >> beam.Map(lambda c, r: [kept_result(t, r) for t in c], run_id)
+            kept = chunks | "KeptResults" >> beam.Map(_chunk_map, kept_result, run_id, spec.spill)
             result_chunks = (kept, result_chunks) | "ResultChunks" >> beam.Flatten()
             _write_outputs(p, spec, None, [], quarantined, None, rows_read, result_chunks)
             return
-        tasks = chunks | "Unchunk" >> beam.FlatMap(lambda chunk: chunk)
+        tasks = chunks | "Unchunk" >> beam.FlatMap(rows_of)
     else:
         tasks, dropped, quarantined, rows_read = _row_cheap_stages(p, spec)
         if spec.plan is None:
@@ -198,13 +201,21 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
     _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
 
 
+def _chunk_map(chunk, fn, run_id: str, spill: Spill | None):
+    return as_chunk([fn(t, run_id) for t in rows_of(chunk)], spill)
+
+
 def _write_chunks(result_chunks, spec: RunSpec) -> list:
     """Results (none sampled, none quarantined) and their expert cost rows,
-    one staged file per chunk."""
-    rates, run_id, staging = spec.rates, spec.run_id, Path(spec.staging_dir)
-    costs = result_chunks | "ChunkCosts" >> beam.Map(lambda c: [expert_cost_row(r, rates, run_id) for r in c])
-    return [result_chunks | "WriteResultChunks" >> beam.Map(write_chunk, str(staging / "results"), STAGED["results"]),
-            costs | "WriteCostChunks" >> beam.Map(write_chunk, str(staging / "costs"), STAGED["costs"])]
+    one staged file of each per chunk."""
+    return [result_chunks | "WriteResultChunks" >> beam.Map(
+        _write_result_chunk, str(Path(spec.staging_dir)), spec.rates, spec.run_id)]
+
+
+def _write_result_chunk(chunk, staging: str, rates, run_id: str) -> str:
+    results = rows_of(chunk)
+    write_chunk([expert_cost_row(r, rates, run_id) for r in results], str(Path(staging) / "costs"), STAGED["costs"])
+    return write_chunk(results, str(Path(staging) / "results"), STAGED["results"])
 
 
 def kept_result(task: dict, run_id: str) -> dict:

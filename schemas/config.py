@@ -61,8 +61,9 @@ class DedupConfig(_Section):
     semantic_min: float = Field(0.8, ge=-1, le=1, description="cosine at which two tasks with the same quantities "
                                                               "(and agreeing answers) are the same problem")
     semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
-    batch: bool = Field(False, description="run read..decontaminate on chunks of tasks (transforms/dedup/batch.py): "
-                                           "the same decisions, several times faster on large pools")
+    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (pipeline/cheap_batch.py); "
+                                          "false: the row-at-a-time reference path, the same decisions, slower and "
+                                          "with memory growing with the pool")
     against: list[str] = Field(default_factory=list,
                                description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified")
     save_index: str | None = Field(None, description="save the index of `against` here for reuse")

@@ -1,41 +1,113 @@
-"""Issue 14: the batch path of the cheap stages (transforms/dedup/batch.py,
-`[dedup] batch = true`) makes the row path's decisions, row for row.
+"""Issue 14: the batch path of the cheap stages (pipeline/cheap_batch.py,
+the default; `[dedup] batch = false` is the row-at-a-time reference path)
+makes the reference path's decisions, row for row.
 
-Kernels first (band keys bit for bit), then `tasksieve dedup` end to end:
-results.parquet and quarantine.parquet of both paths compared on the
-bundled sample, on a several-thousand-task bench pool (planted copies of
-five kinds, shared sentences and templates), against a reference pool,
-and on the DaskRunner."""
+Kernels first (the same bits as the numpy code they replace), then
+`tasksieve dedup` end to end on both paths, comparing every column of
+results.parquet and quarantine.parquet except the run id: on the bundled
+sample, a 5,000-task bench pool (planted copies of five kinds, shared
+sentences and templates), the same against a reference pool, the
+same-problem hard cases with the meaning stage on, the 1,000-row hostile
+corpus, and on the DaskRunner."""
 
+import json
+import os
 import random
+import re
+import stat
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tasksieve.transforms import chunks
+from tasksieve.transforms.dedup import kernels, shards
+from tasksieve.transforms.dedup import minhash as mh
 from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
 from tasksieve.transforms.dedup.near import bucket_key, bucket_pairs, exact_key
-from tasksieve.transforms.dedup import shards
+from tasksieve.transforms.normalize import normalize_text
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ROOT = Path(__file__).resolve().parent.parent
-COLUMNS = ["source", "task_id", "status", "drop_stage", "drop_reason", "drop_detail", "content_hash", "line"]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    words = "alpha beta gamma 12 delta 3.5 epsilon zeta 東京 x ( ) . , ½ Ⅻ ﬁ".split()
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(0, 90))) for _ in range(n)]
 
 
 def test_batch_band_keys_equal_the_row_path():
-    rng = random.Random(0)
-    words = "alpha beta gamma 12 delta 3.5 epsilon zeta 東京 x".split()
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 90))) for _ in range(1500)]
-    texts += ["q" * 40_000 + " 7", "", "ab"]  # one over the vectorised block, the empty text, one under a shingle
+    texts = _texts(0, 1500) + ["q" * 40_000 + " 7", "", "ab"]  # a huge prompt, the empty text, under one shingle
     for p in (MinHashParams(), MinHashParams(shingle="word", size=2, num_perm=64, bands=16, rows=4, seed=3)):
         tasks = [{"prompt": t} for t in texts]
         want = np.array([[bucket_key(b, k) for b, k in task_bands(t, p)] for t in tasks], dtype=np.int64)
         assert np.array_equal(shards.text_bands([text_of(t) for t in tasks], p), want)
+    rng = random.Random(0)
     hashes = ["%032x" % rng.getrandbits(128) for _ in range(200)]
     assert shards.exact_keys(hashes).tolist() == [exact_key(h) for h in hashes]
+
+
+def test_compiled_shingle_sets_and_overlaps_equal_numpy(monkeypatch):
+    assert kernels.compiled  # the pinned stack has numba; without it every path below is the numpy one
+    texts = [normalize_text(t) for t in _texts(1, 400)] + ["", "a", "ab"]
+    sets = {}
+    for shingle, size in (("char", 5), ("char", 1), ("word", 2)):
+        sets[shingle, size] = [mh.shingle_hashes(t, shingle, size) for t in texts]
+    monkeypatch.setattr(kernels, "compiled", False)
+    for (shingle, size), got in sets.items():
+        want = [mh.shingle_hashes(t, shingle, size) for t in texts]
+        assert all(g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want)), (shingle, size)
+    a, b = sets["char", 5][3], sets["char", 5][4]
+    assert kernels.intersection_size(a, b) == np.intersect1d(a, b, assume_unique=True).shape[0]
+
+
+_WS, _BEFORE, _AFTER = re.compile(r"\s+"), re.compile(r"\s+([.,;:!?%)\]}])"), re.compile(r"([(\[{])\s+")
+
+
+def _regex_normal_form(text):
+    """normalize_text as it was written before issue 14; content hashes saved
+    in reference-pool indexes depend on the two agreeing exactly."""
+    if not text:
+        return ""
+    t = _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return _AFTER.sub(r"\1", _BEFORE.sub(r"\1", t))
+
+
+def test_normalize_text_equals_its_regex_form_on_hostile_text():
+    spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + ["\u200b", "\ufeff", "\u2028", "\u3000"]
+    alphabet = list("ab1 .,;:!?%)]}([{") + spaces + ["ﬁ", "Ⅻ", "ß", "İ", "（", "）", "．", "︵", "\u0345", "Σ", "¼"]
+    rng = random.Random(7)
+    for _ in range(40_000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert normalize_text(s) == _regex_normal_form(s), repr(s)
+
+
+def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
+    with chunks.spill_folder(str(tmp_path)) as spill:
+        assert stat.S_IMODE(os.stat(spill.folder).st_mode) == 0o700  # private to the user running it
+        rows = [{"task_id": "t1", "prompt": "p"}, {"task_id": "t2", "prompt": "q"}]
+        n, packed = chunks.as_chunk(rows, spill)
+        assert n == 2 and chunks.rows_of((n, packed)) == rows
+        path, _ = packed
+        data = Path(path).read_bytes()
+        Path(path).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit changed
+        with pytest.raises(chunks.SpillTampered):
+            chunks.rows_of((n, packed))
+        planted = Path(spill.folder) / "planted.pkl"  # a pickle that would run code
+        planted.write_bytes(b"\0" * 32 + b"cos\nsystem\n(S'touch /tmp/pwned'\ntR.")
+        with pytest.raises(chunks.SpillTampered):
+            chunks.unpack((str(planted), spill))
+        with pytest.raises(FileExistsError):  # a file name is never reused
+            open(path, "xb")
+    assert not Path(spill.folder).exists()
+    assert chunks.rows_of(chunks.as_chunk(rows)) == rows  # no spill: bytes in memory
 
 
 def test_shard_buckets_give_the_row_path_edges():
@@ -56,26 +128,27 @@ def _run(inputs, out, cfg_text, tmp, *extra):
     cfg = tmp / f"{out.name}.toml"
     cfg.write_text(cfg_text)
     proc = subprocess.run([*TASKSIEVE, "dedup", *sum((["--input", str(i)] for i in inputs), []), "--out", str(out),
-                           "--config", str(cfg), *extra], capture_output=True, text=True, timeout=900)
+                           "--config", str(cfg), *extra], capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
-def _table(out, name, columns):
+def _table(out, name):
     t = pq.read_table(out / f"{name}.parquet")
-    rows = t.select([c for c in columns if c in t.column_names]).to_pylist()
-    return sorted(rows, key=lambda r: tuple(str(r.get(c)) for c in ("source", "task_id", "source_file", "line")))
+    return t.drop_columns([c for c in ("run_id",) if c in t.column_names]).to_pylist()
 
 
-def _compare(inputs, tmp, cfg_text, *extra):
-    ref = tmp / "ref"
-    bat = tmp / "batch"
+def _compare(inputs, tmp, cfg_text, *extra, batch_extra=()):
+    """Both paths on the same inputs; every column but the run id must agree."""
+    ref, bat = tmp / "ref", tmp / "batch"
     _run(inputs, ref, cfg_text.replace("[dedup]", "[dedup]\nbatch = false"), tmp, *extra)
-    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true"), tmp, *extra)
-    a, b = _table(ref, "results", COLUMNS), _table(bat, "results", COLUMNS)
-    assert len(a) == len(b) and a == b
-    q = ["source", "source_file", "line", "task_id", "drop_stage", "drop_reason", "raw"]
-    assert _table(ref, "quarantine", q) == _table(bat, "quarantine", q)
+    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true"), tmp, *extra, *batch_extra)
+    a, b = _table(ref, "results"), _table(bat, "results")
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x == y, (x.get("task_id"), {k: (x[k], y[k]) for k in x if x[k] != y[k]})
+    assert _table(ref, "quarantine") == _table(bat, "quarantine")
+    assert _table(ref, "costs") == _table(bat, "costs")
     return a, proc
 
 
@@ -83,11 +156,11 @@ def test_batch_path_same_decisions_on_the_bundled_sample(sample_dir, tmp_path):
     rows, proc = _compare([sample_dir], tmp_path, "[dedup]\n")
     assert sum(r["status"] == "dropped" for r in rows) == 15
     assert "row accounting" in proc.stdout and "OK" in proc.stdout
+    assert "rows/s" in proc.stderr  # the progress lines
 
 
 @pytest.fixture(scope="module")
 def bench_pool(tmp_path_factory):
-    sys.path.insert(0, str(ROOT / "bench"))
     from dedup import make_pool
 
     folder = tmp_path_factory.mktemp("pool")
@@ -96,8 +169,8 @@ def bench_pool(tmp_path_factory):
 
 
 def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
-    # Semantic candidates off here (the embedding model is the slow part);
-    # the sample test above runs them on.
+    # The meaning stage is off here (embedding 5,000 prompts is the slow part);
+    # the sample and the hard cases run it.
     rows, _ = _compare([bench_pool], tmp_path, "[dedup]\nsemantic = false\n[decontam]\nbenchmarks = ['gsm8k']\n")
     assert len(rows) == 5000
     stages = {r["drop_stage"] for r in rows if r["status"] == "dropped"}
@@ -110,9 +183,28 @@ def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
 
+def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
+    import same_problem_cases as cases
+
+    rows, n = [], 0
+    for a, b in cases.paraphrase_pairs() + cases.sibling_pairs():
+        for t in (a, b):
+            n += 1
+            rows.append({k: v for k, v in dict(t, task_id=f"{t['task_id']}-{n}", domain=t.get("domain") or "math").items()
+                         if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")})
+    delivery = tmp_path / "hard.jsonl"
+    delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got, _ = _compare([delivery], tmp_path, "[dedup]\n")  # the meaning stage on (the default)
+    assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
+
+
+def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path):
+    import hostile
+
+    corpus = hostile.build(tmp_path / "corpus")
+    rows, _ = _compare([corpus.hostile_in], tmp_path, "[dedup]\n")
+    assert sum(r["status"] == "quarantined" for r in rows) >= 1000
+
+
 def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
-    ref = tmp_path / "ref"
-    _run([sample_dir], ref, "[dedup]\n", tmp_path)
-    dask = tmp_path / "dask"
-    _run([sample_dir], dask, "[dedup]\nbatch = true\n", tmp_path, "--runner", "dask", "--dask-workers", "2")
-    assert _table(ref, "results", COLUMNS) == _table(dask, "results", COLUMNS)
+    _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))

@@ -18,27 +18,32 @@ import apache_beam as beam
 def progress_line(label: str, seen: int, elapsed: float, total: int | None) -> str:
     rate = seen / elapsed if elapsed > 0 else 0.0
     line = f"  {label}: {seen:,} rows, {rate:,.0f} rows/s"
-    if total and rate > 0 and seen < total:
-        line += f", ETA {(total - seen) / rate:,.0f}s ({100 * seen / total:.0f}%)"
+    if total:
+        done = min(seen / total, 1.0)
+        bar = "#" * int(20 * done)
+        line = f"  [{bar:<20}] {100 * done:3.0f}% {line.strip()}"
+        if rate > 0 and seen < total:
+            line += f", ETA {(total - seen) / rate:,.0f}s"
     return line
 
 
 class Progress(beam.DoFn):
     """Passes elements on unchanged. Each element counts as: its length
-    (`chunks`, a list of rows), itself (`count`, an int of rows), or one row."""
+    (`chunks`, a stage.as_chunk: its row count first), itself (`count`, an int of rows), or one row."""
 
     def __init__(self, label: str, total: int | None = None, chunks: bool = True, every_s: float = 2.0,
                  count: bool = False):
         self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
 
     def setup(self):
-        self.seen, self.t0, self.last = 0, None, 0.0
+        self.seen, self.t0, self.last, self.latest = 0, None, 0.0, 0.0
 
     def process(self, element):
         now = time.perf_counter()
         if self.t0 is None:
             self.t0 = self.last = now
-        self.seen += element if self.count else len(element) if self.chunks else 1
+        self.latest = now
+        self.seen += element if self.count else element[0] if self.chunks else 1
         if now - self.last >= self.every_s:
             self.last = now
             print(progress_line(self.label, self.seen, now - self.t0, self.total), file=sys.stderr, flush=True)
@@ -46,5 +51,7 @@ class Progress(beam.DoFn):
 
     def teardown(self):
         if self.seen and self.t0 is not None:
-            elapsed = time.perf_counter() - self.t0
+            # The rate up to the last element, not to teardown (which comes
+            # when the whole pipeline ends).
+            elapsed = self.latest - self.t0
             print(progress_line(self.label + " (done)", self.seen, elapsed, None), file=sys.stderr, flush=True)

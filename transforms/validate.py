@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
 
@@ -210,6 +211,7 @@ def _validate(raw: dict, max_field_chars: int, max_minutes: float, max_cost: flo
     return task, None
 
 
+@lru_cache(maxsize=1024)  # one per input file: Path() per row was 1 s per 100k rows
 def _file_stem(source_file: str) -> str:
     return Path(source_file.split("#")[0]).stem
 

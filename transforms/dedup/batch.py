@@ -30,8 +30,6 @@ more than one shard's chunks (1/SHARDS of the pool) in Python objects.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import pick_survivor
@@ -41,6 +39,7 @@ from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_sha
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms.read import read_source
 from tasksieve.transforms.same_problem.rules import Rules
+from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.validate import first_by_position, quarantine_row, repeat_entry, validate_row
 
@@ -51,22 +50,13 @@ BUCKETS, BATCH, SEMANTIC = "buckets", "batch", "semantic"
 
 
 
-def pack(value) -> bytes:
-    """What crosses a shuffle: one pickled blob per chunk. Beam's own coder
-    walks every field of every task (most of a run's time at 100k tasks);
-    pickle does the same in C. Only blobs this pipeline made are unpacked."""
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-unpack = pickle.loads
-
-
-def _flush(buf: dict, shard: int, chunk: int, force: bool = False):
+def _flush(buf: dict, shard: int, chunk: int, spill: Spill | None, force: bool = False):
     if buf.get(shard) and (force or len(buf[shard]) >= chunk):
-        yield TASKS, (shard, pack(buf.pop(shard)))
+        yield TASKS, (shard, pack(buf.pop(shard), spill))
 
 
-def read_validated(path: str, max_row_bytes: int, limits: tuple, shards: int = SHARDS, chunk: int = CHUNK):
+def read_validated(path: str, max_row_bytes: int, limits: tuple, spill: Spill | None = None, shards: int = SHARDS,
+                   chunk: int = CHUNK):
     """One source file -> (ROWS, n) counts, (QUARANTINE, entry) per bad row,
     (TASKS, (id shard, [tasks])) chunks. Parsing and validating are per row
     (each row can fail on its own); everything after is per chunk."""
@@ -82,14 +72,14 @@ def read_validated(path: str, max_row_bytes: int, limits: tuple, shards: int = S
             continue
         s = shard_of(f"{task['source']}\x1f{task['task_id']}", shards)
         buf.setdefault(s, []).append(task)
-        yield from _flush(buf, s, chunk)
+        yield from _flush(buf, s, chunk, spill)
     if n % chunk:
         yield ROWS, n % chunk
     for s in sorted(buf):
-        yield from _flush(buf, s, chunk, force=True)
+        yield from _flush(buf, s, chunk, spill, force=True)
 
 
-def first_and_hash(kv, shards: int = SHARDS, chunk: int = CHUNK):
+def first_and_hash(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
     """One id shard -> the first row of each (source, task_id) (later ones
     quarantined, as validate.ValidateRows), hashed, in hash-shard chunks."""
     by_id: dict = {}
@@ -104,9 +94,9 @@ def first_and_hash(kv, shards: int = SHARDS, chunk: int = CHUNK):
         first = with_hash(first)
         s = shard_of(first["content_hash"], shards)
         buf.setdefault(s, []).append(first)
-        yield from _flush(buf, s, chunk)
+        yield from _flush(buf, s, chunk, spill)
     for s in sorted(buf):
-        yield from _flush(buf, s, chunk, force=True)
+        yield from _flush(buf, s, chunk, spill, force=True)
 
 
 def exact_survivors(chunks) -> tuple[list[dict], list[dict]]:
@@ -123,15 +113,15 @@ def exact_survivors(chunks) -> tuple[list[dict], list[dict]]:
     return kept, dropped
 
 
-def bucket_records(src, nodes: list[str], keys: np.ndarray, shards: int = SHARDS):
+def bucket_records(src, nodes: list[str], keys: np.ndarray, spill: Spill | None = None, shards: int = SHARDS):
     """(BUCKETS, (bucket shard, (src, keys, nodes))) per shard: `keys` is
     (n, k) bucket keys of the n `nodes`; `src` names the shard holding them."""
     flat_nodes = np.repeat(np.array(nodes, dtype=object), keys.shape[1])
     for bs, (ks, ns) in split_by_shard(keys.reshape(-1), flat_nodes, shards).items():
-        yield BUCKETS, (bs, pack((src, ks, ns)))
+        yield BUCKETS, (bs, pack((src, ks, ns), spill))
 
 
-def semantic_records(src, nodes: list[str], texts: list[str], shards: int = SHARDS):
+def semantic_records(src, nodes: list[str], texts: list[str], spill: Spill | None = None, shards: int = SHARDS):
     """(SEMANTIC, (key shard, {quantity key: [(node, text, src)]})): one
     record per key shard per chunk. Quantity groups are many and mostly of
     one task, so they travel sharded, not one Beam element per group."""
@@ -142,7 +132,7 @@ def semantic_records(src, nodes: list[str], texts: list[str], shards: int = SHAR
         key = quantity_key(t)
         by_shard.setdefault(shard_of(key, shards), {}).setdefault(key, []).append((n, t, src))
     for shard, groups in by_shard.items():
-        yield SEMANTIC, (shard, pack(groups))
+        yield SEMANTIC, (shard, pack(groups, spill))
 
 
 class NearSettings:
@@ -156,23 +146,23 @@ class NearSettings:
         self.rules, self.with_pool = rules or Rules(), with_pool
 
 
-def exact_and_bands(kv, near: NearSettings | None, chunk: int = CHUNK):
+def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, chunk: int = CHUNK):
     """One hash shard -> exact-dedup drops, and either kept chunks (no near
     dedup) or the survivors' bucket records (+ semantic texts) and the
     survivors themselves, held for the route step under this shard."""
     src, chunks = kv
     kept, dropped = exact_survivors(chunks)
     if dropped:
-        yield DROPPED, dropped
+        yield DROPPED, as_chunk(dropped, spill)
     if near is None:
         for i in range(0, len(kept), chunk):
-            yield KEPT, kept[i : i + chunk]
+            yield KEPT, as_chunk(kept[i : i + chunk], spill)
         return
-    yield from task_records(src, kept, near)
-    yield BATCH, (src, ("task", pack(kept)))
+    yield from task_records(src, kept, near, spill)
+    yield BATCH, (src, ("task", pack(kept, spill)))
 
 
-def task_records(src, kept: list[dict], near: NearSettings):
+def task_records(src, kept: list[dict], near: NearSettings, spill: Spill | None = None):
     """Bucket (and semantic) records of a shard's survivors, per chunk so the
     signature matrices stay small."""
     for i in range(0, len(kept), CHUNK):
@@ -182,12 +172,12 @@ def task_records(src, kept: list[dict], near: NearSettings):
         keys = text_bands(texts, near.p)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
-        yield from bucket_records(src, nodes, keys)
+        yield from bucket_records(src, nodes, keys, spill)
         if near.semantic:
-            yield from semantic_records(src, nodes, texts)
+            yield from semantic_records(src, nodes, texts, spill)
 
 
-def pool_unit_records(unit, near: NearSettings):
+def pool_unit_records(unit, near: NearSettings, spill: Spill | None = None):
     """One reference-pool row group -> its bucket records (precomputed bands
     plus the exact-hash key, as near.pool_records) and the rows, held for
     the route step under ("pool", file, row group)."""
@@ -202,9 +192,9 @@ def pool_unit_records(unit, near: NearSettings):
     from tasksieve.transforms.dedup.shards import bucket_keys
 
     keys = np.concatenate([bucket_keys(bands), exact_keys([r["content_hash"] for r in rows])[:, None]], axis=1)
-    yield from bucket_records(src, nodes, keys)
+    yield from bucket_records(src, nodes, keys, spill)
     if near.semantic:
-        yield from semantic_records(src, nodes, [r["text"] for r in rows])
-    yield BATCH, (src, ("pool", pack(rows)))
+        yield from semantic_records(src, nodes, [r["text"] for r in rows], spill)
+    yield BATCH, (src, ("pool", pack(rows, spill)))
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 
-from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings, pack, unpack
+from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
+from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
 from tasksieve.transforms.dedup.near import UnionFind, bucket_pairs, edge_order, resolve_component, task_node
 from tasksieve.transforms.dedup.shards import buckets, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
@@ -28,7 +29,7 @@ from tasksieve.transforms.stage import DROPPED, KEPT
 ROOTS, EDGES, MEMBERS = "roots", "edges", "members"
 
 
-def band_shard_found(kv, near: NearSettings):
+def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One bucket shard's records -> ([candidate edges], {node: src}) for
     the nodes in an edge: `src` is the shard holding the node's row."""
     parts = [unpack(b) for b in kv[1]]
@@ -46,10 +47,10 @@ def band_shard_found(kv, near: NearSettings):
                 where[nodes[i]] = parts[srcs[i]][0]
         edges += found
     if edges:
-        yield edges, where
+        yield pack((edges, where), spill)
 
 
-def semantic_shard_found(kv, near: NearSettings):
+def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One key shard's quantity groups -> semantic.semantic_edges of each."""
     from tasksieve.transforms.dedup.semantic import semantic_edges
 
@@ -67,29 +68,31 @@ def semantic_shard_found(kv, near: NearSettings):
             where[e[0]], where[e[1]] = src_of[e[0]], src_of[e[1]]
         edges += found
     if edges:
-        yield edges, where
+        yield pack((edges, where), spill)
 
 
 class ComponentsFn(beam.CombineFn):
-    """([edges], {node: src}) parts -> the components, as near.ComponentsFn
-    (distinct edges, deterministic roots), addressed for the next joins."""
+    """Packed ([edges], {node: src}) parts -> the components, as
+    near.ComponentsFn (distinct edges, deterministic roots), addressed for
+    the next joins. Accumulators stay lists of the packed parts, so the
+    runner moves a few blobs, not every edge as an object."""
 
     def create_accumulator(self):
-        return [], {}
+        return []
 
     def add_input(self, acc, found):
-        acc[0].extend(found[0])
-        acc[1].update(found[1])
+        acc.append(found)
         return acc
 
     def merge_accumulators(self, accs):
-        out = self.create_accumulator()
-        for a in accs:
-            self.add_input(out, a)
-        return out
+        return [part for acc in accs for part in acc]
 
     def extract_output(self, acc):
-        edges, where = set(map(tuple, acc[0])), acc[1]
+        edges, where = set(), {}
+        for part in acc:
+            part_edges, part_where = unpack(part)
+            edges.update(map(tuple, part_edges))
+            where.update(part_where)
         uf = UnionFind()
         for e in sorted(edges, key=edge_order):
             uf.union(e[0], e[1])
@@ -102,27 +105,27 @@ class ComponentsFn(beam.CombineFn):
         return roots_at, by_root
 
 
-def component_messages(found, shards: int = SHARDS):
+def component_messages(found, spill: Spill | None = None, shards: int = SHARDS):
     """(src, (ROOTS, {node: root})) for every shard holding a member, and
     (component shard, (EDGES, {root: sorted edges})) for every component."""
     roots_at, by_root = found
     for src, roots in roots_at.items():
-        yield src, (ROOTS, roots)
+        yield src, (ROOTS, pack(roots, spill))
     per_shard: dict = {}
     for root, edges in by_root.items():
         per_shard.setdefault(shard_of(root, shards), {})[root] = sorted(edges, key=edge_order)
     for shard, comps in per_shard.items():
-        yield shard, (EDGES, comps)
+        yield shard, (EDGES, pack(comps, spill))
 
 
-def route(kv, shards: int = SHARDS, chunk: int = CHUNK):
+def route(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
     """One shard's held rows and its members' roots -> (MEMBERS, (component
     shard, [(root, kind, row)])) for rows in a component and KEPT chunks
     of the other tasks (pool rows outside every component are done with)."""
     roots, held = {}, []
     for v in kv[1]:
         if v[0] == ROOTS:
-            roots.update(v[1])
+            roots.update(unpack(v[1]))
         else:
             held.append(v)
     members: dict = {}
@@ -135,18 +138,18 @@ def route(kv, shards: int = SHARDS, chunk: int = CHUNK):
             elif kind == "task":
                 rest.append(r)
     for shard, ms in members.items():
-        yield MEMBERS, (shard, (MEMBERS, pack(ms)))
+        yield MEMBERS, (shard, (MEMBERS, pack(ms, spill)))
     for i in range(0, len(rest), chunk):
-        yield KEPT, rest[i : i + chunk]
+        yield KEPT, as_chunk(rest[i : i + chunk], spill)
 
 
-def resolve_shard(kv, near: NearSettings):
+def resolve_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One component shard -> near.resolve_component of each of its
     components: one KEPT chunk and one DROPPED chunk."""
     comps, edges = {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
-            edges.update(v)
+            edges.update(unpack(v))
             continue
         for root, member_kind, row in unpack(v):
             comps.setdefault(root, ([], []))[0 if member_kind == "task" else 1].append(row)
@@ -157,6 +160,6 @@ def resolve_shard(kv, near: NearSettings):
                                         near.min_numbers, near.guard_below, near.rules):
             (kept if tag == KEPT else dropped).append(t)
     if kept:
-        yield KEPT, kept
+        yield KEPT, as_chunk(kept, spill)
     if dropped:
-        yield DROPPED, dropped
+        yield DROPPED, as_chunk(dropped, spill)

@@ -38,7 +38,9 @@ import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup import kernels
-from tasksieve.transforms.dedup.minhash import MinHashParams, params_from_config, shingle_hashes, task_bands, text_of
+from tasksieve.transforms.dedup.minhash import (MinHashParams, band_keys, params_from_config, shingle_hashes, task_bands,
+                                                text_of)
+from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
 from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
@@ -356,9 +358,14 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
     memory. Yields (KEPT | DROPPED, task) like it."""
     rules = rules or Rules()
     buckets: dict = defaultdict(list)
-    for t in tasks:
-        for key, node in task_records(t, p, bool(pool_rows)):
-            buckets[key].append(node)
+    # Every task's signature in one compiled pass (signatures.py: the same
+    # bits as task_records' one-at-a-time numpy code, tested).
+    for t, sig in zip(tasks, signatures([text_of(t) for t in tasks], p)):
+        node = task_node(t)
+        for band, key in band_keys(sig, p.bands, p.rows):
+            buckets[bucket_key(band, key)].append(node)
+        if pool_rows:
+            buckets[exact_key(t["content_hash"])].append(node)
     for r in pool_rows:
         for key, node in pool_records(r):
             buckets[key].append(node)

@@ -126,6 +126,8 @@ def _fold(text: str) -> str:
 
 
 def _num(tok: str) -> Fraction | None:
+    if tok.isdecimal():  # the common case, without Fraction's string parser
+        return Fraction(int(tok))
     if tok[0].isdigit() or tok[0] == ".":
         if "/" in tok:
             a, b = tok.split("/")
@@ -140,6 +142,8 @@ def _canon(v: Fraction) -> str:
 
 def _word_number(toks: list[str], i: int) -> tuple[Fraction | None, int]:
     """A number written in words starting at toks[i]: (value, tokens used)."""
+    if toks[i] not in _UNITS_SMALL and toks[i] not in _TENS:
+        return None, 0  # what the loop below finds for such a first word, sooner
     total, current, j, seen = 0, 0, i, False
     while j < len(toks):
         w = toks[j]
