@@ -126,12 +126,18 @@ def _add_new_columns(con, table: str, src: str) -> None:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {sql_identifier(name)} {dtype}")
 
 
+DUCKDB_MEMORY = "1GB"
+
+
 @contextlib.contextmanager
 def transaction(db_path: Path):
     """A connection to the database with one transaction open: committed when
     the block ends, rolled back if it raises (a failure leaves nothing)."""
     con = duckdb.connect(str(db_path))
     try:
+        # DuckDB's default buffer is 80% of RAM; the run's own Arrow tables
+        # are already in memory, so loading a million rows must not double it.
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
         con.execute("BEGIN")
         yield con
         con.execute("COMMIT")
@@ -219,9 +225,12 @@ def funnel_rows(out: Path, run_id: str) -> list[dict]:
 
 
 def _funnel_lines(out: Path, run_id: str, upto: str | None = None) -> list[str]:
-    lines = [f"run {run_id}", "", f"{'stage':<16}{'in':>7}{'removed':>9}{'out':>7}"]
-    for r in funnel_rows(out, run_id):
-        lines.append(f"{r['stage']:<16}{r['rows_in']:>7}{r['removed']:>9}{r['rows_out']:>7}")
+    rows = funnel_rows(out, run_id)
+    # Columns as wide as the largest count (a million-row pool needs 7 digits and a space).
+    w = max([7] + [len(str(r[k])) + 1 for r in rows for k in ("rows_in", "rows_out")])
+    lines = [f"run {run_id}", "", f"{'stage':<16}{'in':>{w}}{'removed':>9}{'out':>{w}}"]
+    for r in rows:
+        lines.append(f"{r['stage']:<16}{r['rows_in']:>{w}}{r['removed']:>9}{r['rows_out']:>{w}}")
         if r["stage"] == upto:
             break
     return lines

@@ -185,6 +185,9 @@ def component_messages(comps: dict):
             yield n, ("root", root)
 
 
+_SHINGLE_CACHE = 50_000  # shingle sets kept per component (recomputed in ~15 us when dropped)
+
+
 class _Shingles:
     """Shingle sets of a component's members, computed once each."""
 
@@ -193,6 +196,11 @@ class _Shingles:
 
     def get(self, node):
         if node not in self.cache:
+            if len(self.cache) >= _SHINGLE_CACHE:
+                # Memory, not correctness: a pool's largest component can hold a
+                # good share of it (candidate edges percolate through shared
+                # templates), and ~2 KiB of hashes per member would then be GBs.
+                self.cache.clear()
             self.cache[node] = shingle_hashes(self.texts[node], self.p.shingle, self.p.size)
         return self.cache[node]
 
