@@ -15,8 +15,10 @@ from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, TASKS, NearSettings,
                                               exact_and_bands, first_and_hash, pool_unit_records, read_validated)
-from tasksieve.transforms.dedup.batch_near import (EDGES, MEMBERS, ROOTS, ComponentsFn, band_shard_found,
-                                                   component_messages, resolve_shard, route, semantic_shard_found)
+from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, CandidatesFn,
+                                                   ClustersFn, band_shard_found, candidate_messages, cluster_messages,
+                                                   judge_shard, resolve_clusters, route_candidates, route_clusters,
+                                                   semantic_shard_found)
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
 from tasksieve.transforms.progress import Progress
@@ -62,16 +64,22 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
     if near.semantic:
         found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
                      | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill))
-    messages = (tuple(found) | "AllFound" >> beam.Flatten() | "Components" >> beam.CombineGlobally(ComponentsFn())
-                | "ComponentMessages" >> beam.FlatMap(component_messages, spill))
-    roots = messages | "Roots" >> beam.Filter(_kind(ROOTS))
-    routed = split_tagged((*held, roots) | "HeldAndRoots" >> beam.Flatten() | "GroupShards" >> beam.GroupByKey()
-                          | "Route" >> beam.FlatMap(route, spill), "RouteSplit", (KEPT, MEMBERS))
-    edges = messages | "Edges" >> beam.Filter(_kind(EDGES))
-    resolved = split_tagged((routed[MEMBERS], edges) | "MembersAndEdges" >> beam.Flatten()
-                            | "GroupComponents" >> beam.GroupByKey() | "Resolve" >> beam.FlatMap(resolve_shard, near, spill),
-                            "ResolveSplit", (KEPT, DROPPED))
-    return (routed[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten(), resolved[DROPPED]
+    candidates = (tuple(found) | "AllFound" >> beam.Flatten() | "Candidates" >> beam.CombineGlobally(CandidatesFn())
+                  | "CandidateMessages" >> beam.FlatMap(candidate_messages, spill))
+    needs = candidates | "Needs" >> beam.Filter(_kind(NEEDS))
+    routed = split_tagged((*held, needs) | "HeldAndNeeds" >> beam.Flatten() | "GroupHeld" >> beam.GroupByKey()
+                          | "RouteCandidates" >> beam.FlatMap(route_candidates, spill), "RouteSplit", (KEPT, EDGE_ROWS, PENDING))
+    edges = candidates | "Edges" >> beam.Filter(_kind(EDGES))
+    clusters = ((routed[EDGE_ROWS], edges) | "RowsAndEdges" >> beam.Flatten() | "GroupEdgeShards" >> beam.GroupByKey()
+                | "Judge" >> beam.FlatMap(judge_shard, near, spill) | "Clusters" >> beam.CombineGlobally(ClustersFn())
+                | "ClusterMessages" >> beam.FlatMap(cluster_messages, spill))
+    members = split_tagged((routed[PENDING], clusters) | "PendingAndClusters" >> beam.Flatten()
+                           | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill),
+                           "MemberSplit", (KEPT, MEMBERS))
+    resolved = split_tagged(members[MEMBERS] | "GroupClusters" >> beam.GroupByKey()
+                            | "Resolve" >> beam.FlatMap(resolve_clusters, near, spill), "ResolveSplit", (KEPT, DROPPED))
+    kept = (routed[KEPT], members[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten()
+    return kept, resolved[DROPPED]
 
 
 def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read_file: str):

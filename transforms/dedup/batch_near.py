@@ -1,18 +1,26 @@
-"""Near dedup of the batch path: candidate edges per bucket shard, one
-union-find, then each component resolved where its members meet. Every
-Beam element is a shard's worth of records (lists and dicts), never one
-edge, node or task, so Beam's per-element cost is paid a few hundred
-times per run, not millions.
+"""Near dedup of the batch path: candidate edges per bucket shard, each
+edge judged where its two rows meet, then clusters of confirmed edges
+decided where their members meet. Every Beam element is a shard's worth
+of records, never one edge, node or task, so Beam's per-element cost is
+paid a few hundred times per run, not millions.
 
 The decisions are near.py's: the same bucket_pairs, semantic_edges,
-UnionFind (deterministic roots) and resolve_component; only the plumbing
-between them differs (tests/test_batch_dedup.py compares both paths).
+judge_edges, best_links and decide_cluster (tests/test_batch_dedup.py
+compares both paths). The row path judges edges per connected component
+of *candidate* edges; on a pool built from shared templates those
+percolate into one component holding a large share of the pool (15% at
+100k tasks), which one worker would hold in memory. A judgement needs
+only its edge's two rows, so here edges are judged in edge shards and
+only *confirmed* edges are joined into clusters.
 
     bucket records --GroupByKey(bucket shard)--> edges + where each node is
     quantity groups --GroupByKey(key shard)----> semantic edges + where
-    all of it --CombineGlobally--> roots per hash shard, edges per component shard
-    held tasks + their roots --GroupByKey(hash shard)--> members per component shard
-    members + edges --GroupByKey(component shard)--> kept and dropped chunks
+    all edges --CombineGlobally--> edges per edge shard, which shards need each row
+    held rows + needs --GroupByKey(hash shard)--> rows to edge shards; the rest kept
+    rows + edges --GroupByKey(edge shard)--> confirmed edges (judge_edges)
+    confirmed --CombineGlobally--> cluster and best link of each member
+    pending rows + clusters --GroupByKey(hash shard)--> members per cluster shard
+    members --GroupByKey(cluster shard)--> kept and dropped chunks (decide_cluster)
 """
 
 from __future__ import annotations
@@ -22,11 +30,12 @@ import numpy as np
 
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
-from tasksieve.transforms.dedup.near import UnionFind, bucket_pairs, edge_order, resolve_component, task_node
+from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_cluster, edge_order,
+                                             judge_edges, task_node)
 from tasksieve.transforms.dedup.shards import buckets, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
-ROOTS, EDGES, MEMBERS = "roots", "edges", "members"
+NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
 
 
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
@@ -71,21 +80,24 @@ def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
         yield pack((edges, where), spill)
 
 
-class ComponentsFn(beam.CombineFn):
-    """Packed ([edges], {node: src}) parts -> the components, as
-    near.ComponentsFn (distinct edges, deterministic roots), addressed for
-    the next joins. Accumulators stay lists of the packed parts, so the
-    runner moves a few blobs, not every edge as an object."""
+class _PackedParts(beam.CombineFn):
+    """Accumulators are lists of packed parts, so the runner moves a few
+    blobs, not every edge as an object; `extract_output` sees all parts."""
 
     def create_accumulator(self):
         return []
 
-    def add_input(self, acc, found):
-        acc.append(found)
+    def add_input(self, acc, part):
+        acc.append(part)
         return acc
 
     def merge_accumulators(self, accs):
         return [part for acc in accs for part in acc]
+
+
+class CandidatesFn(_PackedParts):
+    """Packed ([edges], {node: src}) parts -> (distinct edges per edge
+    shard, in edge_order; {src: {node: [edge shards needing its row]}})."""
 
     def extract_output(self, acc):
         edges, where = set(), {}
@@ -93,71 +105,141 @@ class ComponentsFn(beam.CombineFn):
             part_edges, part_where = unpack(part)
             edges.update(map(tuple, part_edges))
             where.update(part_where)
-        uf = UnionFind()
+        by_shard: dict = {}
+        needs: dict = {}
         for e in sorted(edges, key=edge_order):
-            uf.union(e[0], e[1])
-        by_root: dict = {}
-        for e in edges:
-            by_root.setdefault(uf.find(e[0]), []).append(e)
-        roots_at: dict = {}
-        for node, src in where.items():
-            roots_at.setdefault(src, {})[node] = uf.find(node)
-        return roots_at, by_root
+            shard = shard_of(f"{e[0]}\x1f{e[1]}", SHARDS)
+            by_shard.setdefault(shard, []).append(e)
+            for n in e[:2]:
+                needs.setdefault(where[n], {}).setdefault(n, set()).add(shard)
+        return by_shard, needs
 
 
-def component_messages(found, spill: Spill | None = None, shards: int = SHARDS):
-    """(src, (ROOTS, {node: root})) for every shard holding a member, and
-    (component shard, (EDGES, {root: sorted edges})) for every component."""
-    roots_at, by_root = found
-    for src, roots in roots_at.items():
-        yield src, (ROOTS, pack(roots, spill))
-    per_shard: dict = {}
-    for root, edges in by_root.items():
-        per_shard.setdefault(shard_of(root, shards), {})[root] = sorted(edges, key=edge_order)
-    for shard, comps in per_shard.items():
-        yield shard, (EDGES, pack(comps, spill))
+def candidate_messages(found, spill: Spill | None = None):
+    """(edge shard, (EDGES, edges)) and (src, (NEEDS, {node: shards}))."""
+    by_shard, needs = found
+    for shard, edges in by_shard.items():
+        yield shard, (EDGES, pack(edges, spill))
+    for src, nodes in needs.items():
+        yield src, (NEEDS, pack(nodes, spill))
 
 
-def route(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
-    """One shard's held rows and its members' roots -> (MEMBERS, (component
-    shard, [(root, kind, row)])) for rows in a component and KEPT chunks
-    of the other tasks (pool rows outside every component are done with)."""
-    roots, held = {}, []
+def _node(kind: str, row: dict) -> str:
+    return task_node(row) if kind == "task" else row["node"]
+
+
+def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
+    """One hash shard's held rows -> (EDGE_ROWS, (edge shard, [(kind, src, row)]))
+    for rows an edge needs, (PENDING, (src, [(kind, row)])) the same rows
+    kept for the cluster join, and KEPT chunks of tasks in no candidate edge."""
+    src, needs, held = kv[0], {}, []
     for v in kv[1]:
-        if v[0] == ROOTS:
-            roots.update(unpack(v[1]))
+        if v[0] == NEEDS:
+            needs.update(unpack(v[1]))
         else:
             held.append(v)
-    members: dict = {}
-    rest = []
+    to_shard: dict = {}
+    pending, rest = [], []
     for kind, rows in held:
         for r in unpack(rows):
-            n = task_node(r) if kind == "task" else r["node"]
-            if n in roots:
-                members.setdefault(shard_of(roots[n], shards), []).append((roots[n], kind, r))
+            n = _node(kind, r)
+            if n in needs:
+                pending.append((kind, r))
+                for shard in needs[n]:
+                    to_shard.setdefault(shard, []).append((kind, src, r))
             elif kind == "task":
                 rest.append(r)
-    for shard, ms in members.items():
-        yield MEMBERS, (shard, (MEMBERS, pack(ms, spill)))
+    for shard, rows in to_shard.items():
+        yield EDGE_ROWS, (shard, (EDGE_ROWS, pack(rows, spill)))
+    if pending:
+        yield PENDING, (src, (PENDING, pack(pending, spill)))
     for i in range(0, len(rest), chunk):
         yield KEPT, as_chunk(rest[i : i + chunk], spill)
 
 
-def resolve_shard(kv, near: NearSettings, spill: Spill | None = None):
-    """One component shard -> near.resolve_component of each of its
-    components: one KEPT chunk and one DROPPED chunk."""
-    comps, edges = {}, {}
+def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
+    """One edge shard: its edges and their rows -> packed [(edge, how,
+    similarity, src of a, src of b)] of the confirmed edges (near.judge_edges)."""
+    edges, tasks, pool, src_of = [], {}, {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
-            edges.update(unpack(v))
+            edges += unpack(v)
             continue
-        for root, member_kind, row in unpack(v):
-            comps.setdefault(root, ([], []))[0 if member_kind == "task" else 1].append(row)
+        for row_kind, src, r in unpack(v):
+            n = _node(row_kind, r)
+            (tasks if row_kind == "task" else pool)[n] = r
+            src_of[n] = src
+    c = Component(list(tasks.values()), list(pool.values()), near.p)
+    edges.sort(key=edge_order)
+    confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
+    if confirmed:
+        yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
+
+
+class ClustersFn(_PackedParts):
+    """Packed confirmed edges -> {src: {node: (cluster root, best link)}}:
+    the row path's union-find and best_links, over confirmed edges only."""
+
+    def extract_output(self, acc):
+        confirmed, src_of = [], {}
+        for part in acc:
+            for e, how, s, src_a, src_b in unpack(part):
+                confirmed.append((e, how, s))
+                src_of[e[0]], src_of[e[1]] = src_a, src_b
+        confirmed.sort(key=lambda c: edge_order(c[0]))
+        uf = UnionFind()
+        for e, _, _ in confirmed:
+            uf.union(e[0], e[1])
+        via = best_links(confirmed)
+        out: dict = {}
+        for n, src in src_of.items():
+            out.setdefault(src, {})[n] = (uf.find(n), via[n])
+        return out
+
+
+def cluster_messages(clusters: dict, spill: Spill | None = None):
+    for src, members in clusters.items():
+        yield src, (CLUSTERS, pack(members, spill))
+
+
+def route_clusters(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
+    """One hash shard's pending rows and their clusters -> (MEMBERS,
+    (cluster shard, [(root, kind, row, link)])); tasks whose candidate
+    edges were all refused leave as KEPT chunks."""
+    clusters, pending = {}, []
+    for kind, v in kv[1]:
+        if kind == CLUSTERS:
+            clusters.update(unpack(v))
+        else:
+            pending += unpack(v)
+    members: dict = {}
+    rest = []
+    for kind, r in pending:
+        n = _node(kind, r)
+        if n in clusters:
+            root, link = clusters[n]
+            members.setdefault(shard_of(root, shards), []).append((root, kind, r, link))
+        elif kind == "task":
+            rest.append(r)
+    for shard, ms in members.items():
+        yield MEMBERS, (shard, pack(ms, spill))
+    for i in range(0, len(rest), chunk):
+        yield KEPT, as_chunk(rest[i : i + chunk], spill)
+
+
+def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
+    """One cluster shard -> near.decide_cluster of each cluster: one KEPT
+    chunk and one DROPPED chunk."""
+    by_root: dict = {}
+    for part in kv[1]:
+        for root, kind, r, link in unpack(part):
+            by_root.setdefault(root, []).append((kind, r, link))
     kept, dropped = [], []
-    for root in sorted(comps):
-        tasks, pool = comps[root]
-        for tag, t in resolve_component(tasks, pool, edges.get(root, []), near.p, near.threshold,
-                                        near.min_numbers, near.guard_below, near.rules):
+    for root in sorted(by_root):
+        members = by_root[root]
+        c = Component([r for k, r, _ in members if k == "task"], [r for k, r, _ in members if k != "task"], near.p)
+        via = {_node(k, r): link for k, r, link in members}
+        for tag, t in decide_cluster(c, list(c.texts), via, near.p, near.threshold):
             (kept if tag == KEPT else dropped).append(t)
     if kept:
         yield KEPT, as_chunk(kept, spill)

@@ -222,7 +222,7 @@ def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, gu
     return s >= threshold and (s >= guard_below or numbers >= min_numbers)
 
 
-class _Component:
+class Component:
     """One connected component's tasks and pool rows, by node, with their
     texts, content hashes and (cached) shingles."""
 
@@ -239,7 +239,7 @@ class _Component:
         return self.by_node.get(n) or self.pool_by_node[n]
 
 
-def _judge_edge(c: _Component, e: tuple, threshold: float, min_numbers: float, guard_below: float,
+def _judge_edge(c: Component, e: tuple, threshold: float, min_numbers: float, guard_below: float,
                 rules: Rules) -> tuple[dict | None, float]:
     """(how the edge was confirmed, or None; its similarity)."""
     a, b = e[0], e[1]
@@ -260,27 +260,44 @@ def _judge_edge(c: _Component, e: tuple, threshold: float, min_numbers: float, g
     return None, s
 
 
-def _confirmed_clusters(c: _Component, edges: list[tuple], threshold: float, min_numbers: float,
+def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_numbers: float,
                         guard_below: float, rules: Rules) -> tuple[list[list[str]], dict]:
     """(clusters of nodes joined by confirmed edges, node -> (neighbour,
     similarity, how) of its best confirmed edge: MinHash edges first)."""
     uf = UnionFind()
-    via: dict = {}
-    for e in edges:
-        a, b = e[0], e[1]
-        if a not in c.texts or b not in c.texts:
-            continue
-        how, s = _judge_edge(c, e, threshold, min_numbers, guard_below, rules)
-        if how is None:
-            continue
-        uf.union(a, b)
-        for x, y in ((a, b), (b, a)):
-            if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
-                via[x] = (y, s, how)
+    confirmed = judge_edges(c, edges, threshold, min_numbers, guard_below, rules)
+    for e, _, _ in confirmed:
+        uf.union(e[0], e[1])
     clusters: dict = {}
     for n in c.texts:
         clusters.setdefault(uf.find(n), []).append(n)
-    return list(clusters.values()), via
+    return list(clusters.values()), best_links(confirmed)
+
+
+def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float,
+                rules: Rules) -> list[tuple]:
+    """(edge, how, similarity) of each confirmed edge, in the order given.
+    Each judgement needs only the edge's two rows, so the batch path judges
+    edges wherever their rows meet (dedup/batch_near.py)."""
+    out = []
+    for e in edges:
+        if e[0] not in c.texts or e[1] not in c.texts:
+            continue
+        how, s = _judge_edge(c, e, threshold, min_numbers, guard_below, rules)
+        if how is not None:
+            out.append((e, how, s))
+    return out
+
+
+def best_links(confirmed: list[tuple]) -> dict:
+    """node -> (neighbour, similarity, how) of its best confirmed edge:
+    MinHash edges first, then the most similar, then the first in order."""
+    via: dict = {}
+    for e, how, s in confirmed:
+        for x, y in ((e[0], e[1]), (e[1], e[0])):
+            if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
+                via[x] = (y, s, how)
+    return via
 
 
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
@@ -290,24 +307,31 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     similarity and the number guard, or (a, b, cosine) from semantic
     neighbours (semantic.py), confirmed by the same-problem rules
     (`same_problem.judge_pair`)."""
-    c = _Component(tasks, pool, p)
+    c = Component(tasks, pool, p)
     clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
     for members in clusters:
-        ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
-        pools = [c.pool_by_node[n] for n in members if n in c.pool_by_node]
-        if len(members) == 1 or not ts:
-            for t in ts:
-                yield KEPT, t
-        elif pools:
-            for t in ts:
-                yield DROPPED, _pool_drop(c, t, pools, via)
-        else:
-            yield KEPT, ts[0]
-            for t in ts[1:]:
-                yield DROPPED, _near_drop(c, t, ts[0], via, p, threshold)
+        yield from decide_cluster(c, members, via, p, threshold)
 
 
-def _pool_drop(c: _Component, t: dict, pools: list[dict], via: dict) -> dict:
+def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float):
+    """(tag, task) for the tasks of one cluster of confirmed duplicates: the
+    first by survivor_key is kept and the rest dropped naming it, or all are
+    dropped when the cluster holds a reference-pool row."""
+    ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
+    pools = [c.pool_by_node[n] for n in members if n in c.pool_by_node]
+    if len(members) == 1 or not ts:
+        for t in ts:
+            yield KEPT, t
+    elif pools:
+        for t in ts:
+            yield DROPPED, _pool_drop(c, t, pools, via)
+    else:
+        yield KEPT, ts[0]
+        for t in ts[1:]:
+            yield DROPPED, _near_drop(c, t, ts[0], via, p, threshold)
+
+
+def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
     n = task_node(t)
     best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], c.sh.sim(n, r["node"]), r["node"]))
@@ -318,7 +342,7 @@ def _pool_drop(c: _Component, t: dict, pools: list[dict], via: dict) -> dict:
     return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
 
 
-def _near_drop(c: _Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
+def _near_drop(c: Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
     """A task that is not its cluster's survivor: dropped, naming the survivor."""
     n, kn = task_node(t), task_node(keep)
     detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
