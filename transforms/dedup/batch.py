@@ -37,7 +37,7 @@ from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
 from tasksieve.transforms.dedup.near import task_node
 from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands
 from tasksieve.transforms.normalize import with_hash
-from tasksieve.transforms.read import read_source
+from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
 from tasksieve.transforms.same_problem.rules import Rules
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.stage import DROPPED, KEPT
@@ -62,7 +62,7 @@ def read_validated(path: str, max_row_bytes: int, limits: tuple, spill: Spill | 
     (each row can fail on its own); everything after is per chunk."""
     buf: dict = {}
     n = 0
-    for raw in read_source(path, max_row_bytes):
+    for raw in reader.read_source(path, max_row_bytes):
         n += 1
         if n % chunk == 0:
             yield ROWS, chunk
