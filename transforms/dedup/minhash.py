@@ -104,8 +104,9 @@ def shingle_hashes(normalised: str, shingle: str = "char", size: int = 5) -> np.
             return np.zeros(1, dtype=np.uint64)  # the empty text: one fixed shingle
         if codes.shape[0] < size:
             size = codes.shape[0]  # shorter than a window: the whole text is one shingle
-        if kernels.compiled:  # the same set, in one compiled loop (kernels.py)
-            return kernels.shingle_set(codes, size)
+        compiled = kernels.get()
+        if compiled is not None:  # the same set, in one compiled loop (kernels.py)
+            return compiled.shingle_set(codes, size)
         return _to32(_rolling(codes + np.uint64(1), size))
 
 

@@ -212,7 +212,8 @@ class _Shingles:
 
     def sim(self, a, b) -> float:
         ha, hb = self.get(a), self.get(b)
-        inter = kernels.intersection_size(ha, hb) if kernels.compiled else \
+        compiled = kernels.get()
+        inter = compiled.intersection_size(ha, hb) if compiled is not None else \
             np.intersect1d(ha, hb, assume_unique=True).shape[0]
         return round(inter / (ha.shape[0] + hb.shape[0] - inter), 4)
 

@@ -46,12 +46,13 @@ def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     out = np.empty((len(texts), p.num_perm), dtype=np.uint32)
     if not texts:
         return out
-    if not kernels.compiled:
+    compiled = kernels.get()
+    if compiled is None:
         for i, t in enumerate(texts):
             out[i] = signature(shingle_hashes(t, p.shingle, p.size), p.num_perm, p.seed)
         return out
     a, b = (v.ravel() for v in _perms(p.num_perm, p.seed))
     codes, offsets = _codes(texts, p)
     low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
-    kernels.signatures_into(codes, offsets, p.size, a & low, a >> shift, b & low, b >> shift, out)
+    compiled.signatures_into(codes, offsets, p.size, a & low, a >> shift, b & low, b >> shift, out)
     return out
