@@ -208,3 +208,19 @@ def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path
 
 def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
     _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
+
+
+def test_vllm_can_load_after_the_compiled_kernels():
+    """numba's llvmlite answers any attribute with a C-function wrapper; vLLM's
+    CPU worker scans every module's objects with `vars(x).get(...)` and failed
+    to load the model once the kernels had run. Replays that scan (vLLM 0.32,
+    triton_utils/dispatcher.py) after the kernels, with the guard the vLLM
+    backend applies before loading."""
+    from tasksieve.transforms.backends.vllm import guard_llvmlite
+
+    assert kernels.get() is not None and "llvmlite.binding.ffi" in sys.modules
+    guard_llvmlite()
+    for module in list(sys.modules.values()):
+        for value in list((getattr(module, "__dict__", None) or {}).values()):
+            if hasattr(value, "__dict__"):
+                vars(value).get("kernel")

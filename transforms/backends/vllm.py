@@ -38,6 +38,29 @@ def configure_vllm_env() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
+def guard_llvmlite() -> None:
+    """Let vLLM load next to numba. vLLM's CPU worker scans every loaded
+    module and reads `vars(x).get("kernel")` of each object with a
+    `__dict__` (vllm/triton_utils/dispatcher.py); llvmlite's library
+    wrapper (loaded with numba, which near dedup's kernels use) answers
+    *any* attribute, `__dict__` included, with a C-function wrapper, and the
+    model load fails ("'_lib_fn_wrapper' object has no attribute 'get'").
+    Dunder names are never C functions, so the wrapper refuses them."""
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    cls = getattr(getattr(ffi, "lib", None), "__class__", None)
+    if cls is None or getattr(cls, "_dunders_refused", False):
+        return
+    lookup = cls.__getattr__
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return lookup(self, name)
+
+    cls.__getattr__ = __getattr__
+    cls._dunders_refused = True
+
+
 class VllmBackend:
     """vLLM's offline engine, loaded once per process (see `get_backend`)."""
 
@@ -66,6 +89,7 @@ class VllmBackend:
             # On CPU the KV cache must be sized explicitly; the default takes
             # a fraction of all RAM.
             kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
+        guard_llvmlite()
         try:
             self.llm = LLM(**kwargs)
         except Exception as e:
