@@ -224,3 +224,10 @@ def test_vllm_can_load_after_the_compiled_kernels():
         for value in list((getattr(module, "__dict__", None) or {}).values()):
             if hasattr(value, "__dict__"):
                 vars(value).get("kernel")
+
+
+def test_the_vllm_guard_is_a_no_op_where_numba_never_ran():
+    code = ("import sys\nfrom tasksieve.transforms.backends.vllm import guard_llvmlite\nguard_llvmlite()\n"
+            "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]

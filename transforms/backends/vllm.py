@@ -46,10 +46,10 @@ def guard_llvmlite() -> None:
     *any* attribute, `__dict__` included, with a C-function wrapper, and the
     model load fails ("'_lib_fn_wrapper' object has no attribute 'get'").
     Dunder names are never C functions, so the wrapper refuses them."""
-    ffi = sys.modules.get("llvmlite.binding.ffi")
-    cls = getattr(getattr(ffi, "lib", None), "__class__", None)
-    if cls is None or getattr(cls, "_dunders_refused", False):
-        return
+    lib = getattr(sys.modules.get("llvmlite.binding.ffi"), "lib", None)
+    if lib is None or getattr(type(lib), "_dunders_refused", False):
+        return  # numba never ran in this process, or the guard is in place
+    cls = type(lib)
     lookup = cls.__getattr__
 
     def __getattr__(self, name):
