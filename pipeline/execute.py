@@ -144,7 +144,9 @@ def run_graph(ctx: RunContext, spec: RunSpec) -> None:
         if spec.config.dedup.batch and how.dask_address is None:
             # This machine's workers share one private folder (chunks.py); a
             # remote cluster's workers could not, so there chunks stay in memory.
-            spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder()))
+            # Inside the run's staging folder: a killed run's spill is removed
+            # with its staging folder by the next run into the same OUT.
+            spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder(spec.staging_dir)))
         _run_graph(ctx, spec)
 
 
