@@ -21,7 +21,8 @@ writing: at every size with the meaning stage off (`[dedup] semantic =
 false`: MinHash candidates confirmed by shingles, numbers and answers); up
 to --semantic-max with it on; up to --rows-max on the reference path
 (`[dedup] batch = false`, one Beam element per row, the same decisions).
-`tasksieve validate` is timed on the same files up to --validate-max.
+`tasksieve validate` and `tasksieve dedup` are timed on the first
+--validate-rows rows of each pool.
 datatrove runs in `.venv-peers` (bench/requirements-peers.txt; created on
 first use) because its dependencies conflict with the pinned stack.
 
@@ -179,10 +180,17 @@ def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = T
 
 def run_validate(data: Path, work: Path) -> tuple[float, float]:
     """(wall s, peak MiB) of `tasksieve validate` on the same files (exit 0
-    accepts, 1 rejects: either is a finished run here)."""
+    accepts, 1 rejects: either is a finished run here), judging duplicates
+    and contamination with the settings `tasksieve dedup` runs with here:
+    the bundled profile with its [dedup]/[decontam] sections set as _TS_CONFIG."""
+    default = (ROOT / "schemas/profiles/default.toml").read_text()
+    profile = work / "bench-profile.toml"
+    profile.write_text(default[: default.index("\n[decontam]") + 1]
+                       + "[dedup]\nsemantic = false\n[decontam]\nbenchmarks = []\nfuzzy = false\n")
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "validate", *map(str, sorted(data.glob("*.jsonl"))),
-                            "--out", str(work / "validate-out"), "--no-data-docs"], env, ok=(0, 1))
+                            "--profile", str(profile), "--out", str(work / "validate-out"), "--no-data-docs"],
+                           env, ok=(0, 1))
     return wall, rss
 
 
@@ -305,11 +313,17 @@ def bench(n: int, work: Path, args) -> None:
         vs_dt = f"{dt[0] / wall:>13.3f}" if dt else f"{'':>13}"
         print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>10.3f}{vs_dt}{rss:>10,.0f}{sc['recall']:>8.3f}"
               f"{sc['precision']:>10.3f}  {kinds}")
-    if n <= args.validate_max:
-        wall, rss = run_validate(data, work)
-        dedup_wall = results["tasksieve dedup, MinHash only"][0]
-        print(f"tasksieve validate on the same {n:,}-row delivery: {wall:.1f}s, peak {rss:,.0f} MiB "
-              f"(tasksieve dedup: {dedup_wall:.1f}s)")
+    if args.validate_rows:
+        part = work / "validate-slice"  # the first rows of the pool, as one delivery file
+        part.mkdir()
+        with open(part / "delivery.jsonl", "w", encoding="utf-8") as out:
+            with open(data / "pool-00.jsonl", encoding="utf-8") as fh:
+                out.writelines(line for _, line in zip(range(args.validate_rows), fh))
+        wall, rss = run_validate(part, work)
+        (work / "validate-dedup").mkdir()
+        dedup_wall = run_tasksieve(part, work / "validate-dedup", semantic=False)[0]
+        print(f"tasksieve validate on a {args.validate_rows:,}-row delivery: {wall:.1f}s, peak {rss:,.0f} MiB; "
+              f"tasksieve dedup on the same file: {dedup_wall:.1f}s")
 
 
 def main() -> None:
@@ -321,8 +335,9 @@ def main() -> None:
                     help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)")
     ap.add_argument("--rows-max", type=int, default=100_000,
                     help="largest pool for the reference (row) path (default 100,000)")
-    ap.add_argument("--validate-max", type=int, default=100_000,
-                    help="largest pool `tasksieve validate` is timed on (it holds the delivery in memory)")
+    ap.add_argument("--validate-rows", type=int, default=10_000,
+                    help="time `tasksieve validate` and `tasksieve dedup` on a delivery of this many rows of each pool "
+                         "(0: not at all; validate runs every task's verifier against the hack probes)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         first = Path(tmp) / f"n{args.tasks[0]}"
