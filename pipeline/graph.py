@@ -6,6 +6,9 @@
 
 `tasksieve dedup` is the same graph stopped after decontamination (a spec
 without a sampling plan): its survivors are written with status `kept`.
+Read .. decontaminate run on chunks of tasks (pipeline/cheap_batch.py, the
+default) or, with `[dedup] batch = false`, one row at a time
+(`_row_cheap_stages`, the reference path); the decisions are the same.
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
@@ -86,12 +89,6 @@ def _write(pcoll, name: str, staging_dir: str):
 def _read(p: beam.Pipeline, spec: RunSpec):
     """(raw rows, the two row counts written for the accounting check)."""
     cfg = spec.config
-    # --- issue 14: the batch path (pipeline/cheap_batch.py), same decisions ---
-    if cfg.dedup.batch:
-        from tasksieve.pipeline.cheap_batch import batch_dedup_stages
-
-        return batch_dedup_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
-    # --- end issue 14 ---
     raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
     # Rows in the inputs, counted without parsing any (physical lines, row
     # group counts): the independent side of the row-accounting check, so
@@ -175,8 +172,8 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
                    rows_read, result_chunks=None) -> None:
     """Results, attempts (None: `dedup`, which writes none), quarantine and
     costs, staged; one terminal step depends on every sink. `result_chunks`:
-    results as lists of rows (the batch path), written and priced a chunk
-    at a time instead of a row at a time."""
+    results in chunks (the batch path, chunks.as_chunk), written and priced
+    a chunk at a time instead of a row at a time."""
     run_id = spec.run_id
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), run_id)
     dropped = (
