@@ -1,5 +1,5 @@
 """Columnar kernels of the batch dedup path (transforms/dedup/batch.py):
-Beam-free, numpy only.
+Beam-free (the signatures come from signatures.py).
 
 Every function here computes, for a whole batch at once, exactly what the
 row path computes one task at a time (minhash.task_bands, near.bucket_key,
@@ -17,7 +17,7 @@ import numpy as np
 
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.signatures import signatures
-from tasksieve.transforms.dedup.near import EXACT_BAND, bucket_pairs
+from tasksieve.transforms.dedup.near import EXACT_BAND
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MASK63 = np.uint64(0x7FFFFFFFFFFFFFFF)
@@ -90,11 +90,3 @@ def buckets(keys: np.ndarray) -> list[np.ndarray]:
     ends = np.r_[starts[1:], ks.shape[0]]
     big = ends - starts > 1
     return [order[s:e] for s, e in zip(starts[big], ends[big])]
-
-
-def shard_edges(keys: np.ndarray, nodes: np.ndarray, max_bucket_pairs: int, within: bool):
-    """(edge, bucket indices) for each candidate edge of one shard's bucket
-    records; the edges come from the row path's own bucket_pairs."""
-    for idx in buckets(keys):
-        for edge in bucket_pairs(nodes[idx].tolist(), max_bucket_pairs, within):
-            yield edge, idx
