@@ -15,9 +15,8 @@ from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, TASKS, NearSettings,
                                               exact_and_bands, first_and_hash, pool_unit_records, read_validated)
-from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, CandidatesFn,
-                                                   ClustersFn, band_shard_found, candidate_messages, cluster_messages,
-                                                   judge_shard, resolve_clusters, route_candidates, route_clusters,
+from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
+                                                   band_shard_found, cluster_messages, edge_shard_found, judge_shard, resolve_clusters, route_candidates, route_clusters,
                                                    semantic_shard_found)
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
@@ -64,8 +63,8 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
     if near.semantic:
         found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
                      | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill))
-    candidates = (tuple(found) | "AllFound" >> beam.Flatten() | "Candidates" >> beam.CombineGlobally(CandidatesFn())
-                  | "CandidateMessages" >> beam.FlatMap(candidate_messages, spill))
+    candidates = (tuple(found) | "AllFound" >> beam.Flatten() | "GroupEdges" >> beam.GroupByKey()
+                  | "EdgeShards" >> beam.FlatMap(edge_shard_found, spill))
     needs = candidates | "Needs" >> beam.Filter(_kind(NEEDS))
     routed = split_tagged((*held, needs) | "HeldAndNeeds" >> beam.Flatten() | "GroupHeld" >> beam.GroupByKey()
                           | "RouteCandidates" >> beam.FlatMap(route_candidates, spill), "RouteSplit", (KEPT, EDGE_ROWS, PENDING))

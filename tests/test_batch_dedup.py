@@ -68,6 +68,39 @@ def test_compiled_shingle_sets_and_overlaps_equal_numpy(monkeypatch):
     assert kernels._compile().intersection_size(a, b) == np.intersect1d(a, b, assume_unique=True).shape[0]
 
 
+def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
+    """_Shingles.sims (two compiled calls per block of edges) gives, bit for
+    bit, the one-pair sim that judged every edge before; so does its numpy
+    fallback. Pairs include the empty text, texts under one shingle, a
+    text with itself, astral-plane characters and word shingles."""
+    from tasksieve.transforms.dedup import near
+
+    texts = [normalize_text(t) for t in _texts(2, 300)] + ["", "a", "ab", "𝔸𝔹ℂ 12 𝔸𝔹ℂ", "q" * 5000]
+    nodes = {f"n{i}": t for i, t in enumerate(texts)}
+    rng = random.Random(3)
+    edges = [(f"n{rng.randrange(len(texts))}", f"n{rng.randrange(len(texts))}") for _ in range(3000)]
+    edges += [("n300", "n301"), ("n301", "n302"), ("n303", "n303"), ("n304", "n0")]
+    monkeypatch.setattr(near, "_EDGE_BLOCK", 700)  # several blocks, nodes repeated across them
+    for p in (MinHashParams(), MinHashParams(shingle="char", size=1), MinHashParams(shingle="word", size=2)):
+        one_pair = near._Shingles(nodes, p)
+        want = [one_pair.sim(a, b) for a, b in edges]
+        got = near._Shingles(nodes, p).sims(edges)
+        assert got == want, p
+        monkeypatch.setattr(kernels, "enabled", False)
+        assert near._Shingles(nodes, p).sims(edges) == want, p
+        monkeypatch.setattr(kernels, "enabled", True)
+    assert len(set(want)) > 20  # the pairs span many similarities, not one value
+    from tasksieve.transforms.dedup.signatures import _codes
+
+    for p in (MinHashParams(), MinHashParams(shingle="word", size=2)):  # each set itself, not only overlaps
+        codes, offsets = _codes(texts, p)
+        sets, lens = np.empty(offsets[-1] + len(texts), dtype=np.uint64), np.empty(len(texts), dtype=np.int64)
+        kernels.get().shingle_sets(codes, offsets, p.size, sets, lens)
+        for i, t in enumerate(texts):
+            start = offsets[i] + i
+            assert np.array_equal(sets[start : start + lens[i]], mh.shingle_hashes(t, p.shingle, p.size)), (p, t[:20])
+
+
 _WS, _BEFORE, _AFTER = re.compile(r"\s+"), re.compile(r"\s+([.,;:!?%)\]}])"), re.compile(r"([(\[{])\s+")
 
 

@@ -13,9 +13,9 @@ percolate into one component holding a large share of the pool (15% at
 only its edge's two rows, so here edges are judged in edge shards and
 only *confirmed* edges are joined into clusters.
 
-    bucket records --GroupByKey(bucket shard)--> edges + where each node is
-    quantity groups --GroupByKey(key shard)----> semantic edges + where
-    all edges --CombineGlobally--> edges per edge shard, which shards need each row
+    bucket records --GroupByKey(bucket shard)--> edges by edge shard + where each node is
+    quantity groups --GroupByKey(key shard)----> semantic edges, the same
+    edges --GroupByKey(edge shard)--> distinct edges; which shards need each row
     held rows + needs --GroupByKey(hash shard)--> rows to edge shards; the rest kept
     rows + edges --GroupByKey(edge shard)--> confirmed edges (judge_edges)
     confirmed --CombineGlobally--> cluster and best link of each member
@@ -38,9 +38,19 @@ from tasksieve.transforms.stage import DROPPED, KEPT
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
 
 
+def _by_edge_shard(edges: list[tuple], where: dict, spill: Spill | None):
+    """(edge shard, packed ([edges], {node: src})) for each edge shard the
+    edges fall in: candidate edges meet in their edge shard, not in one step."""
+    parts: dict = {}
+    for e in edges:
+        parts.setdefault(shard_of(f"{e[0]}\x1f{e[1]}", SHARDS), []).append(e)
+    for shard, part in parts.items():
+        yield shard, pack((part, {n: where[n] for e in part for n in e[:2]}), spill)
+
+
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
-    """One bucket shard's records -> ([candidate edges], {node: src}) for
-    the nodes in an edge: `src` is the shard holding the node's row."""
+    """One bucket shard's records -> its candidate edges, by edge shard,
+    with `src` (the shard holding the row) of each node in an edge."""
     parts = [unpack(b) for b in kv[1]]
     keys = np.concatenate([ks for _, ks, _ in parts])
     nodes = np.concatenate([ns for _, _, ns in parts])
@@ -55,12 +65,11 @@ def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
             if nodes[i] in in_edge:
                 where[nodes[i]] = parts[srcs[i]][0]
         edges += found
-    if edges:
-        yield pack((edges, where), spill)
+    yield from _by_edge_shard(edges, where, spill)
 
 
 def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
-    """One key shard's quantity groups -> semantic.semantic_edges of each."""
+    """One key shard's quantity groups -> semantic.semantic_edges of each, by edge shard."""
     from tasksieve.transforms.dedup.semantic import semantic_edges
 
     groups: dict = {}
@@ -76,8 +85,24 @@ def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
         for e in found:
             where[e[0]], where[e[1]] = src_of[e[0]], src_of[e[1]]
         edges += found
-    if edges:
-        yield pack((edges, where), spill)
+    yield from _by_edge_shard(edges, where, spill)
+
+
+def edge_shard_found(kv, spill: Spill | None = None):
+    """One edge shard's candidate edges, from every bucket and key shard ->
+    (shard, (EDGES, its distinct edges in edge_order)) and, per shard
+    holding rows of them, (src, (NEEDS, {node: [this shard]}))."""
+    shard, edges, where = kv[0], set(), {}
+    for part in kv[1]:
+        part_edges, part_where = unpack(part)
+        edges.update(map(tuple, part_edges))
+        where.update(part_where)
+    needs: dict = {}
+    for n in {n for e in edges for n in e[:2]}:
+        needs.setdefault(where[n], {})[n] = [shard]
+    yield shard, (EDGES, pack(sorted(edges, key=edge_order), spill))
+    for src, nodes in needs.items():
+        yield src, (NEEDS, pack(nodes, spill))
 
 
 class _PackedParts(beam.CombineFn):
@@ -95,37 +120,20 @@ class _PackedParts(beam.CombineFn):
         return [part for acc in accs for part in acc]
 
 
-class CandidatesFn(_PackedParts):
-    """Packed ([edges], {node: src}) parts -> (distinct edges per edge
-    shard, in edge_order; {src: {node: [edge shards needing its row]}})."""
-
-    def extract_output(self, acc):
-        edges, where = set(), {}
-        for part in acc:
-            part_edges, part_where = unpack(part)
-            edges.update(map(tuple, part_edges))
-            where.update(part_where)
-        by_shard: dict = {}
-        needs: dict = {}
-        for e in sorted(edges, key=edge_order):
-            shard = shard_of(f"{e[0]}\x1f{e[1]}", SHARDS)
-            by_shard.setdefault(shard, []).append(e)
-            for n in e[:2]:
-                needs.setdefault(where[n], {}).setdefault(n, set()).add(shard)
-        return by_shard, needs
-
-
-def candidate_messages(found, spill: Spill | None = None):
-    """(edge shard, (EDGES, edges)) and (src, (NEEDS, {node: shards}))."""
-    by_shard, needs = found
-    for shard, edges in by_shard.items():
-        yield shard, (EDGES, pack(edges, spill))
-    for src, nodes in needs.items():
-        yield src, (NEEDS, pack(nodes, spill))
-
-
 def _node(kind: str, row: dict) -> str:
     return task_node(row) if kind == "task" else row["node"]
+
+
+# What near.judge_edges reads of a task (its node, text and hash; the
+# same-problem rules' prompt, answer and code): rows travel to every edge
+# shard that needs them, so they travel without the rest.
+_JUDGED = ("task_id", "source", "prompt", "answer", "tests", "entry_point", "reference_solution", "content_hash")
+
+
+def _judged(kind: str, row: dict) -> dict:
+    if kind == "task":
+        return {k: row.get(k) for k in _JUDGED}
+    return {k: v for k, v in row.items() if k != "bands"}  # a pool row: its band keys are spent
 
 
 def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
@@ -134,8 +142,9 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
     kept for the cluster join, and KEPT chunks of tasks in no candidate edge."""
     src, needs, held = kv[0], {}, []
     for v in kv[1]:
-        if v[0] == NEEDS:
-            needs.update(unpack(v[1]))
+        if v[0] == NEEDS:  # one message per edge shard
+            for n, shards in unpack(v[1]).items():
+                needs.setdefault(n, []).extend(shards)
         else:
             held.append(v)
     to_shard: dict = {}
@@ -145,8 +154,9 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             n = _node(kind, r)
             if n in needs:
                 pending.append((kind, r))
+                slim = _judged(kind, r)
                 for shard in needs[n]:
-                    to_shard.setdefault(shard, []).append((kind, src, r))
+                    to_shard.setdefault(shard, []).append((kind, src, slim))
             elif kind == "task":
                 rest.append(r)
     for shard, rows in to_shard.items():

@@ -48,6 +48,54 @@ def _shingle_set(codes, size):
     return out[:m]
 
 
+def _shingle_sets(codes, offsets, size, out, lens):
+    """_shingle_set of every text at once, as shingle_hashes computes it
+    (the empty text is the one shingle 0; a text shorter than `size` is one
+    window): text t's set is out[offsets[t] + t :][: lens[t]] (a text of L
+    codes has at most L + 1 windows, so the regions never overlap)."""
+    for t in range(offsets.shape[0] - 1):
+        start, end = offsets[t], offsets[t + 1]
+        base = start + t
+        if end == start:
+            out[base] = 0
+            lens[t] = 1
+            continue
+        w = size if end - start >= size else end - start
+        n = end - start - w + 1
+        for k in range(n):
+            h = np.uint64(0)
+            for j in range(w):
+                h = h * BASE + (codes[start + k + j] + _ONE)
+            out[base + k] = (h * MUL) >> _SHIFT
+        region = out[base : base + n]
+        region.sort()
+        m = 0
+        for k in range(n):
+            if k == 0 or region[k] != region[m - 1]:
+                region[m] = region[k]
+                m += 1
+        lens[t] = m
+
+
+def _intersections(sets, starts, lens, ea, eb, out):
+    """out[k] = |set ea[k] & set eb[k]| for sorted unique sets held in
+    `sets` at starts[i] (lens[i] long): one call for a block of edges."""
+    for k in range(ea.shape[0]):
+        i, i_end = starts[ea[k]], starts[ea[k]] + lens[ea[k]]
+        j, j_end = starts[eb[k]], starts[eb[k]] + lens[eb[k]]
+        count = 0
+        while i < i_end and j < j_end:
+            if sets[i] == sets[j]:
+                count += 1
+                i += 1
+                j += 1
+            elif sets[i] < sets[j]:
+                i += 1
+            else:
+                j += 1
+        out[k] = count
+
+
 def _intersection_size(a, b):
     """|a & b| of two sorted unique arrays."""
     i = j = count = 0
@@ -103,9 +151,11 @@ def _compile() -> SimpleNamespace | None:
         return None
     jit = numba.njit(cache=True, nogil=True)
     return SimpleNamespace(shingle_set=jit(_shingle_set), intersection_size=jit(_intersection_size),
-                           signatures_into=jit(_signatures))
+                           signatures_into=jit(_signatures), shingle_sets=jit(_shingle_sets),
+                           intersections=jit(_intersections))
 
 
 def get() -> SimpleNamespace | None:
-    """The compiled kernels (shingle_set, intersection_size, signatures_into), or None."""
+    """The compiled kernels (shingle_set, shingle_sets, intersection_size,
+    intersections, signatures_into), or None."""
     return _compile() if enabled else None

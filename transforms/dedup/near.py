@@ -40,7 +40,7 @@ from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.dedup.minhash import (MinHashParams, band_keys, params_from_config, shingle_hashes, task_bands,
                                                 text_of)
-from tasksieve.transforms.dedup.signatures import signatures
+from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
 from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
@@ -186,6 +186,7 @@ def component_messages(comps: dict):
 
 
 _SHINGLE_CACHE = 50_000  # shingle sets kept per component (recomputed in ~15 us when dropped)
+_EDGE_BLOCK = 20_000  # candidate edges whose similarities are computed together (bounds the shingle arrays)
 
 
 class _Shingles:
@@ -209,6 +210,23 @@ class _Shingles:
             if n not in self.counts:
                 self.counts[n] = Counter(_NUMBER.findall(self.texts[n]))
         return counts_overlap(self.counts[a], self.counts[b])
+
+    def sims(self, edges: list[tuple]) -> list[float]:
+        """sim(a, b) of every edge, a block of edges at a time in compiled
+        code (signatures.jaccard_counts): the same numbers as `sim`."""
+        out: list[float] = []
+        for i in range(0, len(edges), _EDGE_BLOCK):
+            block = edges[i : i + _EDGE_BLOCK]
+            index: dict = {}
+            for e in block:
+                index.setdefault(e[0], len(index))
+                index.setdefault(e[1], len(index))
+            ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
+            eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
+            inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
+            out += [round(x / (la + lb - x), 4)
+                    for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
+        return out
 
     def sim(self, a, b) -> float:
         ha, hb = self.get(a), self.get(b)
@@ -240,12 +258,13 @@ class Component:
         return self.by_node.get(n) or self.pool_by_node[n]
 
 
-def _judge_edge(c: Component, e: tuple, threshold: float, min_numbers: float, guard_below: float,
+def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
                 rules: Rules) -> tuple[dict | None, float]:
-    """(how the edge was confirmed, or None; its similarity)."""
+    """(how the edge was confirmed, or None; its similarity). `sim`: the
+    shingle Jaccard of its two texts (_Shingles.sims)."""
     a, b = e[0], e[1]
     exact = c.hashes[a] == c.hashes[b]
-    s = 1.0 if exact else c.sh.sim(a, b)
+    s = 1.0 if exact else sim
     # The number overlap only matters between the threshold and the guard.
     numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
     if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
@@ -281,10 +300,9 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     Each judgement needs only the edge's two rows, so the batch path judges
     edges wherever their rows meet (dedup/batch_near.py)."""
     out = []
-    for e in edges:
-        if e[0] not in c.texts or e[1] not in c.texts:
-            continue
-        how, s = _judge_edge(c, e, threshold, min_numbers, guard_below, rules)
+    edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
+    for e, sim in zip(edges, c.sh.sims(edges)):
+        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
         if how is not None:
             out.append((e, how, s))
     return out

@@ -56,3 +56,24 @@ def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
     compiled.signatures_into(codes, offsets, p.size, a & low, a >> shift, b & low, b >> shift, out)
     return out
+
+
+def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """(|A & B| for each pair (ea[k], eb[k]) of indices into `texts`, the
+    size of each text's shingle set): minhash.shingle_hashes and
+    np.intersect1d for a whole block of candidate pairs in two compiled
+    calls, where the one-pair code paid ~50 us of Python per pair."""
+    lens = np.empty(len(texts), dtype=np.int64)
+    inter = np.empty(ea.shape[0], dtype=np.int64)
+    compiled = kernels.get()
+    if compiled is None:
+        sets = [shingle_hashes(t, p.shingle, p.size) for t in texts]
+        lens[:] = [s.shape[0] for s in sets]
+        inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
+        return inter, lens
+    codes, offsets = _codes(texts, p)
+    sets = np.empty(offsets[-1] + len(texts), dtype=np.uint64)
+    compiled.shingle_sets(codes, offsets, p.size, sets, lens)
+    starts = offsets[:-1] + np.arange(len(texts), dtype=np.int64)
+    compiled.intersections(sets, starts, lens, ea, eb, inter)
+    return inter, lens
