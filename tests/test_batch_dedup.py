@@ -128,15 +128,26 @@ def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
         rows = [{"task_id": "t1", "prompt": "p"}, {"task_id": "t2", "prompt": "q"}]
         n, packed = chunks.as_chunk(rows, spill)
         assert n == 2 and chunks.rows_of((n, packed)) == rows
-        path, _ = packed
+        second = chunks.pack(["another"], spill)
+        path, offset, _ = packed
+        assert second[0] == path and second[1] > offset  # one appended file per writing thread
+        assert chunks.unpack(second) == ["another"] and chunks.rows_of((n, packed)) == rows
         data = Path(path).read_bytes()
-        Path(path).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit changed
+        Path(path).write_bytes(data[second[1]:] + data)  # the second blob copied to offset 0
+        with pytest.raises(chunks.SpillTampered):  # its HMAC names the offset it was written at
+            chunks.unpack((path, 0, spill))
+        Path(path).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit of the second blob changed
         with pytest.raises(chunks.SpillTampered):
-            chunks.rows_of((n, packed))
+            chunks.unpack(second)
+        assert chunks.rows_of((n, packed)) == rows  # the first blob is untouched
+        for at in (len(data), len(data) + 7, 3):  # past the end, a torn header, inside a blob
+            with pytest.raises(chunks.SpillTampered):
+                chunks.unpack((path, at, spill))
         planted = Path(spill.folder) / "planted.pkl"  # a pickle that would run code
-        planted.write_bytes(b"\0" * 32 + b"cos\nsystem\n(S'touch /tmp/pwned'\ntR.")
+        body = b"cos\nsystem\n(S'touch /tmp/pwned'\ntR."
+        planted.write_bytes(len(body).to_bytes(8, "little") + b"\0" * 32 + body)
         with pytest.raises(chunks.SpillTampered):
-            chunks.unpack((str(planted), spill))
+            chunks.unpack((str(planted), 0, spill))
         with pytest.raises(FileExistsError):  # a file name is never reused
             open(path, "xb")
     assert not Path(spill.folder).exists()
