@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
+from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.decontam.index import BenchmarkIndex
 from tasksieve.transforms.decontam.stage import check_task as decontam_check
 from tasksieve.transforms.dedup.exact import pick_survivor
@@ -232,8 +234,12 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
 
 def verifier_sanity(tasks: list[dict], max_n: int) -> dict:
     offenders, executed = [], 0
-    for t in tasks:
-        verdict = check_verifier(t)
+    settings = VerifyConfig()
+    # As the pipeline's stage: `parallel` checks at once (math-verify workers
+    # and sandboxes are processes), results in delivery order.
+    with ThreadPoolExecutor(max_workers=settings.parallel) as pool:
+        verdicts = list(pool.map(lambda t: check_verifier(t, settings), tasks))
+    for t, verdict in zip(tasks, verdicts):
         executed += int(t["domain"] == "code" and verdict["executed"])
         if verdict["broken"]:
             offenders.append(offender(t["task_id"], where(t), "; ".join(verdict["problems"]), domain=t["domain"]))

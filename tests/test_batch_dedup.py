@@ -201,6 +201,7 @@ def test_batch_path_same_decisions_on_the_bundled_sample(sample_dir, tmp_path):
     assert sum(r["status"] == "dropped" for r in rows) == 15
     assert "row accounting" in proc.stdout and "OK" in proc.stdout
     assert "rows/s" in proc.stderr  # the progress lines
+    assert "near dedup: edge shards judged (done)" in proc.stderr  # the steps between reading and kept rows
 
 
 @pytest.fixture(scope="module")

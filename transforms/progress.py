@@ -15,9 +15,9 @@ import time
 import apache_beam as beam
 
 
-def progress_line(label: str, seen: int, elapsed: float, total: int | None) -> str:
+def progress_line(label: str, seen: int, elapsed: float, total: int | None, unit: str = "rows") -> str:
     rate = seen / elapsed if elapsed > 0 else 0.0
-    line = f"  {label}: {seen:,} rows, {rate:,.0f} rows/s"
+    line = f"  {label}: {seen:,} {unit}, {rate:,.{0 if unit == 'rows' else 1}f} {unit}/s"
     if total:
         done = min(seen / total, 1.0)
         bar = "#" * int(20 * done)
@@ -29,11 +29,14 @@ def progress_line(label: str, seen: int, elapsed: float, total: int | None) -> s
 
 class Progress(beam.DoFn):
     """Passes elements on unchanged. Each element counts as: its length
-    (`chunks`, a stage.as_chunk: its row count first), itself (`count`, an int of rows), or one row."""
+    (`chunks`, a stage.as_chunk: its row count first), itself (`count`, an int of rows), or one row.
+    `unit` names what is counted: the steps between reading and the end of
+    dedup count the shards they have finished ("shards", of a known total)."""
 
     def __init__(self, label: str, total: int | None = None, chunks: bool = True, every_s: float = 2.0,
-                 count: bool = False):
+                 count: bool = False, unit: str = "rows"):
         self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
+        self.unit = unit
 
     def setup(self):
         self.seen, self.t0, self.last, self.latest = 0, None, 0.0, 0.0
@@ -46,7 +49,8 @@ class Progress(beam.DoFn):
         self.seen += element if self.count else element[0] if self.chunks else 1
         if now - self.last >= self.every_s:
             self.last = now
-            print(progress_line(self.label, self.seen, now - self.t0, self.total), file=sys.stderr, flush=True)
+            print(progress_line(self.label, self.seen, now - self.t0, self.total, self.unit), file=sys.stderr,
+                  flush=True)
         yield element
 
     def teardown(self):
@@ -54,4 +58,5 @@ class Progress(beam.DoFn):
             # The rate up to the last element, not to teardown (which comes
             # when the whole pipeline ends).
             elapsed = self.latest - self.t0
-            print(progress_line(self.label + " (done)", self.seen, elapsed, None), file=sys.stderr, flush=True)
+            print(progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit), file=sys.stderr,
+                  flush=True)

@@ -31,6 +31,7 @@ hours). Extraction (linear regular expressions) stays in process.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -166,14 +167,22 @@ def extract_final_answer(completion: str, math_only: bool = True, prompt: str = 
     return answers[0], rule
 
 
-def _parse(text: str):
+def _parse(text: str) -> list:
+    """math-verify's parse of an answer (a fresh list: callers may keep it)."""
+    return list(_parse_cached(text[:MAX_CANDIDATE_CHARS]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> tuple:
+    """Cached in the worker process: a task's sanity check compares its one
+    reference with a dozen probes, and the probes repeat across tasks, so
+    without it most of the time went to parsing the same texts again."""
     from math_verify import parse
 
-    text = text[:MAX_CANDIDATE_CHARS]
     # Wrap in $...$ so bare numbers and LaTeX both go through LaTeX extraction;
     # the plain form is tried too, for expressions like "3/4".
     parsed = parse(f"${text}$", parsing_timeout=None)
-    return parsed or parse(text, parsing_timeout=None)
+    return tuple(parsed or parse(text, parsing_timeout=None))
 
 
 def equivalent(reference: str, candidate: str) -> dict:
