@@ -80,7 +80,10 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
     rng = random.Random(3)
     edges = [(f"n{rng.randrange(len(texts))}", f"n{rng.randrange(len(texts))}") for _ in range(3000)]
     edges += [("n300", "n301"), ("n301", "n302"), ("n303", "n303"), ("n304", "n0")]
+    from tasksieve.transforms.dedup import signatures as sg
+
     monkeypatch.setattr(near, "_EDGE_BLOCK", 700)  # several blocks, nodes repeated across them
+    monkeypatch.setattr(sg, "_TEXT_BATCH", 97)  # and several batches of texts within a block
     for p in (MinHashParams(), MinHashParams(shingle="char", size=1), MinHashParams(shingle="word", size=2)):
         one_pair = near._Shingles(nodes, p)
         want = [one_pair.sim(a, b) for a, b in edges]

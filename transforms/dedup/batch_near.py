@@ -30,6 +30,7 @@ import numpy as np
 
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
+from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_cluster, edge_order,
                                              judge_edges, task_node)
 from tasksieve.transforms.dedup.shards import buckets, shard_of
@@ -137,7 +138,7 @@ def _judged(kind: str, row: dict) -> dict:
 
 
 def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
-    """One hash shard's held rows -> (EDGE_ROWS, (edge shard, [(kind, src, row)]))
+    """One hash shard's held rows -> (EDGE_ROWS, (edge shard, [(kind, src, row, text_of row)]))
     for rows an edge needs, (PENDING, (src, [(kind, row)])) the same rows
     kept for the cluster join, and KEPT chunks of tasks in no candidate edge."""
     src, needs, held = kv[0], {}, []
@@ -154,9 +155,10 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             n = _node(kind, r)
             if n in needs:
                 pending.append((kind, r))
-                slim = _judged(kind, r)
+                # Normalised once here, not in each edge shard the row goes to.
+                slim, text = _judged(kind, r), text_of(r) if kind == "task" else r["text"]
                 for shard in needs[n]:
-                    to_shard.setdefault(shard, []).append((kind, src, slim))
+                    to_shard.setdefault(shard, []).append((kind, src, slim, text))
             elif kind == "task":
                 rest.append(r)
     for shard, rows in to_shard.items():
@@ -170,16 +172,16 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges and their rows -> packed [(edge, how,
     similarity, src of a, src of b)] of the confirmed edges (near.judge_edges)."""
-    edges, tasks, pool, src_of = [], {}, {}, {}
+    edges, tasks, pool, src_of, texts = [], {}, {}, {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
             edges += unpack(v)
             continue
-        for row_kind, src, r in unpack(v):
+        for row_kind, src, r, text in unpack(v):
             n = _node(row_kind, r)
             (tasks if row_kind == "task" else pool)[n] = r
-            src_of[n] = src
-    c = Component(list(tasks.values()), list(pool.values()), near.p)
+            src_of[n], texts[n] = src, text
+    c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
     edges.sort(key=edge_order)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:

@@ -186,7 +186,7 @@ def component_messages(comps: dict):
 
 
 _SHINGLE_CACHE = 50_000  # shingle sets kept per component (recomputed in ~15 us when dropped)
-_EDGE_BLOCK = 20_000  # candidate edges whose similarities are computed together (bounds the shingle arrays)
+_EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
 
 
 class _Shingles:
@@ -245,10 +245,11 @@ class Component:
     """One connected component's tasks and pool rows, by node, with their
     texts, content hashes and (cached) shingles."""
 
-    def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams):
+    def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams, texts: dict | None = None):
+        """`texts`: each task's text_of by node, when the caller has them already."""
         self.by_node = {task_node(t): t for t in tasks}
         self.pool_by_node = {r["node"]: r for r in pool}
-        self.texts = {n: text_of(t) for n, t in self.by_node.items()}
+        self.texts = {n: texts[n] if texts else text_of(t) for n, t in self.by_node.items()}
         self.texts.update({n: r["text"] for n, r in self.pool_by_node.items()})
         self.hashes = {n: t["content_hash"] for n, t in self.by_node.items()}
         self.hashes.update({n: r["content_hash"] for n, r in self.pool_by_node.items()})

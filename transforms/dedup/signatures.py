@@ -58,6 +58,9 @@ def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     return out
 
 
+_TEXT_BATCH = 20_000  # texts whose code points are held at once (8 bytes each)
+
+
 def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
     """(|A & B| for each pair (ea[k], eb[k]) of indices into `texts`, the
     size of each text's shingle set): minhash.shingle_hashes and
@@ -71,9 +74,17 @@ def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashP
         lens[:] = [s.shape[0] for s in sets]
         inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
         return inter, lens
-    codes, offsets = _codes(texts, p)
-    sets = np.empty(offsets[-1] + len(texts), dtype=np.uint64)
-    compiled.shingle_sets(codes, offsets, p.size, sets, lens)
-    starts = offsets[:-1] + np.arange(len(texts), dtype=np.int64)
+    # Each text's set once, however many pairs it is in; 32-bit hashes held
+    # as uint32 (half the memory); codes made a batch of texts at a time.
+    parts, starts, done = [], np.empty(len(texts), dtype=np.int64), 0
+    for i in range(0, len(texts), _TEXT_BATCH):
+        batch = texts[i : i + _TEXT_BATCH]
+        codes, offsets = _codes(batch, p)
+        part = np.empty(offsets[-1] + len(batch), dtype=np.uint32)
+        compiled.shingle_sets(codes, offsets, p.size, part, lens[i : i + len(batch)])
+        starts[i : i + len(batch)] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
+        parts.append(part)
+        done += part.shape[0]
+    sets = parts[0] if len(parts) == 1 else np.concatenate(parts)
     compiled.intersections(sets, starts, lens, ea, eb, inter)
     return inter, lens
