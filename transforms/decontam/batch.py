@@ -22,6 +22,9 @@ class _DecontaminateChunkFn(beam.DoFn):
         self.index = get_index(*self.args, **self.checks)
 
     def process(self, chunk):
+        if not self.index.items:  # no benchmark configured: every task is clean, the chunk passes as it is
+            yield KEPT, chunk
+            return
         clean, dropped = [], []
         for task in rows_of(chunk):
             found = check_task(task, self.index)
@@ -29,7 +32,9 @@ class _DecontaminateChunkFn(beam.DoFn):
                 clean.append(task)
             else:
                 dropped.append(found)
-        if clean:
+        if clean and not dropped:
+            yield KEPT, chunk  # not packed again
+        elif clean:
             yield KEPT, as_chunk(clean, self.spill)
         if dropped:
             yield DROPPED, as_chunk(dropped, self.spill)
