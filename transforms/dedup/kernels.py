@@ -29,27 +29,9 @@ _LOW = np.uint64(0xFFFFFFFF)
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _shingle_set(codes, size):
-    """Sorted unique 32-bit hashes (as uint64) of every `size`-long window
-    of `codes` (len(codes) >= size >= 1): minhash._to32(minhash._rolling)."""
-    n = codes.shape[0] - size + 1
-    out = np.empty(n, dtype=np.uint64)
-    for k in range(n):
-        h = np.uint64(0)
-        for j in range(size):
-            h = h * BASE + (codes[k + j] + _ONE)
-        out[k] = (h * MUL) >> _SHIFT
-    out.sort()
-    m = 0
-    for k in range(n):
-        if k == 0 or out[k] != out[m - 1]:
-            out[m] = out[k]
-            m += 1
-    return out[:m]
-
-
 def _shingle_sets(codes, offsets, size, out, lens):
-    """_shingle_set of every text at once, as shingle_hashes computes it
+    """Sorted unique 32-bit hashes of every `size`-long window of each text's
+    codes (minhash._to32(minhash._rolling)), as shingle_hashes computes them
     (the empty text is the one shingle 0; a text shorter than `size` is one
     window): text t's set is out[offsets[t] + t :][: lens[t]] (a text of L
     codes has at most L + 1 windows, so the regions never overlap)."""
@@ -96,21 +78,6 @@ def _intersections(sets, starts, lens, ea, eb, out):
         out[k] = count
 
 
-def _intersection_size(a, b):
-    """|a & b| of two sorted unique arrays."""
-    i = j = count = 0
-    while i < a.shape[0] and j < b.shape[0]:
-        if a[i] == b[j]:
-            count += 1
-            i += 1
-            j += 1
-        elif a[i] < b[j]:
-            i += 1
-        else:
-            j += 1
-    return count
-
-
 def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
     """out[t] = MinHash of text t, whose codes are codes[offsets[t]:offsets[t+1]].
 
@@ -150,12 +117,10 @@ def _compile() -> SimpleNamespace | None:
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
-    return SimpleNamespace(shingle_set=jit(_shingle_set), intersection_size=jit(_intersection_size),
-                           signatures_into=jit(_signatures), shingle_sets=jit(_shingle_sets),
+    return SimpleNamespace(signatures_into=jit(_signatures), shingle_sets=jit(_shingle_sets),
                            intersections=jit(_intersections))
 
 
 def get() -> SimpleNamespace | None:
-    """The compiled kernels (shingle_set, shingle_sets, intersection_size,
-    intersections, signatures_into), or None."""
+    """The compiled kernels (shingle_sets, intersections, signatures_into), or None."""
     return _compile() if enabled else None

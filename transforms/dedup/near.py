@@ -37,9 +37,7 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
-from tasksieve.transforms.dedup import kernels
-from tasksieve.transforms.dedup.minhash import (MinHashParams, band_keys, params_from_config, shingle_hashes, task_bands,
-                                                text_of)
+from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
 from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
@@ -185,25 +183,14 @@ def component_messages(comps: dict):
             yield n, ("root", root)
 
 
-_SHINGLE_CACHE = 50_000  # shingle sets kept per component (recomputed in ~15 us when dropped)
 _EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
 
 
 class _Shingles:
-    """Shingle sets of a component's members, computed once each."""
+    """Shingle similarities and number overlaps of a component's members."""
 
     def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.cache, self.counts = texts, p, {}, {}
-
-    def get(self, node):
-        if node not in self.cache:
-            if len(self.cache) >= _SHINGLE_CACHE:
-                # Memory, not correctness: a pool's largest component can hold a
-                # good share of it (candidate edges percolate through shared
-                # templates), and ~2 KiB of hashes per member would then be GBs.
-                self.cache.clear()
-            self.cache[node] = shingle_hashes(self.texts[node], self.p.shingle, self.p.size)
-        return self.cache[node]
+        self.texts, self.p, self.counts = texts, p, {}
 
     def numbers(self, a, b) -> float:
         for n in (a, b):
@@ -212,8 +199,9 @@ class _Shingles:
         return counts_overlap(self.counts[a], self.counts[b])
 
     def sims(self, edges: list[tuple]) -> list[float]:
-        """sim(a, b) of every edge, a block of edges at a time in compiled
-        code (signatures.jaccard_counts): the same numbers as `sim`."""
+        """The exact shingle Jaccard of every edge's two texts, rounded to 4
+        places: a block of edges at a time, each node's shingles made once
+        per block, in compiled code (signatures.jaccard_counts)."""
         out: list[float] = []
         for i in range(0, len(edges), _EDGE_BLOCK):
             block = edges[i : i + _EDGE_BLOCK]
@@ -229,11 +217,8 @@ class _Shingles:
         return out
 
     def sim(self, a, b) -> float:
-        ha, hb = self.get(a), self.get(b)
-        compiled = kernels.get()
-        inter = compiled.intersection_size(ha, hb) if compiled is not None else \
-            np.intersect1d(ha, hb, assume_unique=True).shape[0]
-        return round(inter / (ha.shape[0] + hb.shape[0] - inter), 4)
+        """sims of one pair (a drop's detail names the similarity to its survivor)."""
+        return self.sims([(a, b)])[0]
 
 
 def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, guard_below: float) -> bool:
