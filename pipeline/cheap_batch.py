@@ -14,9 +14,11 @@ from tasksieve.transforms.chunks import Spill
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, SHARDS, TASKS,
-                                              NearSettings, exact_and_bands, first_and_hash, pool_unit_records, read_validated)
+                                              NearSettings, exact_and_bands, first_and_hash, pool_unit_records,
+                                              read_validated)
 from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
-                                                   band_shard_found, cluster_messages, edge_shard_found, judge_shard, resolve_clusters, route_candidates, route_clusters,
+                                                   band_shard_found, cluster_messages, edge_shard_found, judge_shard,
+                                                   resolve_clusters, route_candidates, route_clusters,
                                                    semantic_shard_found)
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
@@ -64,7 +66,8 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
         semantic.append(pool[SEMANTIC])
         held.append(pool[BATCH])
     found = [tuple(buckets) | "AllBuckets" >> beam.Flatten() | "GroupBuckets" >> beam.GroupByKey()
-             | "BucketProgress" >> _shards("near dedup: bucket shards") | "BucketEdges" >> beam.FlatMap(band_shard_found, near, spill)]
+             | "BucketProgress" >> _shards("near dedup: bucket shards")
+             | "BucketEdges" >> beam.FlatMap(band_shard_found, near, spill)]
     if near.semantic:
         found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
                      | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill))
@@ -75,13 +78,15 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
                           | "RouteCandidates" >> beam.FlatMap(route_candidates, spill), "RouteSplit", (KEPT, EDGE_ROWS, PENDING))
     edges = candidates | "Edges" >> beam.Filter(_kind(EDGES))
     clusters = ((routed[EDGE_ROWS], edges) | "RowsAndEdges" >> beam.Flatten() | "GroupEdgeShards" >> beam.GroupByKey()
-                | "JudgeProgress" >> _shards("near dedup: edge shards judged") | "Judge" >> beam.FlatMap(judge_shard, near, spill) | "Clusters" >> beam.CombineGlobally(ClustersFn())
+                | "JudgeProgress" >> _shards("near dedup: edge shards judged")
+                | "Judge" >> beam.FlatMap(judge_shard, near, spill) | "Clusters" >> beam.CombineGlobally(ClustersFn())
                 | "ClusterMessages" >> beam.FlatMap(cluster_messages, spill))
     members = split_tagged((routed[PENDING], clusters) | "PendingAndClusters" >> beam.Flatten()
                            | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill),
                            "MemberSplit", (KEPT, MEMBERS))
     resolved = split_tagged(members[MEMBERS] | "GroupClusters" >> beam.GroupByKey()
-                            | "ResolveProgress" >> _shards("near dedup: cluster shards decided") | "Resolve" >> beam.FlatMap(resolve_clusters, near, spill), "ResolveSplit", (KEPT, DROPPED))
+                            | "ResolveProgress" >> _shards("near dedup: cluster shards decided")
+                            | "Resolve" >> beam.FlatMap(resolve_clusters, near, spill), "ResolveSplit", (KEPT, DROPPED))
     kept = (routed[KEPT], members[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten()
     return kept, resolved[DROPPED]
 
@@ -100,7 +105,8 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
                         "IdSplit", (QUARANTINE, TASKS))
     quarantined = (read[QUARANTINE], ided[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
     out = split_tagged(ided[TASKS] | "GroupHashes" >> beam.GroupByKey()
-                       | "HashProgress" >> _shards("exact dedup + signatures: hash shards") | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
+                       | "HashProgress" >> _shards("exact dedup + signatures: hash shards")
+                       | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
                        "ExactSplit", (DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
     kept, dropped = out[KEPT], [out[DROPPED]]
     if near is not None:

@@ -228,7 +228,7 @@ def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, gu
 
 class Component:
     """One connected component's tasks and pool rows, by node, with their
-    texts, content hashes and (cached) shingles."""
+    texts, content hashes and shingle similarities (_Shingles)."""
 
     def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams, texts: dict | None = None):
         """`texts`: each task's text_of by node, when the caller has them already."""
@@ -339,10 +339,11 @@ def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams
 def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
     n = task_node(t)
-    best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], c.sh.sim(n, r["node"]), r["node"]))
+    sims = dict(zip((r["node"] for r in pools), c.sh.sims([(n, r["node"]) for r in pools])))  # one block, used twice
+    best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
     exact = c.hashes[n] == best["content_hash"]
     detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
-              "match": "exact" if exact else "near", "similarity": 1.0 if exact else c.sh.sim(n, best["node"]),
+              "match": "exact" if exact else "near", "similarity": 1.0 if exact else sims[best["node"]],
               **_via(via, n, c.pool_by_node, c.by_node)}
     return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
 
