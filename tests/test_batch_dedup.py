@@ -54,16 +54,41 @@ def test_batch_band_keys_equal_the_row_path():
     assert shards.exact_keys(hashes).tolist() == [exact_key(h) for h in hashes]
 
 
-def test_compiled_shingle_sets_and_overlaps_equal_numpy(monkeypatch):
+def _kernel_windows(texts, p, table, first, mult):
+    """kernels.window_hashes of `texts`: (each text's distinct hashes, as
+    sorted uint64, and the distinct count the kernel's table gave)."""
+    from tasksieve.transforms.dedup.signatures import _codes
+
+    codes, offsets = _codes(texts, p)
+    out = np.empty(offsets[-1] + len(texts), dtype=np.uint32)
+    nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
+    kernels.get().window_hashes(codes, offsets, p.size, out, nwin, lens, *table[:2], first, mult, table[2])
+    starts = offsets[:-1] + np.arange(len(texts))
+    return [np.unique(out[s : s + n]).astype(np.uint64) for s, n in zip(starts, nwin)], lens.tolist()
+
+
+def test_compiled_window_hashes_equal_numpy_shingle_sets():
+    """The kernel's windows, made distinct, are shingle_hashes' set, and its
+    table counts them right: for the empty text and texts under one
+    window, with a table about half full (a text of ~2,000 distinct
+    windows), with the stamps of an earlier call still in the table, and
+    when every hash lands in one slot (a slot multiplier of 0, what a
+    delivery written against a fixed multiplier would aim for)."""
+    from tasksieve.transforms.dedup.signatures import _SLOT_MULT, _table
+
     assert kernels.get() is not None  # the pinned stack has numba; without it every path is the numpy one
-    texts = [normalize_text(t) for t in _texts(1, 400)] + ["", "a", "ab"]
-    sets = {}
-    for shingle, size in (("char", 5), ("char", 1), ("word", 2)):
-        sets[shingle, size] = [mh.shingle_hashes(t, shingle, size) for t in texts]
-    monkeypatch.setattr(kernels, "enabled", False)
-    for (shingle, size), got in sets.items():
-        want = [mh.shingle_hashes(t, shingle, size) for t in texts]
-        assert all(g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want)), (shingle, size)
+    texts = [normalize_text(t) for t in _texts(1, 400)] + ["", "a", "ab", "𝔸𝔹ℂ 12 𝔸𝔹ℂ", "".join(map(chr, range(48, 2048)))]
+    for p in (MinHashParams(), MinHashParams(shingle="char", size=1), MinHashParams(shingle="word", size=2)):
+        want = [mh.shingle_hashes(t, p.shingle, p.size) for t in texts]
+        table = _table(texts)
+        for first, mult in ((1, _SLOT_MULT), (len(texts) + 1, _SLOT_MULT), (1, np.uint64(0))):
+            if mult == 0:
+                table = _table(texts)
+            got, lens = _kernel_windows(texts, p, table, first, mult)
+            assert all(g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want)), (p, first, mult)
+            assert lens == [w.shape[0] for w in want], (p, first, mult)
+        if p.shingle == "char":  # that text filled its table about half
+            assert max(lens) > 1000 and table[0].shape[0] < 4 * max(lens)
 
 
 def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
@@ -92,15 +117,6 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
         assert near._Shingles(nodes, p).sims(edges) == want, p
         monkeypatch.setattr(kernels, "enabled", True)
     assert len(set(want)) > 20  # the pairs span many similarities, not one value
-    from tasksieve.transforms.dedup.signatures import _codes
-
-    for p in (MinHashParams(), MinHashParams(shingle="word", size=2)):  # each set itself, not only overlaps
-        codes, offsets = _codes(texts, p)
-        sets, lens = np.empty(offsets[-1] + len(texts), dtype=np.uint64), np.empty(len(texts), dtype=np.int64)
-        kernels.get().shingle_sets(codes, offsets, p.size, sets, lens)
-        for i, t in enumerate(texts):
-            start = offsets[i] + i
-            assert np.array_equal(sets[start : start + lens[i]], mh.shingle_hashes(t, p.shingle, p.size)), (p, t[:20])
 
 
 _WS, _BEFORE, _AFTER = re.compile(r"\s+"), re.compile(r"\s+([.,;:!?%)\]}])"), re.compile(r"([(\[{])\s+")

@@ -5,7 +5,7 @@ of records, never one edge, node or task, so Beam's per-element cost is
 paid a few hundred times per run, not millions.
 
 The decisions are near.py's: the same bucket_pairs, semantic_edges,
-judge_edges, best_links and decide_cluster (tests/test_batch_dedup.py
+judge_edges, best_links and decide_clusters (tests/test_batch_dedup.py
 compares both paths). The row path judges edges per connected component
 of *candidate* edges; on a pool built from shared templates those
 percolate into one component holding a large share of the pool (15% at
@@ -20,7 +20,7 @@ only *confirmed* edges are joined into clusters.
     rows + edges --GroupByKey(edge shard)--> confirmed edges (judge_edges)
     confirmed --CombineGlobally--> cluster and best link of each member
     pending rows + clusters --GroupByKey(hash shard)--> members per cluster shard
-    members --GroupByKey(cluster shard)--> kept and dropped chunks (decide_cluster)
+    members --GroupByKey(cluster shard)--> kept and dropped chunks (decide_clusters)
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import numpy as np
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
 from tasksieve.transforms.dedup.minhash import text_of
-from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_cluster, edge_order,
-                                             judge_edges, task_node)
+from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
+                                             edge_order, judge_edges, task_node)
 from tasksieve.transforms.dedup.shards import buckets, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
@@ -240,19 +240,20 @@ def route_clusters(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: 
 
 
 def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
-    """One cluster shard -> near.decide_cluster of each cluster: one KEPT
-    chunk and one DROPPED chunk."""
+    """One cluster shard -> near.decide_clusters of its clusters (one
+    Component for the shard, so the drop details' similarities are one
+    block): one KEPT chunk and one DROPPED chunk."""
     by_root: dict = {}
     for part in kv[1]:
         for root, kind, r, link in unpack(part):
             by_root.setdefault(root, []).append((kind, r, link))
+    members = [m for root in sorted(by_root) for m in by_root[root]]
+    c = Component([r for k, r, _ in members if k == "task"], [r for k, r, _ in members if k != "task"], near.p)
+    via = {_node(k, r): link for k, r, link in members}
+    clusters = [[_node(k, r) for k, r, _ in by_root[root]] for root in sorted(by_root)]
     kept, dropped = [], []
-    for root in sorted(by_root):
-        members = by_root[root]
-        c = Component([r for k, r, _ in members if k == "task"], [r for k, r, _ in members if k != "task"], near.p)
-        via = {_node(k, r): link for k, r, link in members}
-        for tag, t in decide_cluster(c, list(c.texts), via, near.p, near.threshold):
-            (kept if tag == KEPT else dropped).append(t)
+    for tag, t in decide_clusters(c, clusters, via, near.p, near.threshold):
+        (kept if tag == KEPT else dropped).append(t)
     if kept:
         yield KEPT, as_chunk(kept, spill)
     if dropped:

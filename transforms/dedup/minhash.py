@@ -104,11 +104,6 @@ def shingle_hashes(normalised: str, shingle: str = "char", size: int = 5) -> np.
             return np.zeros(1, dtype=np.uint64)  # the empty text: one fixed shingle
         if codes.shape[0] < size:
             size = codes.shape[0]  # shorter than a window: the whole text is one shingle
-        compiled = kernels.get()
-        if compiled is not None:  # the same set, in one compiled loop (kernels.py)
-            out, lens = np.empty(codes.shape[0] + 1, dtype=np.uint64), np.empty(1, dtype=np.int64)
-            compiled.shingle_sets(codes, np.array([0, codes.shape[0]], dtype=np.int64), size, out, lens)
-            return out[: lens[0]]
         return _to32(_rolling(codes + np.uint64(1), size))
 
 

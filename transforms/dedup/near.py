@@ -186,11 +186,18 @@ def component_messages(comps: dict):
 _EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
 
 
+def _pair(e: tuple) -> tuple:
+    """An edge's two nodes in one order: the similarity is symmetric."""
+    return (e[0], e[1]) if e[0] <= e[1] else (e[1], e[0])
+
+
 class _Shingles:
-    """Shingle similarities and number overlaps of a component's members."""
+    """Shingle similarities and number overlaps of a component's members.
+    Similarities are remembered per pair: a drop's detail asks again for
+    pairs a block already measured."""
 
     def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.counts = texts, p, {}
+        self.texts, self.p, self.counts, self.known = texts, p, {}, {}
 
     def numbers(self, a, b) -> float:
         for n in (a, b):
@@ -200,21 +207,22 @@ class _Shingles:
 
     def sims(self, edges: list[tuple]) -> list[float]:
         """The exact shingle Jaccard of every edge's two texts, rounded to 4
-        places: a block of edges at a time, each node's shingles made once
-        per block, in compiled code (signatures.jaccard_counts)."""
-        out: list[float] = []
-        for i in range(0, len(edges), _EDGE_BLOCK):
-            block = edges[i : i + _EDGE_BLOCK]
+        places: the pairs not measured before, a block at a time, each
+        node's shingles made once per block, in compiled code
+        (signatures.jaccard_counts)."""
+        todo = list({_pair(e) for e in edges} - self.known.keys())
+        for i in range(0, len(todo), _EDGE_BLOCK):
+            block = todo[i : i + _EDGE_BLOCK]
             index: dict = {}
-            for e in block:
-                index.setdefault(e[0], len(index))
-                index.setdefault(e[1], len(index))
+            for a, b in block:
+                index.setdefault(a, len(index))
+                index.setdefault(b, len(index))
             ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
             eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
             inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            out += [round(x / (la + lb - x), 4)
-                    for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
-        return out
+            for (a, b), x, la, lb in zip(block, inter.tolist(), lens[ea].tolist(), lens[eb].tolist()):
+                self.known[a, b] = round(x / (la + lb - x), 4)
+        return [self.known[_pair(e)] for e in edges]
 
     def sim(self, a, b) -> float:
         """sims of one pair (a drop's detail names the similarity to its survivor)."""
@@ -314,6 +322,26 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     (`same_problem.judge_pair`)."""
     c = Component(tasks, pool, p)
     clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
+    yield from decide_clusters(c, clusters, via, p, threshold)
+
+
+def _cluster_rows(c: Component, members: list[str]) -> tuple[list[dict], list[dict]]:
+    """(tasks by survivor_key, pool rows) of one cluster."""
+    ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
+    return ts, [c.pool_by_node[n] for n in members if n in c.pool_by_node]
+
+
+def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float):
+    """decide_cluster of each cluster in turn, with every similarity the
+    drop details name measured first in one block (one compiled call, not
+    one per dropped task)."""
+    pairs = []
+    for members in clusters:
+        ts, pools = _cluster_rows(c, members)
+        if len(members) > 1 and ts:
+            ns = [task_node(t) for t in ts]
+            pairs += [(n, r["node"]) for n in ns for r in pools] if pools else [(n, ns[0]) for n in ns[1:]]
+    c.sh.sims(pairs)
     for members in clusters:
         yield from decide_cluster(c, members, via, p, threshold)
 
@@ -322,8 +350,7 @@ def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams
     """(tag, task) for the tasks of one cluster of confirmed duplicates: the
     first by survivor_key is kept and the rest dropped naming it, or all are
     dropped when the cluster holds a reference-pool row."""
-    ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
-    pools = [c.pool_by_node[n] for n in members if n in c.pool_by_node]
+    ts, pools = _cluster_rows(c, members)
     if len(members) == 1 or not ts:
         for t in ts:
             yield KEPT, t
@@ -339,7 +366,7 @@ def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams
 def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
     n = task_node(t)
-    sims = dict(zip((r["node"] for r in pools), c.sh.sims([(n, r["node"]) for r in pools])))  # one block, used twice
+    sims = dict(zip((r["node"] for r in pools), c.sh.sims([(n, r["node"]) for r in pools])))
     best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
     exact = c.hashes[n] == best["content_hash"]
     detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),

@@ -15,6 +15,7 @@ The loop itself is kernels.signatures_into.
 
 from __future__ import annotations
 
+import os
 import zlib
 
 import numpy as np
@@ -24,18 +25,19 @@ from tasksieve.transforms.dedup.minhash import _WORD, MinHashParams, _perms, shi
 
 
 def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """(all texts' codes as one uint64 array, offsets): code points for
-    `char` shingles, crc32 of each `\\w+` token for `word` shingles."""
+    """(all texts' codes as one uint32 array, offsets): code points for
+    `char` shingles, crc32 of each `\\w+` token for `word` shingles. Both
+    fit 32 bits; the kernels widen each code as they read it."""
     if p.shingle == "word":
         per_text = []
         for t in texts:
             toks = _WORD.findall(t) or [t]
             per_text.append([zlib.crc32(tok.encode("utf-8")) for tok in toks])
         lengths = [len(c) for c in per_text]
-        flat = np.fromiter((c for cs in per_text for c in cs), dtype=np.uint64, count=sum(lengths))
+        flat = np.fromiter((c for cs in per_text for c in cs), dtype=np.uint32, count=sum(lengths))
     else:
         lengths = [len(t) for t in texts]
-        flat = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        flat = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return flat, offsets
@@ -58,14 +60,26 @@ def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     return out
 
 
-_TEXT_BATCH = 20_000  # texts whose code points are held at once (8 bytes each)
+_TEXT_BATCH = 20_000  # texts whose code points are held at once (4 bytes each)
+# Table slots come from a multiplier drawn per process: shingle hashes are
+# public arithmetic, so a delivery could be written whose hashes all share
+# one slot of a fixed table and make every lookup a long scan. Only speed
+# depends on it, never a count.
+_SLOT_MULT = np.uint64(int.from_bytes(os.urandom(8), "little") | 1)
+
+
+def _table(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.uint64]:
+    """(keys, stamps, shift) of an open-addressing table at most half full
+    with the windows of any one of `texts` (at most len + 1 of them)."""
+    bits = max(10, (2 * (max(map(len, texts), default=0) + 1)).bit_length())
+    return np.empty(1 << bits, dtype=np.uint32), np.zeros(1 << bits, dtype=np.int64), np.uint64(32 - bits)
 
 
 def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
     """(|A & B| for each pair (ea[k], eb[k]) of indices into `texts`, the
-    size of each text's shingle set): minhash.shingle_hashes and
-    np.intersect1d for a whole block of candidate pairs in two compiled
-    calls, where the one-pair code paid ~50 us of Python per pair."""
+    size of each text's shingle set): what minhash.shingle_hashes and
+    np.intersect1d give, for a whole block of candidate pairs in two
+    compiled calls, where the one-pair code paid ~50 us of Python per pair."""
     lens = np.empty(len(texts), dtype=np.int64)
     inter = np.empty(ea.shape[0], dtype=np.int64)
     compiled = kernels.get()
@@ -74,17 +88,22 @@ def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashP
         lens[:] = [s.shape[0] for s in sets]
         inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
         return inter, lens
-    # Each text's set once, however many pairs it is in; 32-bit hashes held
-    # as uint32 (half the memory); codes made a batch of texts at a time.
+    # Each text's windows once, however many pairs it is in; codes made a
+    # batch of texts at a time. Stamps: texts 1..n, then pairs n+1..
+    keys, stamp, shift = _table(texts)
+    nwin = np.empty(len(texts), dtype=np.int64)
     parts, starts, done = [], np.empty(len(texts), dtype=np.int64), 0
     for i in range(0, len(texts), _TEXT_BATCH):
         batch = texts[i : i + _TEXT_BATCH]
         codes, offsets = _codes(batch, p)
         part = np.empty(offsets[-1] + len(batch), dtype=np.uint32)
-        compiled.shingle_sets(codes, offsets, p.size, part, lens[i : i + len(batch)])
-        starts[i : i + len(batch)] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
+        j = slice(i, i + len(batch))
+        compiled.window_hashes(codes, offsets, p.size, part, nwin[j], lens[j], keys, stamp, i + 1, _SLOT_MULT, shift)
+        starts[j] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
         parts.append(part)
         done += part.shape[0]
-    sets = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    compiled.intersections(sets, starts, lens, ea, eb, inter)
+    hashes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    hit = np.zeros(keys.shape[0], dtype=np.uint8)
+    compiled.hashed_intersections(hashes, starts, nwin, ea, eb, inter, keys, stamp, hit, len(texts) + 1,
+                                  _SLOT_MULT, shift)
     return inter, lens
