@@ -78,7 +78,8 @@ def replay_rows(rows: list[dict], outcomes: list[str]) -> list[dict]:
 WEIRD_TEXT = ["'; DROP TABLE tasks; --", "bob's runs", "<script>alert(1)</script>", "../../etc/passwd",
               "\u202eevil\u202c", "z\u0335\u0336a\u0337l\u0338g\u0321o", "\u0000nul", "tab\tand\u000bvt",
               "\U0001F600 emoji", "\u200b\u200d", "\ufeffbom inside", "\u2028line sep\u2029", "%s%n%x", "{{7*7}}",
-              "C:\\\\windows\\\\path", "\\\\ud800 as text", "\u0085next line"]
+              "C:\\\\windows\\\\path", "\\\\ud800 as text", "\u0085next line",
+              "⓺x circled", "7" * 5000, "hundred " * 600]  # each once stopped near dedup's number reader
 
 # Values a field may be given (RAW markers become raw JSON text, see _raw).
 VALUE_POOL = [None, "", " ", True, False, 0, -1, -0.5, 1e308, 1e-320, 10**50, [1, 2], {"a": 1}, [], {},

@@ -66,6 +66,27 @@ def test_quantities_read_numbers_however_they_are_written():
     assert containment(Counter({"16": 1, "3": 1}), Counter({"16": 1, "3": 1, "7": 1})) == 1.0
 
 
+def test_quantities_of_hostile_text_never_raise_and_stay_distinct():
+    """A prompt is hostile input: each of these raised ValueError inside
+    near dedup and stopped the whole run (a digit that is no number, a
+    number past int()'s 4,300 digits, words multiplying past it)."""
+    hostile = {"circled": "⓺x and 3", "superscript": "²a 7",  # NFKC makes ² a 2, not ⓺
+               "long": "9" * 5000, "long2": "9" * 4999 + "8",
+               "fraction": "1/" + "9" * 5000, "decimal": "." + "5" * 5000, "dollar": "$" + "9" * 5000,
+               "words": "one " + "hundred " * 3000, "words2": "two " + "hundred " * 3000}
+    got = {k: quantities(t) for k, t in hostile.items()}
+    assert got["circled"] == Counter({"3": 1}) and got["superscript"] == Counter({"2": 1, "7": 1})
+    longs = [frozenset(got[k].items()) for k in ("long", "long2", "fraction", "decimal", "words", "words2")]
+    assert len(set(longs)) == len(longs)  # compared as written, not collapsed into one value
+    assert got["dollar"] == got["long"]
+    assert quantities("9" * 100) == Counter({"9" * 100: 1})  # the longest number still read as a number
+    tasks = [_row({"task_id": f"h{i}", "prompt": f"A farm has {t} and 12 cows in a field by the river.", "answer": "1",
+                   "domain": "math"}, i) for i, t in enumerate(hostile.values())]
+    tasks += [_row(dict(t, task_id=t["task_id"] + "-copy", answer="2"), 100 + i) for i, t in enumerate(tasks)]
+    out = list(find_near_duplicates(tasks, [], P, 0.8, semantic=True))
+    assert len(out) == len(tasks)
+
+
 def test_answers_are_compared_by_value_not_by_string():
     assert answers_agree("0.5", "1/2") is True
     assert answers_agree("$18", "18") is True

@@ -110,6 +110,11 @@ _LATEX_CMD = re.compile(r"\\(?:left|right|cdot|times|,|;|!|quad|qquad|text|mathr
 _TOKEN = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+(?:/\d+)?|[^\W\d_]+|%|\$|-")
 
 
+# The words a quantity can start with (_word_number, _MULTIPLIERS): any
+# other word is skipped at once, as the full loop would skip it.
+_STARTS = frozenset(_UNITS_SMALL) | frozenset(_TENS) | frozenset(_MULTIPLIERS)
+
+
 def _fold(text: str) -> str:
     """NFKC, lower case, accents stripped (so `fünf` and `funf`, `dieciséis`
     and `dieciseis` are one word), LaTeX fractions to `a/b`."""
@@ -125,10 +130,19 @@ def _fold(text: str) -> str:
     return t.replace("ß", "ss")
 
 
+_LONG = 100  # a number token longer than this is compared as written, never parsed
+_WORDS = 64  # words one number may take ("nine hundred ninety-nine thousand ..." needs ~20)
+_BIG_BITS = 1000  # a value wider than this is written in hex: str() fails past 4,300 digits
+
+
 def _num(tok: str) -> Fraction | None:
+    if len(tok) > _LONG:  # see _quantities
+        return None
     if tok.isdecimal():  # the common case, without Fraction's string parser
         return Fraction(int(tok))
-    if tok[0].isdigit() or tok[0] == ".":
+    # isdecimal, not isdigit: "⓺" is a digit but no number a parser reads,
+    # and a word token may start with it.
+    if tok[0].isdecimal() or tok[0] == ".":
         if "/" in tok:
             a, b = tok.split("/")
             return Fraction(int(a), int(b)) if int(b) else None
@@ -137,7 +151,10 @@ def _num(tok: str) -> Fraction | None:
 
 
 def _canon(v: Fraction) -> str:
-    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+    n, d = v.numerator, v.denominator
+    if max(n.bit_length(), d.bit_length()) > _BIG_BITS:  # "hundred hundred hundred ...": a row may say anything
+        return f"{n:#x}" if d == 1 else f"{n:#x}/{d:#x}"
+    return str(n) if d == 1 else f"{n}/{d}"
 
 
 def _word_number(toks: list[str], i: int) -> tuple[Fraction | None, int]:
@@ -145,7 +162,7 @@ def _word_number(toks: list[str], i: int) -> tuple[Fraction | None, int]:
     if toks[i] not in _UNITS_SMALL and toks[i] not in _TENS:
         return None, 0  # what the loop below finds for such a first word, sooner
     total, current, j, seen = 0, 0, i, False
-    while j < len(toks):
+    while j < len(toks) and j - i < _WORDS:
         w = toks[j]
         if w in _UNITS_SMALL:
             current += _UNITS_SMALL[w]
@@ -186,6 +203,14 @@ def _quantities(text: str) -> tuple:
     i = 0
     while i < len(toks):
         tok = toks[i]
+        if tok.isalpha() and tok not in _STARTS:  # most words: nothing below would take them
+            i += 1
+            continue
+        if len(tok) > _LONG and (tok[0].isdecimal() or tok[0] == "."):
+            # int() refuses over 4,300 digits, and parsing is quadratic below that.
+            out["#" + tok] += 1
+            i += 1
+            continue
         dollar = tok == "$"
         if dollar and i + 1 < len(toks) and _num(toks[i + 1]) is not None:
             i += 1
