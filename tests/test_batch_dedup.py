@@ -119,6 +119,52 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
     assert len(set(want)) > 20  # the pairs span many similarities, not one value
 
 
+def test_the_size_bound_only_drops_edges_the_judgement_refuses():
+    """batch_near.size_bound drops a candidate edge before its rows move;
+    it must only ever drop edges whose rounded Jaccard is under the
+    threshold. Pairs are built near the bound: a text and a copy with words
+    added or cut (one shingle set nearly inside the other, the case where
+    Jaccard meets min/max), at thresholds where rounding to 4 places
+    matters; and set_sizes must be the sizes the judgement uses."""
+    from tasksieve.transforms.dedup.batch_near import size_bound
+    from tasksieve.transforms.dedup.signatures import jaccard_counts, set_sizes
+
+    rng = random.Random(5)
+    base = _texts(6, 300)
+    texts = []
+    for t in base:
+        words = t.split()
+        cut = words[: max(0, len(words) - rng.randint(0, max(1, len(words) // 3)))]
+        texts += [t, " ".join(cut), t + " " + " ".join(rng.choice(words or ["w"]) for _ in range(rng.randint(0, 12)))]
+    p = MinHashParams()
+    ea = np.array([i for i in range(0, len(texts), 3) for _ in (1, 2)], dtype=np.int64)
+    eb = np.array([i + d for i in range(0, len(texts), 3) for d in (1, 2)], dtype=np.int64)
+    ea = np.concatenate([ea, rng.choices(range(len(texts)), k=2000)]).astype(np.int64)
+    eb = np.concatenate([eb, rng.choices(range(len(texts)), k=2000)]).astype(np.int64)
+    inter, lens = jaccard_counts(texts, ea, eb, p)
+    assert set_sizes(texts, p).tolist() == lens.tolist()
+    pruned = 0
+    for threshold in (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0):
+        for x, a, b in zip(inter.tolist(), ea.tolist(), eb.tolist()):
+            s = round(x / (lens[a] + lens[b] - x), 4)
+            if not size_bound(int(lens[a]), int(lens[b]), threshold):
+                pruned += 1
+                assert s < threshold, (threshold, texts[a][:40], texts[b][:40])
+    assert pruned > 1000  # the bound drops many edges here, not none
+    # A prefix's shingles are a subset of the text's, so its Jaccard *is*
+    # min/max: the bound must then be exact, at every size ratio around
+    # each threshold (text of distinct characters: L - 4 distinct shingles).
+    for a in (7, 100, 1001):
+        full = "".join(chr(0x4E00 + i) for i in range(a + 4))
+        prefixes = [full[: b + 4] for b in range(1, a + 1)]
+        inter, lens = jaccard_counts([full, *prefixes], np.zeros(a, dtype=np.int64), np.arange(1, a + 1), p)
+        assert lens[0] == a and lens[1:].tolist() == list(range(1, a + 1))
+        for threshold in (0.5, 0.7, 0.8, 0.85, 0.9, 0.999, 1.0):
+            for b, x in zip(range(1, a + 1), inter.tolist()):
+                s = round(x / (a + b - x), 4)
+                assert size_bound(a, b, threshold) == (s >= threshold), (a, b, threshold)
+
+
 _WS, _BEFORE, _AFTER = re.compile(r"\s+"), re.compile(r"\s+([.,;:!?%)\]}])"), re.compile(r"([(\[{])\s+")
 
 

@@ -36,6 +36,7 @@ from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
 from tasksieve.transforms.dedup.near import task_node
 from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands
+from tasksieve.transforms.dedup.signatures import set_sizes
 from tasksieve.transforms.normalize import with_hash
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
 from tasksieve.transforms.same_problem.rules import Rules
@@ -113,12 +114,15 @@ def exact_survivors(chunks) -> tuple[list[dict], list[dict]]:
     return kept, dropped
 
 
-def bucket_records(src, nodes: list[str], keys: np.ndarray, spill: Spill | None = None, shards: int = SHARDS):
-    """(BUCKETS, (bucket shard, (src, keys, nodes))) per shard: `keys` is
-    (n, k) bucket keys of the n `nodes`; `src` names the shard holding them."""
-    flat_nodes = np.repeat(np.array(nodes, dtype=object), keys.shape[1])
-    for bs, (ks, ns) in split_by_shard(keys.reshape(-1), flat_nodes, shards).items():
-        yield BUCKETS, (bs, pack((src, ks, ns), spill))
+def bucket_records(src, nodes: list[str], keys: np.ndarray, sizes: np.ndarray, spill: Spill | None = None,
+                   shards: int = SHARDS):
+    """(BUCKETS, (bucket shard, (src, keys, nodes, sizes))) per shard: `keys`
+    is (n, k) bucket keys of the n `nodes`, `sizes` their shingle-set sizes
+    (signatures.set_sizes); `src` names the shard holding them."""
+    k = keys.shape[1]
+    flat_nodes, flat_sizes = np.repeat(np.array(nodes, dtype=object), k), np.repeat(sizes, k)
+    for bs, (ks, ns, sz) in split_by_shard(keys.reshape(-1), flat_nodes, shards, flat_sizes).items():
+        yield BUCKETS, (bs, pack((src, ks, ns, sz), spill))
 
 
 def semantic_records(src, nodes: list[str], texts: list[str], spill: Spill | None = None, shards: int = SHARDS):
@@ -172,7 +176,7 @@ def task_records(src, kept: list[dict], near: NearSettings, spill: Spill | None 
         keys = text_bands(texts, near.p)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
-        yield from bucket_records(src, nodes, keys, spill)
+        yield from bucket_records(src, nodes, keys, set_sizes(texts, near.p), spill)
         if near.semantic:
             yield from semantic_records(src, nodes, texts, spill)
 
@@ -192,7 +196,7 @@ def pool_unit_records(unit, near: NearSettings, spill: Spill | None = None):
     from tasksieve.transforms.dedup.shards import bucket_keys
 
     keys = np.concatenate([bucket_keys(bands), exact_keys([r["content_hash"] for r in rows])[:, None]], axis=1)
-    yield from bucket_records(src, nodes, keys, spill)
+    yield from bucket_records(src, nodes, keys, set_sizes([r["text"] for r in rows], near.p), spill)
     if near.semantic:
         yield from semantic_records(src, nodes, [r["text"] for r in rows], spill)
     yield BATCH, (src, ("pool", pack(rows, spill)))

@@ -32,7 +32,7 @@ from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
 from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
-                                             edge_order, judge_edges, task_node)
+                                             edge_order, judge_edges, sort_edges, task_node)
 from tasksieve.transforms.dedup.shards import buckets, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
@@ -49,16 +49,32 @@ def _by_edge_shard(edges: list[tuple], where: dict, spill: Spill | None):
         yield shard, pack((part, {n: where[n] for e in part for n in e[:2]}), spill)
 
 
+def size_bound(a: int, b: int, threshold: float) -> bool:
+    """Can two texts with a and b distinct shingles be confirmed by their
+    shingles at all? Their Jaccard is at most min/max (all of the smaller
+    set shared), and rounding to 4 places is monotone, so an edge with
+    round(min/max, 4) under the threshold is refused by judge_edges whatever
+    its texts say. Edges with equal content hashes (confirmed outright)
+    have equal texts, so equal sizes; meaning edges never pass here."""
+    return round(min(a, b) / max(a, b), 4) >= threshold
+
+
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One bucket shard's records -> its candidate edges, by edge shard,
-    with `src` (the shard holding the row) of each node in an edge."""
+    with `src` (the shard holding the row) of each node in an edge. Edges
+    the set sizes already refuse (size_bound) are dropped here, before any
+    row moves for them: half the candidates of a templated pool."""
     parts = [unpack(b) for b in kv[1]]
-    keys = np.concatenate([ks for _, ks, _ in parts])
-    nodes = np.concatenate([ns for _, _, ns in parts])
-    srcs = np.concatenate([np.full(ks.shape[0], i) for i, (_, ks, _) in enumerate(parts)])
+    keys = np.concatenate([p[1] for p in parts])
+    nodes = np.concatenate([p[2] for p in parts])
+    sizes = np.concatenate([p[3] for p in parts]).tolist()
+    srcs = np.concatenate([np.full(p[1].shape[0], i) for i, p in enumerate(parts)])
     edges, where = [], {}
     for idx in buckets(keys):
-        found = list(bucket_pairs(nodes[idx].tolist(), near.max_pairs, near.within))
+        members = nodes[idx].tolist()
+        size = dict(zip(members, (sizes[i] for i in idx.tolist())))
+        found = [e for e in bucket_pairs(members, near.max_pairs, near.within)
+                 if size_bound(size[e[0]], size[e[1]], near.threshold)]
         if not found:
             continue
         in_edge = {x for e in found for x in e}
@@ -101,7 +117,7 @@ def edge_shard_found(kv, spill: Spill | None = None):
     needs: dict = {}
     for n in {n for e in edges for n in e[:2]}:
         needs.setdefault(where[n], {})[n] = [shard]
-    yield shard, (EDGES, pack(sorted(edges, key=edge_order), spill))
+    yield shard, (EDGES, pack(sort_edges(edges), spill))
     for src, nodes in needs.items():
         yield src, (NEEDS, pack(nodes, spill))
 
@@ -182,7 +198,7 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
             (tasks if row_kind == "task" else pool)[n] = r
             src_of[n], texts[n] = src, text
     c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
-    edges.sort(key=edge_order)
+    edges = sort_edges(edges)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)

@@ -175,6 +175,18 @@ def edge_order(e: tuple) -> tuple:
     return (e[0], e[1], len(e), -2.0 if len(e) < 3 or e[2] is None else e[2])
 
 
+def sort_edges(edges) -> list:
+    """Edges as a list in edge_order. When every edge is an (a, b) pair
+    (no meaning stage) that is plain tuple order, sorted without a key call
+    per edge (millions of edges at pool scale)."""
+    edges = list(edges)
+    if all(len(e) == 2 for e in edges):
+        edges.sort()
+    else:
+        edges.sort(key=edge_order)
+    return edges
+
+
 def component_messages(comps: dict):
     """(node, ('root', root)) for each node, (root, ('edges', edges)) for each component."""
     for root, edges in comps.items():
@@ -192,9 +204,7 @@ def _pair(e: tuple) -> tuple:
 
 
 class _Shingles:
-    """Shingle similarities and number overlaps of a component's members.
-    Similarities are remembered per pair: a drop's detail asks again for
-    pairs a block already measured."""
+    """Shingle similarities and number overlaps of a component's members."""
 
     def __init__(self, texts: dict, p: MinHashParams):
         self.texts, self.p, self.counts, self.known = texts, p, {}, {}
@@ -207,26 +217,34 @@ class _Shingles:
 
     def sims(self, edges: list[tuple]) -> list[float]:
         """The exact shingle Jaccard of every edge's two texts, rounded to 4
-        places: the pairs not measured before, a block at a time, each
-        node's shingles made once per block, in compiled code
-        (signatures.jaccard_counts)."""
-        todo = list({_pair(e) for e in edges} - self.known.keys())
-        for i in range(0, len(todo), _EDGE_BLOCK):
-            block = todo[i : i + _EDGE_BLOCK]
+        places: a block of edges at a time, each node's shingles made once
+        per block, in compiled code (signatures.jaccard_counts)."""
+        out: list[float] = []
+        for i in range(0, len(edges), _EDGE_BLOCK):
+            block = edges[i : i + _EDGE_BLOCK]
             index: dict = {}
-            for a, b in block:
-                index.setdefault(a, len(index))
-                index.setdefault(b, len(index))
+            for e in block:
+                index.setdefault(e[0], len(index))
+                index.setdefault(e[1], len(index))
             ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
             eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
             inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            for (a, b), x, la, lb in zip(block, inter.tolist(), lens[ea].tolist(), lens[eb].tolist()):
-                self.known[a, b] = round(x / (la + lb - x), 4)
-        return [self.known[_pair(e)] for e in edges]
+            out += [round(x / (la + lb - x), 4)
+                    for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
+        return out
+
+    def remember(self, pairs: list[tuple]) -> None:
+        """Measure `pairs` now, in one block, for later `sim` calls (the
+        similarities a cluster's drop details name)."""
+        todo = list({_pair(e) for e in pairs} - self.known.keys())
+        self.known.update(zip(todo, self.sims(todo)))
 
     def sim(self, a, b) -> float:
-        """sims of one pair (a drop's detail names the similarity to its survivor)."""
-        return self.sims([(a, b)])[0]
+        """The similarity of one pair: remembered, or a block of one."""
+        key = _pair((a, b))
+        if key not in self.known:
+            self.known[key] = self.sims([key])[0]
+        return self.known[key]
 
 
 def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, guard_below: float) -> bool:
@@ -341,7 +359,7 @@ def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHa
         if len(members) > 1 and ts:
             ns = [task_node(t) for t in ts]
             pairs += [(n, r["node"]) for n in ns for r in pools] if pools else [(n, ns[0]) for n in ns[1:]]
-    c.sh.sims(pairs)
+    c.sh.remember(pairs)
     for members in clusters:
         yield from decide_cluster(c, members, via, p, threshold)
 
@@ -366,7 +384,7 @@ def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams
 def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
     n = task_node(t)
-    sims = dict(zip((r["node"] for r in pools), c.sh.sims([(n, r["node"]) for r in pools])))
+    sims = {r["node"]: c.sh.sim(n, r["node"]) for r in pools}
     best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
     exact = c.hashes[n] == best["content_hash"]
     detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),

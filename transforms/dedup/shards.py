@@ -65,17 +65,18 @@ def text_bands(texts: list[str], p: MinHashParams) -> np.ndarray:
     return bucket_keys(band_matrix(signatures(texts, p), p))
 
 
-def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int):
-    """{shard: (keys, nodes)} of flat bucket records, shard = key % shards:
-    one record per shard per batch, instead of one per band per task."""
+def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int, *cols: np.ndarray):
+    """{shard: (keys, nodes, *cols)} of flat bucket records (`cols`: more
+    arrays parallel to `keys`), shard = key % shards: one record per shard
+    per batch, instead of one per band per task."""
     shard = keys % shards
     order = np.argsort(shard, kind="stable")
-    keys, nodes, shard = keys[order], nodes[order], shard[order]
-    cuts = np.flatnonzero(np.diff(shard)) + 1
+    arrays = [a[order] for a in (keys, nodes, *cols)]
+    cuts = np.flatnonzero(np.diff(shard[order])) + 1
     out = {}
-    for ks, ns in zip(np.split(keys, cuts), np.split(nodes, cuts)):
-        if ks.shape[0]:
-            out[int(ks[0] % shards)] = (ks, ns)
+    for parts in zip(*(np.split(a, cuts) for a in arrays)):
+        if parts[0].shape[0]:
+            out[int(parts[0][0] % shards)] = parts
     return out
 
 

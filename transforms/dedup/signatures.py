@@ -75,23 +75,11 @@ def _table(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.uint64]:
     return np.empty(1 << bits, dtype=np.uint32), np.zeros(1 << bits, dtype=np.int64), np.uint64(32 - bits)
 
 
-def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """(|A & B| for each pair (ea[k], eb[k]) of indices into `texts`, the
-    size of each text's shingle set): what minhash.shingle_hashes and
-    np.intersect1d give, for a whole block of candidate pairs in two
-    compiled calls, where the one-pair code paid ~50 us of Python per pair."""
-    lens = np.empty(len(texts), dtype=np.int64)
-    inter = np.empty(ea.shape[0], dtype=np.int64)
-    compiled = kernels.get()
-    if compiled is None:
-        sets = [shingle_hashes(t, p.shingle, p.size) for t in texts]
-        lens[:] = [s.shape[0] for s in sets]
-        inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
-        return inter, lens
-    # Each text's windows once, however many pairs it is in; codes made a
-    # batch of texts at a time. Stamps: texts 1..n, then pairs n+1..
-    keys, stamp, shift = _table(texts)
-    nwin = np.empty(len(texts), dtype=np.int64)
+def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift):
+    """(every text's window hashes end to end, where each starts, how many
+    it has, how many distinct): kernels.window_hashes, codes made a batch
+    of texts at a time. Text i counts its distinct hashes under stamp i + 1."""
+    nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
     parts, starts, done = [], np.empty(len(texts), dtype=np.int64), 0
     for i in range(0, len(texts), _TEXT_BATCH):
         batch = texts[i : i + _TEXT_BATCH]
@@ -102,7 +90,35 @@ def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashP
         starts[j] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
         parts.append(part)
         done += part.shape[0]
-    hashes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    hashes = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
+    return hashes, starts, nwin, lens
+
+
+def set_sizes(texts: list[str], p: MinHashParams) -> np.ndarray:
+    """How many distinct shingles each text has (the `lens` jaccard_counts
+    gives): two texts whose sizes differ by more than the threshold allows
+    can never be near duplicates (batch_near.size_bound)."""
+    compiled = kernels.get()
+    if compiled is None:
+        return np.array([shingle_hashes(t, p.shingle, p.size).shape[0] for t in texts], dtype=np.int64)
+    return _windows(texts, p, compiled, *_table(texts))[3]
+
+
+def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """(|A & B| for each pair (ea[k], eb[k]) of indices into `texts`, the
+    size of each text's shingle set): what minhash.shingle_hashes and
+    np.intersect1d give, for a whole block of candidate pairs in two
+    compiled calls, where the one-pair code paid ~50 us of Python per pair."""
+    inter = np.empty(ea.shape[0], dtype=np.int64)
+    compiled = kernels.get()
+    if compiled is None:
+        sets = [shingle_hashes(t, p.shingle, p.size) for t in texts]
+        inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
+        return inter, np.array([s.shape[0] for s in sets], dtype=np.int64)
+    # Each text's windows once, however many pairs it is in. Stamps: texts
+    # 1..n, then pairs n+1.., so one table serves both calls.
+    keys, stamp, shift = _table(texts)
+    hashes, starts, nwin, lens = _windows(texts, p, compiled, keys, stamp, shift)
     hit = np.zeros(keys.shape[0], dtype=np.uint8)
     compiled.hashed_intersections(hashes, starts, nwin, ea, eb, inter, keys, stamp, hit, len(texts) + 1,
                                   _SLOT_MULT, shift)
