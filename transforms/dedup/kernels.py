@@ -29,6 +29,18 @@ _LOW = np.uint64(0xFFFFFFFF)
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+def _find_slot(keys, stamp, x, g, mult, shift, mask):
+    """The slot of the open-addressing table that holds hash x under stamp
+    g, or the free slot where x goes (linear probing)."""
+    s = ((x * mult) & _LOW) >> shift
+    while stamp[s] == g and keys[s] != x:
+        s = (s + _ONE) & mask
+    return s
+
+
+_find = _find_slot  # compiled by _compile() before the kernels that call it
+
+
 def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift):
     """The 32-bit hash of every `size`-long window of each text's codes
     (minhash._to32(minhash._rolling)), in text order, duplicates kept: text
@@ -56,9 +68,7 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
                 h = h * BASE + (codes[start + k + j] + _ONE)
             x = np.uint32((h * MUL) >> _SHIFT)
             out[base + k] = x
-            s = ((x * mult) & _LOW) >> shift
-            while stamp[s] == g and keys[s] != x:
-                s = (s + _ONE) & mask
+            s = _find(keys, stamp, x, g, mult, shift, mask)
             if stamp[s] != g:
                 stamp[s] = g
                 keys[s] = x
@@ -81,9 +91,7 @@ def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, f
         g = first + k
         for i in range(starts[a], starts[a] + nwin[a]):
             x = hashes[i]
-            s = ((x * mult) & _LOW) >> shift
-            while stamp[s] == g and keys[s] != x:
-                s = (s + _ONE) & mask
+            s = _find(keys, stamp, x, g, mult, shift, mask)
             if stamp[s] != g:
                 stamp[s] = g
                 keys[s] = x
@@ -91,9 +99,7 @@ def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, f
         count = 0
         for i in range(starts[b], starts[b] + nwin[b]):
             x = hashes[i]
-            s = ((x * mult) & _LOW) >> shift
-            while stamp[s] == g and keys[s] != x:
-                s = (s + _ONE) & mask
+            s = _find(keys, stamp, x, g, mult, shift, mask)
             if stamp[s] == g and hit[s] == 0:
                 hit[s] = 1
                 count += 1
@@ -139,6 +145,8 @@ def _compile() -> SimpleNamespace | None:
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
+    global _find
+    _find = jit(_find_slot)  # the kernels find it by name when they compile
     return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
                            hashed_intersections=jit(_hashed_intersections))
 
