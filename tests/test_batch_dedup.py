@@ -232,6 +232,58 @@ def test_shard_buckets_give_the_row_path_edges():
     assert got == want
 
 
+def test_bucket_shard_edges_are_the_per_bucket_rule():
+    """band_shard_found handles two-record buckets as arrays: its edges and
+    their sources must be, for every bucket, bucket_pairs less the pairs
+    size_bound refuses, whatever the bucket holds (pool rows, one node
+    twice, sizes whose ratio rounds onto the threshold, `within` off)."""
+    from tasksieve.transforms.dedup.batch import NearSettings
+    from tasksieve.transforms.dedup.batch_near import band_shard_found, size_bound
+    from tasksieve.transforms.dedup.minhash import MinHashParams
+
+    rng = random.Random(7)
+    # Size pairs whose ratio is on, just under or just over 0.8, within
+    # 1e-4 of it (7999/10000 rounds under 0.8, 39999/50000 onto it), or 1/3
+    # (a threshold of 1/3 is never met: round(1/3, 4) is under it).
+    tricky = [(4, 5), (80, 100), (7999, 10000), (8001, 10000), (39999, 50000), (79995, 100000), (99, 125), (1, 3),
+              (100, 300)]
+    for trial in range(200):
+        n = rng.randint(2, 50)
+        groups = [(rng.randrange(32), [f"s\x1f{i}" for i in range(0, n, 2)]),
+                  (rng.randrange(32), [f"s\x1f{i}" for i in range(1, n, 2)]),
+                  (("pool", "f.parquet", 0), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))])]
+        pair = rng.choice(tricky)
+        size_of = {x: rng.choice([*pair, *pair, rng.randint(1, 400)]) for _, names in groups for x in names}
+        threshold = rng.choice([0.8, 0.8, 0.8, 0.7999, 0.8001, 0.5, 1.0, 1 / 3])
+        near = NearSettings(MinHashParams(), threshold, max_bucket_pairs=rng.choice([2, 3, 32]),
+                            within=rng.random() < 0.7)
+        parts, want, where = [], set(), {}
+        by_key: dict = {}
+        for src, names in groups:
+            if not names:
+                continue
+            m = rng.randint(1, 60)
+            ns = [rng.choice(names) for _ in range(m)]
+            ks = [rng.randrange(max(2, n // 2)) for _ in range(m)]
+            for k, x in zip(ks, ns):
+                by_key.setdefault(k, []).append((x, src))
+            parts.append(chunks.pack((src, np.array(ks, dtype=np.int64), np.array(ns, dtype=object),
+                                      np.array([size_of[x] for x in ns], dtype=np.int64))))
+        for members in by_key.values():
+            for a, b in bucket_pairs([x for x, _ in members], near.max_pairs, near.within):
+                if size_bound(size_of[a], size_of[b], threshold):
+                    want.add((a, b))
+                    where.update({x: s for x, s in members if x in (a, b)})
+        got, got_where = set(), {}
+        for shard, blob in band_shard_found((0, parts), near):
+            edges, part_where = chunks.unpack(blob)
+            assert all(shards.shard_of(a, 32) == shard for a, _ in edges)  # the lower node's shard
+            got.update(edges)
+            got_where.update(part_where)
+        assert got == want, trial
+        assert got_where == where, trial
+
+
 def _run(inputs, out, cfg_text, tmp, *extra):
     cfg = tmp / f"{out.name}.toml"
     cfg.write_text(cfg_text)

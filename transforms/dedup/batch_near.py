@@ -33,7 +33,7 @@ from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
 from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
                                              edge_order, judge_edges, sort_edges, task_node)
-from tasksieve.transforms.dedup.shards import buckets, shard_of
+from tasksieve.transforms.dedup.shards import bucket_groups, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
@@ -41,10 +41,18 @@ NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_ro
 
 def _by_edge_shard(edges: list[tuple], where: dict, spill: Spill | None):
     """(edge shard, packed ([edges], {node: src})) for each edge shard the
-    edges fall in: candidate edges meet in their edge shard, not in one step."""
+    edges fall in: candidate edges meet in their edge shard, not in one step.
+    An edge's shard is its lower node's (edges are (lower, higher, ...)), so
+    a node's edges as the lower node all meet in one shard and its row goes
+    to fewer shards than it has edges (a shard per edge sent a row once per
+    edge); the one tuple always lands in one shard, so duplicates still meet."""
     parts: dict = {}
+    node_shard: dict = {}
     for e in edges:
-        parts.setdefault(shard_of(f"{e[0]}\x1f{e[1]}", SHARDS), []).append(e)
+        shard = node_shard.get(e[0])
+        if shard is None:
+            shard = node_shard[e[0]] = shard_of(e[0], SHARDS)
+        parts.setdefault(shard, []).append(e)
     for shard, part in parts.items():
         yield shard, pack((part, {n: where[n] for e in part for n in e[:2]}), spill)
 
@@ -59,28 +67,66 @@ def size_bound(a: int, b: int, threshold: float) -> bool:
     return round(min(a, b) / max(a, b), 4) >= threshold
 
 
+def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> np.ndarray:
+    """size_bound for arrays of set sizes, exactly: round(x, 4) is within
+    0.5e-4 (and an ulp) of x, so a ratio 1e-4 or more clear of the threshold
+    is decided by the comparison alone; only the few closer ones go through
+    size_bound itself."""
+    ratio = small / large
+    keep = ratio >= threshold + 1e-4
+    near = np.flatnonzero(~keep & (ratio >= threshold - 1e-4))
+    for i in near.tolist():
+        keep[i] = size_bound(int(small[i]), int(large[i]), threshold)
+    return keep
+
+
+def _two_record_edges(nodes, sizes, pool, pairs: np.ndarray, near: NearSettings):
+    """bucket_pairs and size_bound for every bucket of exactly two records,
+    as arrays: (lower node, higher node, record index of each) of the edges
+    kept. The same pairs and the same refusals as the per-bucket loop."""
+    ia, ib = pairs[:, 0], pairs[:, 1]
+    na, nb = nodes[ia], nodes[ib]
+    pa, pb = pool[ia], pool[ib]
+    # Pool-pool never; task-task only `within`; one node twice is no pair.
+    keep = (na != nb) & ((pa != pb) | (~pa & ~pb & near.within))
+    sa, sb = sizes[ia], sizes[ib]
+    keep[keep] = _size_bound_mask(np.minimum(sa[keep], sb[keep]), np.maximum(sa[keep], sb[keep]), near.threshold)
+    ia, ib, na, nb = ia[keep], ib[keep], na[keep], nb[keep]
+    low = na < nb
+    return np.where(low, na, nb), np.where(low, nb, na), ia, ib
+
+
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One bucket shard's records -> its candidate edges, by edge shard,
     with `src` (the shard holding the row) of each node in an edge. Edges
     the set sizes already refuse (size_bound) are dropped here, before any
-    row moves for them: half the candidates of a templated pool."""
+    row moves for them: half the candidates of a templated pool. Buckets of
+    two records (most) are handled as arrays, larger ones by bucket_pairs."""
     parts = [unpack(b) for b in kv[1]]
     keys = np.concatenate([p[1] for p in parts])
     nodes = np.concatenate([p[2] for p in parts])
-    sizes = np.concatenate([p[3] for p in parts]).tolist()
-    srcs = np.concatenate([np.full(p[1].shape[0], i) for i, p in enumerate(parts)])
-    edges, where = [], {}
-    for idx in buckets(keys):
+    sizes = np.concatenate([p[3] for p in parts])
+    srcs = [p[0] for p in parts]
+    part_of = np.concatenate([np.full(p[1].shape[0], i) for i, p in enumerate(parts)])
+    # Pool rows come in parts of their own (pool_unit_records), tasks never.
+    pool = np.concatenate([np.full(p[1].shape[0], isinstance(p[0], tuple) and p[0][0] == "pool") for p in parts])
+    pairs, larger = bucket_groups(keys)
+    lo, hi, ia, ib = _two_record_edges(nodes, sizes, pool, pairs, near)
+    edges = list(zip(lo.tolist(), hi.tolist()))
+    where = dict(zip(nodes[ia].tolist(), (srcs[i] for i in part_of[ia].tolist())))
+    where.update(zip(nodes[ib].tolist(), (srcs[i] for i in part_of[ib].tolist())))
+    size_list = sizes.tolist()
+    for idx in larger:
         members = nodes[idx].tolist()
-        size = dict(zip(members, (sizes[i] for i in idx.tolist())))
+        size = dict(zip(members, (size_list[i] for i in idx.tolist())))
         found = [e for e in bucket_pairs(members, near.max_pairs, near.within)
                  if size_bound(size[e[0]], size[e[1]], near.threshold)]
         if not found:
             continue
         in_edge = {x for e in found for x in e}
-        for i in idx:
+        for i in idx.tolist():
             if nodes[i] in in_edge:
-                where[nodes[i]] = parts[srcs[i]][0]
+                where[nodes[i]] = srcs[part_of[i]]
         edges += found
     yield from _by_edge_shard(edges, where, spill)
 

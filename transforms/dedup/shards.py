@@ -83,11 +83,20 @@ def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int, *cols: np.n
 def buckets(keys: np.ndarray) -> list[np.ndarray]:
     """Record indices of every bucket key held by 2+ records, found with one
     sort: only those buckets are looked at in Python (bucket_pairs)."""
+    pairs, larger = bucket_groups(keys)
+    return sorted([*pairs, *larger], key=lambda idx: keys[idx[0]])
+
+
+def bucket_groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The buckets of `buckets`, split: an (m, 2) array of the record
+    indices of every bucket held by exactly two records (most of them, and
+    the ones batch_near judges as arrays), and a list of the larger ones."""
     if keys.shape[0] < 2:
-        return []
+        return np.zeros((0, 2), dtype=np.int64), []
     order = np.argsort(keys, kind="stable")
     ks = keys[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], ks.shape[0]]
-    big = ends - starts > 1
-    return [order[s:e] for s, e in zip(starts[big], ends[big])]
+    size = np.r_[starts[1:], ks.shape[0]] - starts
+    two = starts[size == 2]
+    pairs = np.stack([order[two], order[two + 1]], axis=1)
+    return pairs, [order[s : s + n] for s, n in zip(starts[size > 2], size[size > 2])]
