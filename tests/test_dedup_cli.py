@@ -65,3 +65,37 @@ def test_bad_pool_or_index_fails_with_one_line(sample_dir, tmp_path):
     assert proc.returncode == 1 and "--dedup-against" in proc.stderr
     proc = _dedup("--input", str(sample_dir), "--out", str(tmp_path / "o"), "--save-index", str(tmp_path / "i"))
     assert proc.returncode == 1 and "needs --dedup-against" in proc.stderr
+
+
+def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
+    """Two earlier sets with one source and the same task ids (quarters
+    numbered from 1 again): each pool task is its own node, so a copy of a
+    task of the first file is dropped against it, on both paths, not kept
+    because the second file's task took its id. A task id spelling the
+    suffix a repeat gets ("\\x1f#2") takes no other task's place either."""
+    from tasksieve.transforms.dedup.minhash import MinHashParams
+    from tasksieve.transforms.dedup.pool_index import pool_rows
+
+    prompts = ["A farmer has 17 sheep and buys 5 more at the market on Tuesday. How many sheep does he have now?",
+               "Compute the sum of the interior angles of a regular hexagon, giving your answer in degrees.",
+               "A train travels 240 kilometres in 3 hours at a constant speed. What is its speed in km per hour?"]
+    pools = []
+    for i, (prompt, tid) in enumerate(zip(prompts, ["t1", "t1", "t1\x1f#2"])):
+        pools.append(tmp_path / f"q{i}.jsonl")
+        pools[-1].write_text(json.dumps({"task_id": tid, "source": "vendorA", "prompt": prompt, "answer": str(i)}) + "\n")
+    nodes = [r["node"] for r in pool_rows([str(p) for p in pools], MinHashParams())]
+    assert len(nodes) == 3 and len(set(nodes)) == 3
+    delivery = tmp_path / "delivery.jsonl"
+    delivery.write_text("".join(json.dumps({"task_id": f"new{i}", "source": "vendorB", "prompt": p, "answer": str(i)}) + "\n"
+                                for i, p in enumerate(prompts)))
+    for batch in ("true", "false"):
+        cfg = tmp_path / f"{batch}.toml"
+        cfg.write_text(f"[dedup]\nbatch = {batch}\nsemantic = false\n[decontam]\nbenchmarks = []\n")
+        out = tmp_path / f"out-{batch}"
+        proc = _dedup("--input", str(delivery), "--out", str(out), "--dedup-against", *map(str, pools),
+                      "--config", str(cfg))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        drops = _drops(out)
+        assert set(drops) == {("vendorB", f"new{i}") for i in range(3)}, (batch, drops)
+        for i in range(3):
+            assert json.loads(drops[("vendorB", f"new{i}")][2])["pool"] == str(pools[i]), (batch, i)

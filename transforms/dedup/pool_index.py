@@ -5,7 +5,8 @@ large pool is not re-hashed on every run.
 An index is a folder:
 - `meta.json`: format version, the MinHash parameters it was built with,
   the pool paths, and the row count;
-- `pool.parquet`: one row per pool task: `node` (join id), `source`,
+- `pool.parquet`: one row per pool task: `node` (join id, unique in the
+  index: see _unique_node), `source`,
   `task_id`, `pool` (the file it came from), `content_hash` (as
   `normalize.content_hash`), `text` (normalised prompt, for the
   confirming similarity) and `bands` (the LSH band keys).
@@ -19,6 +20,7 @@ never holds the pool in memory.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -33,7 +35,9 @@ from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source
 from tasksieve.transforms.validate import validate_row
 
-FORMAT = "tasksieve-pool-index/1"
+# /2: node ids are unique in the index (_unique_node); a /1 index may give two
+# pool tasks one id, so it is refused and must be rebuilt.
+FORMAT = "tasksieve-pool-index/2"
 META = "meta.json"
 ROWS = "pool.parquet"
 SCHEMA = pa.schema([
@@ -66,9 +70,28 @@ def _pool_task(raw: dict, max_field_chars: int) -> dict | None:
             "answer": None if ans is None else str(ans), "tests": rec.get("tests") if isinstance(rec.get("tests"), str) else None}
 
 
+def _unique_node(node: str, seen: set) -> str:
+    """`node`, or if the index already holds it, `node` + "\x1f#k" for the
+    first k that is free. Two pool files (last quarter's set and the one
+    before) often reuse a source and its task ids, and one id for two tasks
+    made the later row stand in for both: an exact copy of the earlier one
+    was then kept. The first occurrence keeps the plain id, so pools without
+    a repeat are indexed as before. `seen` holds 8-byte hashes of the ids
+    given out (a pool of millions stays small): a hash collision only costs
+    a suffix, and an id equal to one given out always has its hash there,
+    so no id is given out twice, whatever the ids spell."""
+    candidate, k = node, 1
+    while (h := hashlib.blake2b(candidate.encode("utf-8", "surrogatepass"), digest_size=8).digest()) in seen:
+        k += 1
+        candidate = f"{node}\x1f#{k}"
+    seen.add(h)
+    return candidate
+
+
 def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_000,
               max_field_chars: int = 1_000_000, counts: dict | None = None) -> Iterator[dict]:
     counts = counts if counts is not None else {}
+    seen: set = set()
     for path in expand_inputs(paths):
         for raw in read_source(path, max_row_bytes):
             task = _pool_task(raw, max_field_chars)
@@ -76,7 +99,7 @@ def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_00
                 counts["unusable"] = counts.get("unusable", 0) + 1
                 continue
             counts["rows"] = counts.get("rows", 0) + 1
-            yield {"node": pool_node(task), "source": task["source"],
+            yield {"node": _unique_node(pool_node(task), seen), "source": task["source"],
                    "task_id": task["task_id"], "pool": path, "content_hash": content_hash(task),
                    "text": text_of(task), "bands": [k for _, k in task_bands(task, p)]}
 
@@ -112,7 +135,8 @@ def load_meta(path: str | Path, p: MinHashParams) -> dict:
     except (OSError, ValueError) as e:
         raise PoolIndexError(f"cannot read pool index {path}: {e}") from None
     if meta.get("format") != FORMAT:
-        raise PoolIndexError(f"{path} is not a {FORMAT} index (format {meta.get('format')!r})")
+        raise PoolIndexError(f"{path} is not a {FORMAT} index (format {meta.get('format')!r}); "
+                             "rebuild it from the pool files (tasksieve dedup ... --save-index)")
     if meta.get("params") != p.as_dict():
         raise PoolIndexError(f"pool index {path} was built with {meta.get('params')}, but this run uses {p.as_dict()}; "
                           "rebuild it (tasksieve dedup ... --save-index) or match [dedup] to it")
