@@ -74,7 +74,7 @@ def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
     because the second file's task took its id. A task id spelling the
     suffix a repeat gets ("\\x1f#2") takes no other task's place either."""
     from tasksieve.transforms.dedup.minhash import MinHashParams
-    from tasksieve.transforms.dedup.pool_index import pool_rows
+    from tasksieve.transforms.dedup.pool_index import _unique_node, pool_rows
 
     prompts = ["A farmer has 17 sheep and buys 5 more at the market on Tuesday. How many sheep does he have now?",
                "Compute the sum of the interior angles of a regular hexagon, giving your answer in degrees.",
@@ -85,6 +85,10 @@ def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
         pools[-1].write_text(json.dumps({"task_id": tid, "source": "vendorA", "prompt": prompt, "answer": str(i)}) + "\n")
     nodes = [r["node"] for r in pool_rows([str(p) for p in pools], MinHashParams())]
     assert len(nodes) == 3 and len(set(nodes)) == 3
+    seen, last = set(), {}  # one id 5,000 times, then ids spelling the suffixes it got, then it again
+    ids = [_unique_node("pool\x1fv\x1ft1", seen, last) for _ in range(5000)]
+    ids += [_unique_node(x, seen, last) for x in ("pool\x1fv\x1ft1\x1f#7", "pool\x1fv\x1ft1\x1f#5001", "pool\x1fv\x1ft1")]
+    assert len(set(ids)) == len(ids) == 5003 and ids[0] == "pool\x1fv\x1ft1"
     delivery = tmp_path / "delivery.jsonl"
     delivery.write_text("".join(json.dumps({"task_id": f"new{i}", "source": "vendorB", "prompt": p, "answer": str(i)}) + "\n"
                                 for i, p in enumerate(prompts)))

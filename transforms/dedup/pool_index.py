@@ -70,28 +70,41 @@ def _pool_task(raw: dict, max_field_chars: int) -> dict | None:
             "answer": None if ans is None else str(ans), "tests": rec.get("tests") if isinstance(rec.get("tests"), str) else None}
 
 
-def _unique_node(node: str, seen: set) -> str:
+def _hash8(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def _unique_node(node: str, seen: set, last: dict) -> str:
     """`node`, or if the index already holds it, `node` + "\x1f#k" for the
-    first k that is free. Two pool files (last quarter's set and the one
-    before) often reuse a source and its task ids, and one id for two tasks
-    made the later row stand in for both: an exact copy of the earlier one
-    was then kept. The first occurrence keeps the plain id, so pools without
-    a repeat are indexed as before. `seen` holds 8-byte hashes of the ids
-    given out (a pool of millions stays small): a hash collision only costs
-    a suffix, and an id equal to one given out always has its hash there,
-    so no id is given out twice, whatever the ids spell."""
-    candidate, k = node, 1
-    while (h := hashlib.blake2b(candidate.encode("utf-8", "surrogatepass"), digest_size=8).digest()) in seen:
+    first free k. Two pool files (last quarter's set and the one before)
+    often reuse a source and its task ids, and one id for two tasks made the
+    later row stand in for both: an exact copy of the earlier one was then
+    kept. The first occurrence keeps the plain id, so pools without a repeat
+    are indexed as before. `seen` holds 8-byte hashes of the ids given out
+    (a pool of millions stays small): a hash collision only costs a suffix,
+    and an id equal to one given out always has its hash there, so no id is
+    given out twice, whatever the ids spell. `last` remembers the last k of
+    each repeated id, so a pool of one id repeated n times costs n tries,
+    not n squared."""
+    base = _hash8(node)
+    if base not in seen:
+        seen.add(base)
+        return node
+    k = last.get(base, 1)
+    while True:
         k += 1
-        candidate = f"{node}\x1f#{k}"
-    seen.add(h)
-    return candidate
+        h = _hash8(candidate := f"{node}\x1f#{k}")
+        if h not in seen:
+            seen.add(h)
+            last[base] = k
+            return candidate
 
 
 def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_000,
               max_field_chars: int = 1_000_000, counts: dict | None = None) -> Iterator[dict]:
     counts = counts if counts is not None else {}
     seen: set = set()
+    last: dict = {}
     for path in expand_inputs(paths):
         for raw in read_source(path, max_row_bytes):
             task = _pool_task(raw, max_field_chars)
@@ -99,7 +112,7 @@ def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_00
                 counts["unusable"] = counts.get("unusable", 0) + 1
                 continue
             counts["rows"] = counts.get("rows", 0) + 1
-            yield {"node": _unique_node(pool_node(task), seen), "source": task["source"],
+            yield {"node": _unique_node(pool_node(task), seen, last), "source": task["source"],
                    "task_id": task["task_id"], "pool": path, "content_hash": content_hash(task),
                    "text": text_of(task), "bands": [k for _, k in task_bands(task, p)]}
 
