@@ -80,17 +80,11 @@ def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int, *cols: np.n
     return out
 
 
-def buckets(keys: np.ndarray) -> list[np.ndarray]:
-    """Record indices of every bucket key held by 2+ records, found with one
-    sort: only those buckets are looked at in Python (bucket_pairs)."""
-    pairs, larger = bucket_groups(keys)
-    return sorted([*pairs, *larger], key=lambda idx: keys[idx[0]])
-
-
 def bucket_groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The buckets of `buckets`, split: an (m, 2) array of the record
-    indices of every bucket held by exactly two records (most of them, and
-    the ones batch_near judges as arrays), and a list of the larger ones."""
+    """Record indices of every bucket key held by 2+ records, found with one
+    sort (only those buckets are looked at), split: an (m, 2) array for the
+    buckets of exactly two records (most of them; batch_near handles them as
+    arrays) and a list of index arrays for the larger ones (bucket_pairs)."""
     if keys.shape[0] < 2:
         return np.zeros((0, 2), dtype=np.int64), []
     order = np.argsort(keys, kind="stable")
