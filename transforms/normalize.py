@@ -50,8 +50,21 @@ def reference_text(task: dict) -> str:
 
 def content_hash(task: dict) -> str:
     """128-bit hex digest of the normalised prompt and reference."""
-    payload = normalize_text(task["prompt"]) + "\x1f" + normalize_text(reference_text(task))
+    return _digest(normalize_text(task["prompt"]), task)
+
+
+def _digest(prompt_text: str, task: dict) -> str:
+    payload = prompt_text + "\x1f" + normalize_text(reference_text(task))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+def hashed_with_text(task: dict) -> tuple[dict, str]:
+    """(the task with its content_hash, its normalised prompt): the batch
+    path carries the prompt's normal form on to the near-dedup stages,
+    which compare exactly that text (minhash.text_of), instead of
+    normalising it twice more."""
+    text = normalize_text(task["prompt"])
+    return dict(task, content_hash=_digest(text, task)), text
 
 
 def with_hash(task: dict) -> dict:

@@ -33,11 +33,11 @@ from __future__ import annotations
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import pick_survivor
-from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
+from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
 from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands
 from tasksieve.transforms.dedup.signatures import set_sizes
-from tasksieve.transforms.normalize import with_hash
+from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
 from tasksieve.transforms.same_problem.rules import Rules
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
@@ -82,7 +82,8 @@ def read_validated(path: str, max_row_bytes: int, limits: tuple, spill: Spill | 
 
 def first_and_hash(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
     """One id shard -> the first row of each (source, task_id) (later ones
-    quarantined, as validate.ValidateRows), hashed, in hash-shard chunks."""
+    quarantined, as validate.ValidateRows), hashed, in hash-shard chunks
+    of (task, normalised prompt): the text is made once, here, with the hash."""
     by_id: dict = {}
     for tasks in kv[1]:
         for t in unpack(tasks):
@@ -92,26 +93,28 @@ def first_and_hash(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: 
         first, rest = first_by_position(group)
         for t in rest:
             yield QUARANTINE, repeat_entry(first, t)
-        first = with_hash(first)
+        first, text = hashed_with_text(first)
         s = shard_of(first["content_hash"], shards)
-        buf.setdefault(s, []).append(first)
+        buf.setdefault(s, []).append((first, text))
         yield from _flush(buf, s, chunk, spill)
     for s in sorted(buf):
         yield from _flush(buf, s, chunk, spill, force=True)
 
 
-def exact_survivors(chunks) -> tuple[list[dict], list[dict]]:
-    """(survivors, dropped) of one hash shard: exact.pick_survivor per hash."""
+def exact_survivors(chunks) -> tuple[list[dict], list[str], list[dict]]:
+    """(survivors, their normalised prompts, dropped) of one hash shard's
+    chunks of (task, text): exact.pick_survivor per hash."""
     by_hash: dict = {}
-    for tasks in chunks:
-        for t in unpack(tasks):
-            by_hash.setdefault(t["content_hash"], []).append(t)
-    kept, dropped = [], []
+    for pairs in chunks:
+        for t, text in unpack(pairs):
+            by_hash.setdefault(t["content_hash"], []).append((t, text))
+    kept, texts, dropped = [], [], []
     for group in by_hash.values():
-        keep, drop = pick_survivor(group)
+        keep, drop = pick_survivor([t for t, _ in group])
         kept.append(keep)
+        texts.append(next(text for t, text in group if t is keep))
         dropped.extend(drop)
-    return kept, dropped
+    return kept, texts, dropped
 
 
 def bucket_records(src, nodes: list[str], keys: np.ndarray, sizes: np.ndarray, spill: Spill | None = None,
@@ -155,30 +158,30 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
     dedup) or the survivors' bucket records (+ semantic texts) and the
     survivors themselves, held for the route step under this shard."""
     src, chunks = kv
-    kept, dropped = exact_survivors(chunks)
+    kept, texts, dropped = exact_survivors(chunks)
     if dropped:
         yield DROPPED, as_chunk(dropped, spill)
     if near is None:
         for i in range(0, len(kept), chunk):
             yield KEPT, as_chunk(kept[i : i + chunk], spill)
         return
-    yield from task_records(src, kept, near, spill)
-    yield BATCH, (src, ("task", pack(kept, spill)))
+    yield from task_records(src, kept, texts, near, spill)
+    yield BATCH, (src, ("task", pack((kept, texts), spill)))
 
 
-def task_records(src, kept: list[dict], near: NearSettings, spill: Spill | None = None):
-    """Bucket (and semantic) records of a shard's survivors, per chunk so the
-    signature matrices stay small."""
+def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None = None):
+    """Bucket (and semantic) records of a shard's survivors, whose normalised
+    prompts (minhash.text_of) are `texts`, per chunk so the signature
+    matrices stay small."""
     for i in range(0, len(kept), CHUNK):
-        part = kept[i : i + CHUNK]
+        part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
         nodes = [task_node(t) for t in part]
-        texts = [text_of(t) for t in part]
-        keys = text_bands(texts, near.p)
+        keys = text_bands(part_texts, near.p)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
-        yield from bucket_records(src, nodes, keys, set_sizes(texts, near.p), spill)
+        yield from bucket_records(src, nodes, keys, set_sizes(part_texts, near.p), spill)
         if near.semantic:
-            yield from semantic_records(src, nodes, texts, spill)
+            yield from semantic_records(src, nodes, part_texts, spill)
 
 
 def pool_unit_records(unit, near: NearSettings, spill: Spill | None = None):

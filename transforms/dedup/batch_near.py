@@ -30,7 +30,6 @@ import numpy as np
 
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
-from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
                                              edge_order, judge_edges, sort_edges, task_node)
 from tasksieve.transforms.dedup.shards import bucket_groups, shard_of
@@ -200,7 +199,8 @@ def _judged(kind: str, row: dict) -> dict:
 
 
 def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
-    """One hash shard's held rows -> (EDGE_ROWS, (edge shard, [(kind, src, row, text_of row)]))
+    """One hash shard's held rows (tasks with their normalised prompts, pool
+    rows with theirs) -> (EDGE_ROWS, (edge shard, [(kind, src, row, text)]))
     for rows an edge needs, (PENDING, (src, [(kind, row)])) the same rows
     kept for the cluster join, and KEPT chunks of tasks in no candidate edge."""
     src, needs, held = kv[0], {}, []
@@ -212,13 +212,14 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             held.append(v)
     to_shard: dict = {}
     pending, rest = [], []
-    for kind, rows in held:
-        for r in unpack(rows):
+    for kind, packed in held:
+        rows = unpack(packed)  # tasks come as (rows, texts) from exact_and_bands
+        rows, texts = rows if kind == "task" else (rows, [r["text"] for r in rows])
+        for r, text in zip(rows, texts):
             n = _node(kind, r)
             if n in needs:
                 pending.append((kind, r))
-                # Normalised once here, not in each edge shard the row goes to.
-                slim, text = _judged(kind, r), text_of(r) if kind == "task" else r["text"]
+                slim = _judged(kind, r)
                 for shard in needs[n]:
                     to_shard.setdefault(shard, []).append((kind, src, slim, text))
             elif kind == "task":
