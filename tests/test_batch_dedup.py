@@ -368,6 +368,41 @@ def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path
     assert sum(r["status"] == "quarantined" for r in rows) >= 1000
 
 
+def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
+    """Task nodes are built from (source, task_id), which a delivery writes:
+    ids holding the separator or the source "pool" once spelled another
+    task's node (a row lost on the reference path, a near copy kept on the
+    batch path) or a pool node (copies never paired). Each crafted pair
+    below is a near copy: exactly one of each must go, on both paths, and
+    no row may vanish; the unrelated rows must stay."""
+    us = "\x1f"
+    one = "Compute the sum of the first hundred odd positive integers and explain each step of the work."
+    two = "A train leaves the station at noon and travels west; find when it passes the second signal box."
+    three = "Describe how a binary search tree keeps its keys ordered, and give the cost of one lookup."
+    rows = [
+        {"source": f"a{us}b", "task_id": "c", "prompt": one},
+        {"source": "a", "task_id": f"b{us}c", "prompt": one + "!"},
+        {"source": "pool", "task_id": "p1", "prompt": two},
+        {"source": "pool", "task_id": "p2", "prompt": two + "!"},
+        {"source": "pool", "task_id": f"x{us}a", "prompt": "Name the largest planet and give its radius in km, please."},
+        {"source": f"{us}1:pool", "task_id": "p3", "prompt": three},
+        {"source": f"{us}1:x", "task_id": "p4", "prompt": "List the primes below fifty whose digits sum to an odd number."},
+        {"source": "x", "task_id": f"p4{us}", "prompt": three + "!"},
+    ]
+    delivery = tmp_path / "crafted.jsonl"
+    delivery.write_text("".join(json.dumps(dict(r, answer="1", domain="math")) + "\n" for r in rows))
+    pool = tmp_path / "pool.jsonl"  # its row's pool node is "pool<US>x<US>a", the crafted task's old node
+    pool.write_text(json.dumps({"source": "x", "task_id": "a", "prompt": "Describe the water cycle in four short steps.",
+                                "answer": "1", "domain": "math"}) + "\n")
+    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(pool))
+    assert len(got) == len(rows) and "OK" in proc.stdout
+    status = {(r["source"], r["task_id"]): r["status"] for r in got}
+    for pair in (((f"a{us}b", "c"), ("a", f"b{us}c")), (("pool", "p1"), ("pool", "p2")),
+                 ((f"{us}1:pool", "p3"), ("x", f"p4{us}"))):
+        assert sorted(status[k] for k in pair) == ["dropped", "kept"], pair
+    assert status[("pool", f"x{us}a")] == status[(f"{us}1:x", "p4")] == "kept"
+
+
 def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
     _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
 

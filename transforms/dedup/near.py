@@ -45,7 +45,7 @@ from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_pro
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
-POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task ids never start with it
+POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task nodes never start with it (task_node)
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -70,8 +70,17 @@ def counts_overlap(na: Counter, nb: Counter) -> float:
 
 
 def task_node(task: dict) -> str:
-    # (source, task_id) is unique after validation.
-    return f"{task['source']}\x1f{task['task_id']}"
+    """The node id of a task: one per (source, task_id), which is unique
+    after validation. Plainly "source<US>task_id"; a source that holds the
+    separator, or is "pool", is written length-prefixed behind a leading
+    separator instead. Without that, delivery ids could spell another
+    task's node (source "a<US>b" + id "c" == source "a" + id "b<US>c": one
+    task stood in for both and a row was lost) or a pool node (source
+    "pool": its tasks were never paired with each other)."""
+    source, task_id = task["source"], task["task_id"]
+    if "\x1f" in source or source == "pool":
+        return f"\x1f{len(source)}:{source}\x1f{task_id}"
+    return f"{source}\x1f{task_id}"
 
 
 def pool_node(task: dict) -> str:
