@@ -60,7 +60,8 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
     """(kept chunks, dropped chunks) of near dedup (transforms/dedup/batch_near.py)."""
     buckets, semantic, held = [out[BUCKETS]], [out[SEMANTIC]], [out[BATCH]]
     if units:
-        pool = split_tagged(p | "PoolUnits" >> beam.Create(units) | "PoolRecords" >> beam.FlatMap(pool_unit_records, near, spill),
+        pool = split_tagged(p | "PoolUnits" >> beam.Create(list(enumerate(units)))
+                            | "PoolRecords" >> beam.FlatMap(pool_unit_records, near, spill),
                             "PoolSplit", (BUCKETS, SEMANTIC, BATCH))
         buckets.append(pool[BUCKETS])
         semantic.append(pool[SEMANTIC])

@@ -234,12 +234,13 @@ def test_shard_buckets_give_the_row_path_edges():
 
 
 def test_bucket_shard_edges_are_the_per_bucket_rule():
-    """band_shard_found handles two-record buckets as arrays: its edges and
-    their sources must be, for every bucket, bucket_pairs less the pairs
-    size_bound refuses, whatever the bucket holds (pool rows, one node
-    twice, sizes whose ratio rounds onto the threshold, `within` off)."""
-    from tasksieve.transforms.dedup.batch import NearSettings
-    from tasksieve.transforms.dedup.batch_near import band_shard_found, size_bound
+    """band_shard_found handles two-record buckets as arrays: its edges must
+    be, for every bucket, bucket_pairs less the pairs size_bound refuses,
+    whatever the bucket holds (pool rows, one node twice, sizes whose ratio
+    rounds onto the threshold, `within` off), as node-id pairs, lower id
+    first, in the edge shard of the lower id, naming the rows' holders."""
+    from tasksieve.transforms.dedup.batch import POOL_SRC, NearSettings
+    from tasksieve.transforms.dedup.batch_near import band_shard_found, edge_shards, size_bound
     from tasksieve.transforms.dedup.minhash import MinHashParams
 
     rng = random.Random(7)
@@ -252,13 +253,17 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
         n = rng.randint(2, 50)
         groups = [(rng.randrange(32), [f"s\x1f{i}" for i in range(0, n, 2)]),
                   (rng.randrange(32), [f"s\x1f{i}" for i in range(1, n, 2)]),
-                  (("pool", "f.parquet", 0), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))])]
+                  (POOL_SRC + rng.randrange(3), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))])]
         pair = rng.choice(tricky)
         size_of = {x: rng.choice([*pair, *pair, rng.randint(1, 400)]) for _, names in groups for x in names}
+        # A holder in the high bits, a position in the low: unique even when both task groups share a holder.
+        id_of = {x: (src << 32) | int(x.rsplit("\x1f", 1)[1]) + 1000 * g for g, (src, names) in enumerate(groups)
+                 for x in names}
+        name_of = {i: x for x, i in id_of.items()}
         threshold = rng.choice([0.8, 0.8, 0.8, 0.7999, 0.8001, 0.5, 1.0, 1 / 3])
         near = NearSettings(MinHashParams(), threshold, max_bucket_pairs=rng.choice([2, 3, 32]),
                             within=rng.random() < 0.7)
-        parts, want, where = [], set(), {}
+        parts, want = [], set()
         by_key: dict = {}
         for src, names in groups:
             if not names:
@@ -267,22 +272,21 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
             ns = [rng.choice(names) for _ in range(m)]
             ks = [rng.randrange(max(2, n // 2)) for _ in range(m)]
             for k, x in zip(ks, ns):
-                by_key.setdefault(k, []).append((x, src))
-            parts.append(chunks.pack((src, np.array(ks, dtype=np.int64), np.array(ns, dtype=object),
+                by_key.setdefault(k, []).append(x)
+            parts.append(chunks.pack((np.array(ks, dtype=np.int64), np.array(ns, dtype=object),
+                                      np.array([id_of[x] for x in ns], dtype=np.int64),
                                       np.array([size_of[x] for x in ns], dtype=np.int64))))
         for members in by_key.values():
-            for a, b in bucket_pairs([x for x, _ in members], near.max_pairs, near.within):
+            for a, b in bucket_pairs(members, near.max_pairs, near.within):
                 if size_bound(size_of[a], size_of[b], threshold):
                     want.add((a, b))
-                    where.update({x: s for x, s in members if x in (a, b)})
-        got, got_where = set(), {}
+        got = set()
         for shard, blob in band_shard_found((0, parts), near):
-            edges, part_where = chunks.unpack(blob)
-            assert all(shards.shard_of(a, 32) == shard for a, _ in edges)  # the lower node's shard
-            got.update(edges)
-            got_where.update(part_where)
+            pairs, meaning = chunks.unpack(blob)
+            assert meaning == [] and pairs.dtype == np.int64
+            assert (pairs[:, 0] < pairs[:, 1]).all() and (edge_shards(pairs[:, 0]) == shard).all()
+            got.update(tuple(sorted((name_of[a], name_of[b]))) for a, b in pairs.tolist())
         assert got == want, trial
-        assert got_where == where, trial
 
 
 def _run(inputs, out, cfg_text, tmp, *extra):

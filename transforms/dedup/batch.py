@@ -45,6 +45,7 @@ from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.validate import first_by_position, quarantine_row, repeat_entry, validate_row
 
 SHARDS = 32  # id, hash and bucket shards: enough for 2-16 workers, 1/32 of a pool per group
+POOL_SRC = 1 << 20  # reference-pool row group i is held under POOL_SRC + i; hash shards are below it
 CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanishes
 ROWS, QUARANTINE, TASKS = "rows", "quarantine", "tasks"
 BUCKETS, BATCH, SEMANTIC = "buckets", "batch", "semantic"
@@ -117,27 +118,39 @@ def exact_survivors(chunks) -> tuple[list[dict], list[str], list[dict]]:
     return kept, texts, dropped
 
 
-def bucket_records(src, nodes: list[str], keys: np.ndarray, sizes: np.ndarray, spill: Spill | None = None,
-                   shards: int = SHARDS):
-    """(BUCKETS, (bucket shard, (src, keys, nodes, sizes))) per shard: `keys`
-    is (n, k) bucket keys of the n `nodes`, `sizes` their shingle-set sizes
-    (signatures.set_sizes); `src` names the shard holding them."""
+def node_ids(src: int, start: int, n: int) -> np.ndarray:
+    """Integer ids of rows start..start+n-1 of the one list held under `src`
+    (a hash shard, or POOL_SRC + a pool row group): the holder in the high
+    bits, the position in the low 32. Near dedup moves these, not the node
+    strings, between its shards: where a row is held is read off its id,
+    and an edge is two int64s."""
+    return (np.int64(src) << np.int64(32)) | np.arange(start, start + n, dtype=np.int64)
+
+
+def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: np.ndarray,
+                   spill: Spill | None = None, shards: int = SHARDS):
+    """(BUCKETS, (bucket shard, (keys, nodes, ids, sizes))) per shard: `keys`
+    is (n, k) bucket keys of the n `nodes` (node_ids `ids`), `sizes` their
+    shingle-set sizes (signatures.set_sizes). The node strings ride along
+    for the few buckets too large to pair whole (near.bucket_pairs orders
+    their members by node)."""
     k = keys.shape[1]
-    flat_nodes, flat_sizes = np.repeat(np.array(nodes, dtype=object), k), np.repeat(sizes, k)
-    for bs, (ks, ns, sz) in split_by_shard(keys.reshape(-1), flat_nodes, shards, flat_sizes).items():
-        yield BUCKETS, (bs, pack((src, ks, ns, sz), spill))
+    flat = (np.repeat(np.array(nodes, dtype=object), k), np.repeat(ids, k), np.repeat(sizes, k))
+    for bs, (ks, ns, ix, sz) in split_by_shard(keys.reshape(-1), flat[0], shards, *flat[1:]).items():
+        yield BUCKETS, (bs, pack((ks, ns, ix, sz), spill))
 
 
-def semantic_records(src, nodes: list[str], texts: list[str], spill: Spill | None = None, shards: int = SHARDS):
-    """(SEMANTIC, (key shard, {quantity key: [(node, text, src)]})): one
+def semantic_records(nodes: list[str], ids: np.ndarray, texts: list[str], spill: Spill | None = None,
+                     shards: int = SHARDS):
+    """(SEMANTIC, (key shard, {quantity key: [(node, id, text)]})): one
     record per key shard per chunk. Quantity groups are many and mostly of
     one task, so they travel sharded, not one Beam element per group."""
     from tasksieve.transforms.dedup.semantic import quantity_key
 
     by_shard: dict = {}
-    for n, t in zip(nodes, texts):
+    for n, i, t in zip(nodes, ids.tolist(), texts):
         key = quantity_key(t)
-        by_shard.setdefault(shard_of(key, shards), {}).setdefault(key, []).append((n, t, src))
+        by_shard.setdefault(shard_of(key, shards), {}).setdefault(key, []).append((n, i, t))
     for shard, groups in by_shard.items():
         yield SEMANTIC, (shard, pack(groups, spill))
 
@@ -175,33 +188,33 @@ def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, sp
     matrices stay small."""
     for i in range(0, len(kept), CHUNK):
         part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
-        nodes = [task_node(t) for t in part]
+        nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
         keys = text_bands(part_texts, near.p)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
-        yield from bucket_records(src, nodes, keys, set_sizes(part_texts, near.p), spill)
+        yield from bucket_records(nodes, ids, keys, set_sizes(part_texts, near.p), spill)
         if near.semantic:
-            yield from semantic_records(src, nodes, part_texts, spill)
+            yield from semantic_records(nodes, ids, part_texts, spill)
 
 
-def pool_unit_records(unit, near: NearSettings, spill: Spill | None = None):
-    """One reference-pool row group -> its bucket records (precomputed bands
-    plus the exact-hash key, as near.pool_records) and the rows, held for
-    the route step under ("pool", file, row group)."""
+def pool_unit_records(indexed_unit: tuple, near: NearSettings, spill: Spill | None = None):
+    """(i, one reference-pool row group) -> its bucket records (precomputed
+    bands plus the exact-hash key, as near.pool_records) and the rows, held
+    for the route step under POOL_SRC + i."""
     from tasksieve.transforms.dedup.pool_index import read_row_group
+    from tasksieve.transforms.dedup.shards import bucket_keys
 
+    i, unit = indexed_unit
     rows = list(read_row_group(unit))
     if not rows:
         return
-    src = ("pool", *unit)
-    nodes = [r["node"] for r in rows]
+    src = POOL_SRC + i
+    nodes, ids, texts = [r["node"] for r in rows], node_ids(src, 0, len(rows)), [r["text"] for r in rows]
     bands = np.array([r["bands"] for r in rows], dtype=np.uint64)
-    from tasksieve.transforms.dedup.shards import bucket_keys
-
     keys = np.concatenate([bucket_keys(bands), exact_keys([r["content_hash"] for r in rows])[:, None]], axis=1)
-    yield from bucket_records(src, nodes, keys, set_sizes([r["text"] for r in rows], near.p), spill)
+    yield from bucket_records(nodes, ids, keys, set_sizes(texts, near.p), spill)
     if near.semantic:
-        yield from semantic_records(src, nodes, [r["text"] for r in rows], spill)
+        yield from semantic_records(nodes, ids, texts, spill)
     yield BATCH, (src, ("pool", pack(rows, spill)))
 
 

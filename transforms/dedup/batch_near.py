@@ -13,10 +13,16 @@ percolate into one component holding a large share of the pool (15% at
 only its edge's two rows, so here edges are judged in edge shards and
 only *confirmed* edges are joined into clusters.
 
-    bucket records --GroupByKey(bucket shard)--> edges by edge shard + where each node is
+Rows are named by integer ids (batch.node_ids: the holder, a hash shard
+or a pool row group, and the position in its list) until their rows meet
+in an edge shard, so candidate edges travel as int64 arrays and where a
+row is held is read off its id; edges are judged on node strings, in
+node order, exactly as the row path.
+
+    bucket records --GroupByKey(bucket shard)--> edges (id pairs) by edge shard
     quantity groups --GroupByKey(key shard)----> semantic edges, the same
-    edges --GroupByKey(edge shard)--> distinct edges; which shards need each row
-    held rows + needs --GroupByKey(hash shard)--> rows to edge shards; the rest kept
+    edges --GroupByKey(edge shard)--> distinct edges; which positions each holder must send
+    held rows + needs --GroupByKey(holder)--> rows to edge shards; the rest kept
     rows + edges --GroupByKey(edge shard)--> confirmed edges (judge_edges)
     confirmed --CombineGlobally--> cluster and best link of each member
     pending rows + clusters --GroupByKey(hash shard)--> members per cluster shard
@@ -29,7 +35,7 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
-from tasksieve.transforms.dedup.batch import CHUNK, SHARDS, NearSettings
+from tasksieve.transforms.dedup.batch import CHUNK, POOL_SRC, SHARDS, NearSettings
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
                                              edge_order, judge_edges, sort_edges, task_node)
 from tasksieve.transforms.dedup.shards import bucket_groups, shard_of
@@ -38,22 +44,37 @@ from tasksieve.transforms.stage import DROPPED, KEPT
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
 
 
-def _by_edge_shard(edges: list[tuple], where: dict, spill: Spill | None):
-    """(edge shard, packed ([edges], {node: src})) for each edge shard the
-    edges fall in: candidate edges meet in their edge shard, not in one step.
-    An edge's shard is its lower node's (edges are (lower, higher, ...)), so
-    a node's edges as the lower node all meet in one shard and its row goes
-    to fewer shards than it has edges (a shard per edge sent a row once per
-    edge); the one tuple always lands in one shard, so duplicates still meet."""
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_LOW32 = np.int64(0xFFFFFFFF)
+
+
+def edge_shards(lower: np.ndarray, shards: int = SHARDS) -> np.ndarray:
+    """The edge shard of each edge, from its first node's id (a
+    multiplicative hash: the ids of one holder are consecutive)."""
+    with np.errstate(over="ignore"):
+        return ((lower.astype(np.uint64) * _MIX) >> np.uint64(40)).astype(np.int64) % shards
+
+
+def _by_edge_shard(pairs: np.ndarray, meaning: list[tuple], spill: Spill | None):
+    """(edge shard, packed (pairs, meaning edges)) for each edge shard the
+    edges fall in: candidate edges meet in their edge shard, not in one
+    step. `pairs` is an (m, 2) array of node ids, lower id first; meaning
+    edges are (id, id, cosine) in node order. An edge's shard is its first
+    node's, so a node's edges as the first node all meet in one shard and
+    its row goes to fewer shards than it has edges; the one edge always
+    lands in one shard, so duplicates still meet."""
     parts: dict = {}
-    node_shard: dict = {}
-    for e in edges:
-        shard = node_shard.get(e[0])
-        if shard is None:
-            shard = node_shard[e[0]] = shard_of(e[0], SHARDS)
-        parts.setdefault(shard, []).append(e)
+    if pairs.shape[0]:
+        shard = edge_shards(pairs[:, 0])
+        order = np.argsort(shard, kind="stable")
+        cuts = np.flatnonzero(np.diff(shard[order])) + 1
+        for idx in np.split(order, cuts):
+            parts[int(shard[idx[0]])] = (pairs[idx], [])
+    if meaning:
+        for e, sh in zip(meaning, edge_shards(np.array([e[0] for e in meaning], dtype=np.int64)).tolist()):
+            parts.setdefault(sh, (np.zeros((0, 2), dtype=np.int64), []))[1].append(e)
     for shard, part in parts.items():
-        yield shard, pack((part, {n: where[n] for e in part for n in e[:2]}), spill)
+        yield shard, pack(part, spill)
 
 
 def size_bound(a: int, b: int, threshold: float) -> bool:
@@ -79,92 +100,89 @@ def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> 
     return keep
 
 
-def _two_record_edges(nodes, sizes, pool, pairs: np.ndarray, near: NearSettings):
+def _two_record_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray,
+                      near: NearSettings) -> np.ndarray:
     """bucket_pairs and size_bound for every bucket of exactly two records,
-    as arrays: (lower node, higher node, record index of each) of the edges
-    kept. The same pairs and the same refusals as the per-bucket loop."""
+    as arrays: the (m, 2) node ids, lower first, of the edges kept. The
+    same pairs and the same refusals as the per-bucket loop."""
     ia, ib = pairs[:, 0], pairs[:, 1]
-    na, nb = nodes[ia], nodes[ib]
+    na, nb = ids[ia], ids[ib]
     pa, pb = pool[ia], pool[ib]
     # Pool-pool never; task-task only `within`; one node twice is no pair.
     keep = (na != nb) & ((pa != pb) | (~pa & ~pb & near.within))
     sa, sb = sizes[ia], sizes[ib]
     keep[keep] = _size_bound_mask(np.minimum(sa[keep], sb[keep]), np.maximum(sa[keep], sb[keep]), near.threshold)
-    ia, ib, na, nb = ia[keep], ib[keep], na[keep], nb[keep]
-    low = na < nb
-    return np.where(low, na, nb), np.where(low, nb, na), ia, ib
+    na, nb = na[keep], nb[keep]
+    return np.stack([np.minimum(na, nb), np.maximum(na, nb)], axis=1)
 
 
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
-    """One bucket shard's records -> its candidate edges, by edge shard,
-    with `src` (the shard holding the row) of each node in an edge. Edges
-    the set sizes already refuse (size_bound) are dropped here, before any
-    row moves for them: half the candidates of a templated pool. Buckets of
-    two records (most) are handled as arrays, larger ones by bucket_pairs."""
+    """One bucket shard's records -> its candidate edges (node-id pairs), by
+    edge shard. Edges the set sizes already refuse (size_bound) are dropped
+    here, before any row moves for them: half the candidates of a templated
+    pool. Buckets of two records (most) are handled as arrays, larger ones
+    by bucket_pairs, which orders their members by node string."""
     parts = [unpack(b) for b in kv[1]]
-    keys = np.concatenate([p[1] for p in parts])
-    nodes = np.concatenate([p[2] for p in parts])
-    sizes = np.concatenate([p[3] for p in parts])
-    srcs = [p[0] for p in parts]
-    part_of = np.concatenate([np.full(p[1].shape[0], i) for i, p in enumerate(parts)])
-    # Pool rows come in parts of their own (pool_unit_records), tasks never.
-    pool = np.concatenate([np.full(p[1].shape[0], isinstance(p[0], tuple) and p[0][0] == "pool") for p in parts])
+    keys, nodes, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    pool = (ids >> np.int64(32)) >= POOL_SRC  # held under a pool row group
     pairs, larger = bucket_groups(keys)
-    lo, hi, ia, ib = _two_record_edges(nodes, sizes, pool, pairs, near)
-    edges = list(zip(lo.tolist(), hi.tolist()))
-    where = dict(zip(nodes[ia].tolist(), (srcs[i] for i in part_of[ia].tolist())))
-    where.update(zip(nodes[ib].tolist(), (srcs[i] for i in part_of[ib].tolist())))
+    found = [_two_record_edges(ids, sizes, pool, pairs, near)]
     size_list = sizes.tolist()
     for idx in larger:
         members = nodes[idx].tolist()
+        id_of = dict(zip(members, ids[idx].tolist()))
         size = dict(zip(members, (size_list[i] for i in idx.tolist())))
-        found = [e for e in bucket_pairs(members, near.max_pairs, near.within)
-                 if size_bound(size[e[0]], size[e[1]], near.threshold)]
-        if not found:
-            continue
-        in_edge = {x for e in found for x in e}
-        for i in idx.tolist():
-            if nodes[i] in in_edge:
-                where[nodes[i]] = srcs[part_of[i]]
-        edges += found
-    yield from _by_edge_shard(edges, where, spill)
+        big = [(id_of[a], id_of[b]) for a, b in bucket_pairs(members, near.max_pairs, near.within)
+               if size_bound(size[a], size[b], near.threshold)]
+        if big:
+            big = np.array(big, dtype=np.int64)
+            found.append(np.stack([big.min(axis=1), big.max(axis=1)], axis=1))
+    yield from _by_edge_shard(np.concatenate(found), [], spill)
 
 
 def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
-    """One key shard's quantity groups -> semantic.semantic_edges of each, by edge shard."""
+    """One key shard's quantity groups -> semantic.semantic_edges of each,
+    as (id, id, cosine) in node order, by edge shard."""
     from tasksieve.transforms.dedup.semantic import semantic_edges
 
     groups: dict = {}
     for part in kv[1]:
         for key, members in unpack(part).items():
             groups.setdefault(key, []).extend(members)
-    edges, where = [], {}
+    meaning = []
     for key, members in groups.items():
         if len(members) < 2:
             continue
-        src_of = {n: s for n, _, s in members}
-        found = semantic_edges([(n, t) for n, t, _ in members], key, near.p, near.threshold, near.rules, near.within)
-        for e in found:
-            where[e[0]], where[e[1]] = src_of[e[0]], src_of[e[1]]
-        edges += found
-    yield from _by_edge_shard(edges, where, spill)
+        id_of = {n: i for n, i, _ in members}
+        found = semantic_edges([(n, t) for n, _, t in members], key, near.p, near.threshold, near.rules, near.within)
+        meaning += [(id_of[e[0]], id_of[e[1]], *e[2:]) for e in found]
+    yield from _by_edge_shard(np.zeros((0, 2), dtype=np.int64), meaning, spill)
+
+
+def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
+    if pairs.shape[0] < 2:
+        return pairs
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    return pairs[np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)]]
 
 
 def edge_shard_found(kv, spill: Spill | None = None):
     """One edge shard's candidate edges, from every bucket and key shard ->
-    (shard, (EDGES, its distinct edges in edge_order)) and, per shard
-    holding rows of them, (src, (NEEDS, {node: [this shard]}))."""
-    shard, edges, where = kv[0], set(), {}
+    (shard, (EDGES, its distinct edges)) and, per holder of rows they name,
+    (holder, (NEEDS, (this shard, the rows' positions in the holder)))."""
+    shard, pair_parts, meaning = kv[0], [], set()
     for part in kv[1]:
-        part_edges, part_where = unpack(part)
-        edges.update(map(tuple, part_edges))
-        where.update(part_where)
-    needs: dict = {}
-    for n in {n for e in edges for n in e[:2]}:
-        needs.setdefault(where[n], {})[n] = [shard]
-    yield shard, (EDGES, pack(sort_edges(edges), spill))
-    for src, nodes in needs.items():
-        yield src, (NEEDS, pack(nodes, spill))
+        pairs, sem = unpack(part)
+        pair_parts.append(pairs)
+        meaning.update(sem)
+    pairs = _distinct_pairs(np.concatenate(pair_parts)) if pair_parts else np.zeros((0, 2), dtype=np.int64)
+    meaning = list(meaning)
+    ids = np.unique(np.concatenate([pairs.reshape(-1), np.array([i for e in meaning for i in e[:2]], dtype=np.int64)]))
+    yield shard, (EDGES, pack((pairs, meaning), spill))
+    holder = ids >> np.int64(32)
+    cuts = np.flatnonzero(np.diff(holder)) + 1
+    for part in np.split(ids, cuts) if ids.shape[0] else []:
+        yield int(part[0] >> np.int64(32)), (NEEDS, pack((shard, part & _LOW32), spill))
 
 
 class _PackedParts(beam.CombineFn):
@@ -199,29 +217,35 @@ def _judged(kind: str, row: dict) -> dict:
 
 
 def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
-    """One hash shard's held rows (tasks with their normalised prompts, pool
-    rows with theirs) -> (EDGE_ROWS, (edge shard, [(kind, src, row, text)]))
-    for rows an edge needs, (PENDING, (src, [(kind, row)])) the same rows
-    kept for the cluster join, and KEPT chunks of tasks in no candidate edge."""
-    src, needs, held = kv[0], {}, []
+    """One holder's rows (a hash shard's tasks with their normalised
+    prompts, or a pool row group, whose rows carry theirs) and the
+    positions edge shards need -> (EDGE_ROWS, (edge shard, [(kind, id,
+    row, text)])) for rows an edge needs, (PENDING, (src, [(kind, row)]))
+    the same rows kept for the cluster join, and KEPT chunks of tasks in no
+    candidate edge."""
+    src, wanted, held = kv[0], {}, []
     for v in kv[1]:
         if v[0] == NEEDS:  # one message per edge shard
-            for n, shards in unpack(v[1]).items():
-                needs.setdefault(n, []).extend(shards)
+            shard, positions = unpack(v[1])
+            for pos in positions.tolist():
+                wanted.setdefault(pos, []).append(shard)
         else:
             held.append(v)
+    if len(held) > 1:  # ids are positions in the one list a holder holds
+        raise RuntimeError(f"near dedup: {len(held)} row lists held under {src!r}, expected one")
     to_shard: dict = {}
     pending, rest = [], []
+    base = src << 32
     for kind, packed in held:
         rows = unpack(packed)  # tasks come as (rows, texts) from exact_and_bands
         rows, texts = rows if kind == "task" else (rows, [r["text"] for r in rows])
-        for r, text in zip(rows, texts):
-            n = _node(kind, r)
-            if n in needs:
+        for pos, (r, text) in enumerate(zip(rows, texts)):
+            shards = wanted.get(pos)
+            if shards is not None:
                 pending.append((kind, r))
-                slim = _judged(kind, r)
-                for shard in needs[n]:
-                    to_shard.setdefault(shard, []).append((kind, src, slim, text))
+                item = (kind, base | pos, _judged(kind, r), text)
+                for shard in shards:
+                    to_shard.setdefault(shard, []).append(item)
             elif kind == "task":
                 rest.append(r)
     for shard, rows in to_shard.items():
@@ -233,21 +257,30 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
 
 
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
-    """One edge shard: its edges and their rows -> packed [(edge, how,
-    similarity, src of a, src of b)] of the confirmed edges (near.judge_edges)."""
-    edges, tasks, pool, src_of, texts = [], {}, {}, {}, {}
+    """One edge shard: its edges (node ids) and their rows -> packed [(edge,
+    how, similarity, src of a, src of b)] of the confirmed edges, judged on
+    node strings in node order, as the row path (near.judge_edges)."""
+    pair_parts, meaning, tasks, pool, node_of, texts = [], [], {}, {}, {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
-            edges += unpack(v)
+            pairs, sem = unpack(v)
+            pair_parts.append(pairs)
+            meaning += sem
             continue
-        for row_kind, src, r, text in unpack(v):
+        for row_kind, rid, r, text in unpack(v):
             n = _node(row_kind, r)
             (tasks if row_kind == "task" else pool)[n] = r
-            src_of[n], texts[n] = src, text
+            node_of[rid], texts[n] = n, text
+    edges = []
+    for a, b in (np.concatenate(pair_parts).tolist() if pair_parts else []):
+        na, nb = node_of[a], node_of[b]
+        edges.append((na, nb) if na < nb else (nb, na))
+    edges += [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning]
     c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
     edges = sort_edges(edges)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:
+        src_of = {n: rid >> 32 for rid, n in node_of.items()}
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
 
 
