@@ -289,6 +289,29 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
         assert got == want, trial
 
 
+def test_edge_shard_edges_in_node_order():
+    """judge_shard turns id pairs into node edges ranked in numpy: the
+    edges must be near.sort_edges of the plain translation, whatever the
+    ids and however the names sort (pool rows, separators, digits)."""
+    from tasksieve.transforms.dedup.batch_near import _node_edges
+    from tasksieve.transforms.dedup.near import sort_edges
+
+    rng = random.Random(11)
+    for trial in range(100):
+        names = list({rng.choice(["pool\x1fp\x1f", "s\x1f", "\x1f3:a\x1fb\x1f", "b\x1f"]) + str(rng.randint(0, 999))
+                      for _ in range(rng.randint(2, 80))})
+        ids = rng.sample(range(1, 1 << 40), len(names))
+        node_of = dict(zip(ids, names))
+        m = rng.randint(0, 200)
+        pairs = [tuple(rng.sample(ids, 2)) for _ in range(m)] if len(ids) > 1 else []
+        pairs = list(dict.fromkeys(pairs))
+        want = sort_edges(tuple(sorted((node_of[a], node_of[b]))) for a, b in pairs)
+        arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        assert _node_edges(arr, node_of) == want, trial
+    with pytest.raises(RuntimeError):  # an id without its row is an error, never a wrong name
+        _node_edges(np.array([[1, 5]], dtype=np.int64), {1: "a", 2: "b"})
+
+
 def _run(inputs, out, cfg_text, tmp, *extra):
     cfg = tmp / f"{out.name}.toml"
     cfg.write_text(cfg_text)

@@ -216,3 +216,37 @@ def test_index_built_with_other_parameters_is_refused(tmp_path, pool_file):
     (tmp_path / "notidx" / "x.txt").write_text("mine")
     with pytest.raises(PoolIndexError, match="not a tasksieve pool index"):
         build_index([str(pool_file)], P, tmp_path / "notidx")
+
+
+def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses():
+    """judge_edges skips the per-edge call for candidates below the
+    threshold that are not exact copies: the confirmed edges must be those
+    _judge_edge confirms one by one, on copies, edits, refilled templates
+    and unrelated texts, at thresholds on and around their similarities."""
+    import random
+
+    from tasksieve.transforms.dedup.near import Component, _judge_edge, judge_edges
+    from tasksieve.transforms.same_problem.rules import Rules
+
+    rng = random.Random(5)
+    words = "the train leaves at 9 and 12 sums of 40 odd primes find total cost 7 each step".split()
+    base = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 30))) for _ in range(12)]
+    tasks, n = [], 0
+    for b in base:
+        for variant in (b, b + " 3", b.replace("9", "8"), b, " ".join(reversed(b.split()))):
+            n += 1
+            tasks.append(with_hash({"task_id": f"t{n}", "source": "s", "prompt": variant, "answer": str(n % 3),
+                                    "domain": "math"}))
+    nodes = [f"s\x1f{t['task_id']}" for t in tasks]
+    edges = sorted({tuple(sorted(rng.sample(nodes, 2))) for _ in range(600)})
+    c = Component(tasks, [], MinHashParams())
+    sims = dict(zip(edges, c.sh.sims(edges)))
+    for threshold in [0.5, 0.8, *rng.sample(sorted(set(sims.values())), 5)]:
+        want = []
+        for e in edges:
+            how, s = _judge_edge(c, e, sims[e], threshold, 0.5, 0.9, Rules())
+            if how is not None:
+                want.append((e, how, s))
+        got = judge_edges(c, edges, threshold, 0.5, 0.9, Rules())
+        assert got == want, threshold
+        assert any(sims[e] < threshold for e in edges) and want  # some refused below it, some confirmed

@@ -256,6 +256,27 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
         yield KEPT, as_chunk(rest[i : i + chunk], spill)
 
 
+def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
+    """Id pairs -> (node, node) edges, lower node first, sorted: what
+    near.sort_edges gives, with the nodes ranked once and the edges
+    ordered by rank in numpy instead of comparing strings per edge."""
+    if not pairs.shape[0]:
+        return []
+    ids = np.array(sorted(node_of), dtype=np.int64)
+    names = [node_of[i] for i in ids.tolist()]
+    by_rank = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[by_rank] = np.arange(len(names))
+    at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
+    if not (ids[at] == pairs).all():
+        raise RuntimeError("near dedup: an edge shard holds an edge without its rows")
+    ra, rb = rank[at[:, 0]], rank[at[:, 1]]
+    lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
+    order = np.lexsort((hi, lo))
+    ordered = [names[i] for i in by_rank]
+    return [(ordered[a], ordered[b]) for a, b in zip(lo[order].tolist(), hi[order].tolist())]
+
+
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges (node ids) and their rows -> packed [(edge,
     how, similarity, src of a, src of b)] of the confirmed edges, judged on
@@ -271,13 +292,10 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
             n = _node(row_kind, r)
             (tasks if row_kind == "task" else pool)[n] = r
             node_of[rid], texts[n] = n, text
-    edges = []
-    for a, b in (np.concatenate(pair_parts).tolist() if pair_parts else []):
-        na, nb = node_of[a], node_of[b]
-        edges.append((na, nb) if na < nb else (nb, na))
-    edges += [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning]
+    edges = _node_edges(np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64), node_of)
+    if meaning:
+        edges = sort_edges(edges + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
     c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
-    edges = sort_edges(edges)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:
         src_of = {n: rid >> 32 for rid, n in node_of.items()}

@@ -322,7 +322,10 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     edges wherever their rows meet (dedup/batch_near.py)."""
     out = []
     edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
+    hashes = c.hashes
     for e, sim in zip(edges, c.sh.sims(edges)):
+        if sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]:
+            continue  # what _judge_edge says of most candidates, without the call: neither similar nor a copy
         how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
         if how is not None:
             out.append((e, how, s))
