@@ -46,6 +46,7 @@ from tasksieve.transforms.validate import first_by_position, quarantine_row, rep
 
 SHARDS = 32  # id, hash and bucket shards: enough for 2-16 workers, 1/32 of a pool per group
 POOL_SRC = 1 << 20  # reference-pool row group i is held under POOL_SRC + i; hash shards are below it
+POSITION_BITS = 32  # node_ids: the holder above these bits, the row's position in its list below
 CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanishes
 ROWS, QUARANTINE, TASKS = "rows", "quarantine", "tasks"
 BUCKETS, BATCH, SEMANTIC = "buckets", "batch", "semantic"
@@ -124,7 +125,17 @@ def node_ids(src: int, start: int, n: int) -> np.ndarray:
     bits, the position in the low 32. Near dedup moves these, not the node
     strings, between its shards: where a row is held is read off its id,
     and an edge is two int64s."""
-    return (np.int64(src) << np.int64(32)) | np.arange(start, start + n, dtype=np.int64)
+    return (np.int64(src) << POSITION_BITS) | np.arange(start, start + n, dtype=np.int64)
+
+
+def holder_of(ids):
+    """The holder (`src`) of node ids: an int or an int64 array, as given."""
+    return ids >> POSITION_BITS
+
+
+def position_of(ids):
+    """The position in its holder's list of node ids: an int or an int64 array."""
+    return ids & ((1 << POSITION_BITS) - 1)
 
 
 def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: np.ndarray,

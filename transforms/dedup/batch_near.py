@@ -35,7 +35,8 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
-from tasksieve.transforms.dedup.batch import CHUNK, POOL_SRC, SHARDS, NearSettings
+from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
+                                              position_of)
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
                                              edge_order, judge_edges, sort_edges, task_node)
 from tasksieve.transforms.dedup.shards import bucket_groups, shard_of
@@ -45,7 +46,6 @@ NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_ro
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_LOW32 = np.int64(0xFFFFFFFF)
 
 
 def edge_shards(lower: np.ndarray, shards: int = SHARDS) -> np.ndarray:
@@ -124,7 +124,7 @@ def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     by bucket_pairs, which orders their members by node string."""
     parts = [unpack(b) for b in kv[1]]
     keys, nodes, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    pool = (ids >> np.int64(32)) >= POOL_SRC  # held under a pool row group
+    pool = holder_of(ids) >= POOL_SRC  # held under a pool row group
     pairs, larger = bucket_groups(keys)
     found = [_two_record_edges(ids, sizes, pool, pairs, near)]
     size_list = sizes.tolist()
@@ -179,10 +179,10 @@ def edge_shard_found(kv, spill: Spill | None = None):
     meaning = list(meaning)
     ids = np.unique(np.concatenate([pairs.reshape(-1), np.array([i for e in meaning for i in e[:2]], dtype=np.int64)]))
     yield shard, (EDGES, pack((pairs, meaning), spill))
-    holder = ids >> np.int64(32)
+    holder = holder_of(ids)
     cuts = np.flatnonzero(np.diff(holder)) + 1
     for part in np.split(ids, cuts) if ids.shape[0] else []:
-        yield int(part[0] >> np.int64(32)), (NEEDS, pack((shard, part & _LOW32), spill))
+        yield int(holder_of(part[0])), (NEEDS, pack((shard, position_of(part)), spill))
 
 
 class _PackedParts(beam.CombineFn):
@@ -235,7 +235,7 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
         raise RuntimeError(f"near dedup: {len(held)} row lists held under {src!r}, expected one")
     to_shard: dict = {}
     pending, rest = [], []
-    base = src << 32
+    base = src << POSITION_BITS  # node_ids(src, pos), one int at a time
     for kind, packed in held:
         rows = unpack(packed)  # tasks come as (rows, texts) from exact_and_bands
         rows, texts = rows if kind == "task" else (rows, [r["text"] for r in rows])
@@ -298,7 +298,7 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:
-        src_of = {n: rid >> 32 for rid, n in node_of.items()}
+        src_of = {n: holder_of(rid) for rid, n in node_of.items()}
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
 
 
