@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import re
 import shutil
 from pathlib import Path
 from typing import Callable
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 
 from tasksieve.pipeline.graph import RunSpec, build
 from tasksieve.pipeline.preflight import DASK, IN_PROCESS, RunContext, RunInterrupted, RunStopped
@@ -137,6 +138,34 @@ def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
         "paid for twice.")
 
 
+@contextlib.contextmanager
+def fewer_collections(gen0: int = 50_000):
+    """Python's cyclic collector runs every 700 net allocations by default;
+    a graph run allocates millions of small objects (rows as dicts, the
+    chunks held between stages) and walked them over and over: ~1 s of a
+    100k-task `dedup` (bench/README.md). The stages make few cycles, so
+    collecting them every `gen0` allocations frees the same memory, later;
+    what was alive before the run (imports, the graph) is frozen out of
+    every scan."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(gen0, old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
+def _one_process(runner: str | None, beam_args) -> bool:
+    """Whether every stage runs in this process, so the batch path may hand
+    values between stages as objects (chunks.Spill.memory_bytes): the
+    in-process runner, unless its flags ask for worker processes."""
+    if runner not in (None, IN_PROCESS):
+        return False
+    return PipelineOptions(list(beam_args)).view_as(DirectOptions).direct_running_mode != "multi_processing"
+
+
 def run_graph(ctx: RunContext, spec: RunSpec) -> None:
     """Build the funnel for `spec` on the context's runner and run it."""
     how = ctx.how
@@ -146,7 +175,9 @@ def run_graph(ctx: RunContext, spec: RunSpec) -> None:
             # remote cluster's workers could not, so there chunks stay in memory.
             # Inside the run's staging folder: a killed run's spill is removed
             # with its staging folder by the next run into the same OUT.
-            spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder(spec.staging_dir)))
+            held = spec.config.dedup.memory_mib << 20 if _one_process(how.runner, how.beam_args) else 0
+            spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder(spec.staging_dir, held)))
+        stack.enter_context(fewer_collections())
         _run_graph(ctx, spec)
 
 

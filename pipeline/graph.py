@@ -2,7 +2,7 @@
 
     read -> validate -> normalize+hash -> exact dedup -> near dedup (+ against
          reference pools) -> decontaminate -> verifier sanity
-         -> sample (waves) + verify -> classify -> costs -> staged Parquet
+         -> sample (waves) + verify -> classify -> costs -> staged Arrow files
 
 `tasksieve dedup` is the same graph stopped after decontamination (a spec
 without a sampling plan): its survivors are written with status `kept`.
@@ -28,12 +28,12 @@ import apache_beam as beam
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates
 from tasksieve.pipeline.cheap_batch import batch_cheap_stages
-from tasksieve.pipeline.staging import WriteStaged, write_chunk, write_count
+from tasksieve.pipeline.staging import WriteStaged, chunk_name, write_chunk, write_count
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.costs import CostRows, expert_cost_row
 from tasksieve.transforms.decontam.stage import Decontaminate
-from tasksieve.transforms.chunks import Spill, as_chunk, rows_of
+from tasksieve.transforms.chunks import Spill, rows_of
 from tasksieve.transforms.dedup.exact import DropExactDuplicates
 from tasksieve.transforms.dedup.near import NearDedup
 from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
@@ -143,10 +143,10 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     if cfg.dedup.batch:  # the same decisions on chunks of tasks (pipeline/cheap_batch.py)
         chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
         result_chunks = (tuple(dropped_chunks) | "AllDroppedChunks" >> beam.Flatten()
-                         | "DroppedResults" >> beam.Map(_chunk_map, dropped_result, run_id, spec.spill))
+                         | "DroppedResults" >> beam.Map(_with_status, "dropped"))
         dropped = []
         if spec.plan is None:
-            kept = chunks | "KeptResults" >> beam.Map(_chunk_map, kept_result, run_id, spec.spill)
+            kept = chunks | "KeptResults" >> beam.Map(_with_status, "kept")
             result_chunks = (kept, result_chunks) | "ResultChunks" >> beam.Flatten()
             _write_outputs(p, spec, None, [], quarantined, None, rows_read, result_chunks)
             return
@@ -172,7 +172,7 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
                    rows_read, result_chunks=None) -> None:
     """Results, attempts (None: `dedup`, which writes none), quarantine and
     costs, staged; one terminal step depends on every sink. `result_chunks`:
-    results in chunks (the batch path, chunks.as_chunk), written and priced
+    (status, chunk of results) pairs (the batch path, chunks.as_chunk), written and priced
     a chunk at a time instead of a row at a time."""
     run_id = spec.run_id
     quarantined = quarantined | "StampRun" >> beam.Map(lambda q, run_id: dict(q, run_id=run_id), run_id)
@@ -198,8 +198,10 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
     _ = tuple(written) | "AllWritten" >> beam.Flatten() | "Done" >> beam.combiners.Count.Globally()
 
 
-def _chunk_map(chunk, fn, run_id: str, spill: Spill | None):
-    return as_chunk([fn(t, run_id) for t in rows_of(chunk)], spill)
+def _with_status(chunk, status: str) -> tuple:
+    """(status, chunk): the status its rows are written with (_write_result_chunk),
+    stamped as they are written, so the rows are not read and packed once more."""
+    return status, chunk
 
 
 def _write_chunks(result_chunks, spec: RunSpec) -> list:
@@ -209,10 +211,12 @@ def _write_chunks(result_chunks, spec: RunSpec) -> list:
         _write_result_chunk, str(Path(spec.staging_dir)), spec.rates, spec.run_id)]
 
 
-def _write_result_chunk(chunk, staging: str, rates, run_id: str) -> str:
-    results = rows_of(chunk)
-    write_chunk([expert_cost_row(r, rates, run_id) for r in results], str(Path(staging) / "costs"), STAGED["costs"])
-    return write_chunk(results, str(Path(staging) / "results"), STAGED["results"])
+def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -> str:
+    status, chunk = status_chunk
+    results = [dict(t, run_id=run_id, status=status) for t in rows_of(chunk)]
+    name = chunk_name(results)  # the results' name for both files: they hold the same tasks
+    write_chunk([expert_cost_row(r, rates, run_id) for r in results], str(Path(staging) / "costs"), STAGED["costs"], name)
+    return write_chunk(results, str(Path(staging) / "results"), STAGED["results"], name)
 
 
 def kept_result(task: dict, run_id: str) -> dict:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from tasksieve.pipeline.staging import SUFFIX as STAGED_SUFFIX
 from tasksieve.pipeline.views import create_views
 from tasksieve.schemas.records import LEARNABLE_SCHEMA, RUN_SCHEMA, STATUSES, conform
 
@@ -43,10 +44,10 @@ class AccountingError(Exception):
 
 def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
     folder = staging_dir / name
-    files = sorted(str(f) for f in folder.glob("*.parquet")) if folder.exists() else []
+    files = sorted(str(f) for f in folder.glob(f"*{STAGED_SUFFIX}")) if folder.exists() else []
     if not files:  # an empty PCollection may leave no shard at all
         return schema.empty_table()
-    table = ds.dataset(files, schema=schema, format="parquet").to_table()
+    table = ds.dataset(files, schema=schema, format="arrow").to_table()
     return table.sort_by(SORT_KEYS[name])
 
 

@@ -1,5 +1,7 @@
-"""Staged outputs: the pipeline's PCollections written as Parquet shards
-that `outputs.finalize` reads back, sorts and loads.
+"""Staged outputs: the pipeline's PCollections written as Arrow IPC files
+(shards) that `outputs.finalize` reads back, sorts and loads. Arrow IPC,
+not Parquet: a staged file is read once, by this run, and writing it
+uncompressed and unencoded took half the time (bench/README.md).
 
 Not `beam.io.WriteToParquet`: under Beam 2.77's DaskRunner its files come
 out empty (checked with a ten-row pipeline). Here each shard is a keyed
@@ -19,11 +21,16 @@ from pathlib import Path
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tasksieve.schemas.records import conform
 
 SHARDS = 4
+SUFFIX = ".arrow"  # what outputs.read_staged reads back
+
+
+def _write_ipc(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
 
 
 def shard_of(row: dict, n: int) -> int:
@@ -46,19 +53,24 @@ def _replace(path: Path, write) -> str:
 def write_shard(kv, folder: str, schema: pa.Schema) -> str:
     shard, rows = kv
     table = pa.Table.from_pylist([conform(r, schema) for r in rows], schema=schema)
-    return _replace(Path(folder) / f"shard-{shard:05d}.parquet", lambda tmp: pq.write_table(table, tmp))
+    return _replace(Path(folder) / f"shard-{shard:05d}{SUFFIX}", lambda tmp: _write_ipc(table, tmp))
 
 
-def write_chunk(rows: list, folder: str, schema: pa.Schema) -> str:
-    """One chunk of rows as one file, named by the rows' content: a retried
-    chunk rewrites its own file; no two chunks share a name."""
-    digest = hashlib.blake2b(digest_size=12)
-    for r in rows:
-        digest.update(repr((r.get("source"), r.get("task_id"), r.get("component"), r.get("line"))).encode())
+def chunk_name(rows: list) -> str:
+    """A name for a chunk of rows, from their keys: a retried chunk gets its
+    own name again; no two chunks share one."""
+    keys = repr([(r.get("source"), r.get("task_id"), r.get("component"), r.get("line")) for r in rows])
+    return f"chunk-{hashlib.blake2b(keys.encode(), digest_size=12).hexdigest()}"
+
+
+def write_chunk(rows: list, folder: str, schema: pa.Schema, name: str | None = None) -> str:
+    """One chunk of rows as one file, named `name` (default chunk_name(rows)):
+    a retried chunk rewrites its own file."""
+    name = name or chunk_name(rows)
     # from_pylist with a schema takes the schema's fields and ignores the
     # rest, as conform() does, without a copy of every row.
     table = pa.Table.from_pylist(rows, schema=schema)
-    return _replace(Path(folder) / f"chunk-{digest.hexdigest()}.parquet", lambda tmp: pq.write_table(table, tmp))
+    return _replace(Path(folder) / f"{name}{SUFFIX}", lambda tmp: _write_ipc(table, tmp))
 
 
 def write_count(n: int, path: str) -> str:

@@ -10,8 +10,10 @@ sentences and templates), the same against a reference pool, the
 same-problem hard cases with the meaning stage on, the 1,000-row hostile
 corpus, and on the DaskRunner."""
 
+import dataclasses
 import json
 import os
+import pickle
 import random
 import re
 import stat
@@ -177,6 +179,11 @@ def _regex_normal_form(text):
     return _AFTER.sub(r"\1", _BEFORE.sub(r"\1", t))
 
 
+def test_whitespace_is_unprintable_but_the_space():
+    # normalize_text's single-spaced shortcut rests on this.
+    assert [c for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c).isprintable()] == [32]
+
+
 def test_normalize_text_equals_its_regex_form_on_hostile_text():
     spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + ["\u200b", "\ufeff", "\u2028", "\u3000"]
     alphabet = list("ab1 .,;:!?%)]}([{") + spaces + ["ﬁ", "Ⅻ", "ß", "İ", "（", "）", "．", "︵", "\u0345", "Σ", "¼"]
@@ -216,6 +223,34 @@ def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
             open(path, "xb")
     assert not Path(spill.folder).exists()
     assert chunks.rows_of(chunks.as_chunk(rows)) == rows  # no spill: bytes in memory
+
+
+def test_held_values_are_the_objects_handed_out_once_within_the_budget(tmp_path):
+    rows = [{"task_id": f"t{i}", "prompt": "p" * 10} for i in range(10)]
+    budget = 15 * chunks.ROW_BYTES
+    with chunks.spill_folder(str(tmp_path), memory_bytes=budget) as spill:
+        n, held = chunks.as_chunk(rows, spill)
+        assert isinstance(held, chunks.Held)
+        # Over the budget with the first still held: pickled to the spill file.
+        spilled = chunks.pack(rows[:6], spill)
+        assert isinstance(spilled, tuple) and spilled[2] is spill
+        assert chunks.rows_of((n, held)) is rows  # the object itself: nothing pickled
+        with pytest.raises(RuntimeError, match="read twice"):  # taken by the first read
+            chunks.rows_of((n, held))
+        again = chunks.pack(rows[:6], spill)  # the budget is free again
+        assert isinstance(again, chunks.Held)
+        # Beam's coders pickle the handle between stages: it still finds its value.
+        assert chunks.unpack(pickle.loads(pickle.dumps(again))) == rows[:6]
+        assert chunks.unpack(spilled) == rows[:6]
+        # A chunk passed on unchanged after it was read: held anew, or the same file blob.
+        n, held = chunks.as_chunk(rows, spill)
+        passed = chunks.unchanged((n, held), chunks.rows_of((n, held)), spill)
+        assert chunks.rows_of(passed) is rows
+        n, blob = chunks.as_chunk(rows, dataclasses.replace(spill, memory_bytes=0))
+        assert chunks.unchanged((n, blob), chunks.rows_of((n, blob)), spill) == (n, blob)
+        left = chunks.pack(["still held"], spill)
+    with pytest.raises(RuntimeError):  # the run's table went with its folder
+        chunks.unpack(left)
 
 
 def test_shard_buckets_give_the_row_path_edges():
@@ -326,11 +361,15 @@ def _table(out, name):
     return t.drop_columns([c for c in ("run_id",) if c in t.column_names]).to_pylist()
 
 
-def _compare(inputs, tmp, cfg_text, *extra, batch_extra=()):
-    """Both paths on the same inputs; every column but the run id must agree."""
+def _compare(inputs, tmp, cfg_text, *extra, batch_extra=(), memory_mib=None):
+    """Both paths on the same inputs; every column but the run id must agree.
+    `memory_mib`: the batch path's budget for values held as objects (None:
+    the default, which holds every value of these small inputs; 0: every
+    value spilled to disk; 1: some held, most spilled)."""
     ref, bat = tmp / "ref", tmp / "batch"
     _run(inputs, ref, cfg_text.replace("[dedup]", "[dedup]\nbatch = false"), tmp, *extra)
-    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true"), tmp, *extra, *batch_extra)
+    held = "" if memory_mib is None else f"\nmemory_mib = {memory_mib}"
+    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true" + held), tmp, *extra, *batch_extra)
     a, b = _table(ref, "results"), _table(bat, "results")
     assert len(a) == len(b)
     for x, y in zip(a, b):
@@ -368,7 +407,8 @@ def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
 
 def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     files = sorted(bench_pool.glob("*.jsonl"))
-    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(files[1]))
+    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(files[1]),
+                       memory_mib=1)
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
 
@@ -391,7 +431,7 @@ def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path
     import hostile
 
     corpus = hostile.build(tmp_path / "corpus")
-    rows, _ = _compare([corpus.hostile_in], tmp_path, "[dedup]\n")
+    rows, _ = _compare([corpus.hostile_in], tmp_path, "[dedup]\n", memory_mib=0)
     assert sum(r["status"] == "quarantined" for r in rows) >= 1000
 
 

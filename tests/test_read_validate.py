@@ -1,4 +1,5 @@
 import json
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -111,3 +112,29 @@ def test_repeated_task_id_keeps_first_in_delivery_order():
     first, rest = first_by_position(rows)
     assert (first["source_file"], first["line"]) == ("a.jsonl", 2)
     assert len(rest) == 2
+
+
+def test_check_value_refuses_the_same_with_and_without_its_flat_shortcut(monkeypatch):
+    """check_value skips its walk for flat objects of plain values (most
+    rows); whatever a row holds, the verdict must be the walk's."""
+    from tasksieve.transforms import read
+
+    long_number = json.loads('{"n": 1' + "0" * 200 + "}", parse_int=read._parse_int)
+    rng = random.Random(5)
+    pool = ["x", "é", "x\ud800", 7, 10**400, -(10**90), 1.5, True, None, [], {"a": 1}, [[[]]], long_number["n"]]
+    keys = ["a", "b", "ключ", "k\udc00"]
+    values = [{"a": "x\ud800"}, {"k\udc00": "v"}, {"n": 10**400}, long_number, {"ok": "é"}, {}, "top\ud800", 5,
+              {"f": 1.5, "b": True, "z": None, "i": 10**50}]
+    values += [{rng.choice(keys) + str(i): rng.choice(pool) for i in range(rng.randint(0, 4))} for _ in range(400)]
+
+    def verdict(v):
+        try:
+            read.check_value(v, "f")
+            return None
+        except read.RowLimitError as e:
+            return str(e)
+
+    shortcut = [verdict(v) for v in values]
+    monkeypatch.setattr(read, "_plain_object", lambda v: False)
+    assert shortcut == [verdict(v) for v in values]
+    assert sum(x is None for x in shortcut) > 50 and sum(x is not None for x in shortcut) > 50

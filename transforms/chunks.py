@@ -12,6 +12,14 @@ in memory, so a 1M-task pool would sit in RAM several times over. With a
 Each file carries an HMAC under a key made for the run, checked before
 unpickling, so a file planted or altered in the folder is refused rather
 than executed (unpickling runs code).
+
+Why held: on the in-process runner every stage runs in this one process,
+so pickling a value only to unpickle it in the same process is pure cost
+(bench/README.md). A Spill with a `memory_bytes` budget keeps packed
+values as the objects themselves, in a table of this process, while their
+estimated size stays under it; past the budget it spills as above, so
+memory stays bounded on any pool. A held value is handed out once:
+reading it takes it out of the table.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import itertools
 import os
 import pickle
 import secrets
@@ -36,6 +45,10 @@ class SpillTampered(RuntimeError):
 _HEADER = 8 + 32  # blob length, HMAC-SHA256
 _open_files: dict = {}  # folder -> {thread id: [file, next offset]}: one append-only file per writing thread
 _open_lock = threading.Lock()
+_held: dict = {}  # folder -> {token: (value, estimated bytes)}: values kept as objects (Spill.memory_bytes)
+_held_bytes: dict = {}  # folder -> estimated bytes held now
+ROW_BYTES = 1536  # a task row as Python objects (a dict of ~20 fields, a short prompt): the budget's estimate
+_tokens = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,10 @@ class Spill:
 
     folder: str
     key: bytes = field(repr=False)
+    # Estimated bytes of packed values kept as objects in this process (not
+    # pickled) at any one time; 0: every value is spilled. Only for runners
+    # that run every stage in the process that packed it (execute.run_graph).
+    memory_bytes: int = 0
 
     def _mac(self, name: str, offset: int, blob: bytes) -> bytes:
         where = f"{name}:{offset}:".encode()
@@ -85,33 +102,93 @@ class Spill:
         return blob
 
 
+class Held:
+    """A packed value kept as the object itself in this process (Spill.memory_bytes)."""
+
+    __slots__ = ("folder", "token")
+
+    def __init__(self, folder: str, token: int):
+        self.folder, self.token = folder, token
+
+    def __reduce__(self):  # Beam's coders pickle it: two plain fields
+        return Held, (self.folder, self.token)
+
+
+def _estimate(value) -> int:
+    """Bytes a packed value holds, roughly, for the memory budget: an
+    array its buffer, a list or dict ROW_BYTES per item, a tuple its parts."""
+    if isinstance(value, tuple):
+        return sum(_estimate(v) for v in value)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    if isinstance(value, (list, dict)):
+        return len(value) * ROW_BYTES
+    return 64
+
+
+def _hold(value, spill: Spill) -> Held | None:
+    n = _estimate(value)
+    with _open_lock:
+        held = _held_bytes.get(spill.folder, 0)
+        if held + n > spill.memory_bytes:
+            return None
+        token = next(_tokens)
+        _held.setdefault(spill.folder, {})[token] = (value, n)
+        _held_bytes[spill.folder] = held + n
+    return Held(spill.folder, token)
+
+
+def _take(held: Held):
+    with _open_lock:
+        value, n = _held.get(held.folder, {}).pop(held.token, (None, None))
+        if n is None:
+            raise RuntimeError("a value held in memory was read twice, after its run, or in another process; "
+                               "memory_bytes must be 0 on runners with more than one process")
+        _held_bytes[held.folder] -= n
+    return value
+
+
 def _close_files(folder: str) -> None:
     with _open_lock:
+        _held.pop(folder, None)
+        _held_bytes.pop(folder, None)
         for fh, _ in _open_files.pop(folder, {}).values():
             fh.close()
 
 
 @contextlib.contextmanager
-def spill_folder(parent: str | None = None):
+def spill_folder(parent: str | None = None, memory_bytes: int = 0):
     """A Spill in a new private folder (mode 0700) under `parent` (default:
-    the system temporary folder), removed with everything in it on exit."""
+    the system temporary folder), removed with everything in it on exit;
+    values of up to `memory_bytes` in all are held as objects instead (Spill)."""
     folder = tempfile.mkdtemp(prefix="tasksieve-spill-", dir=parent)
     try:
-        yield Spill(folder, secrets.token_bytes(32))
+        yield Spill(folder, secrets.token_bytes(32), memory_bytes)
     finally:
         _close_files(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def pack(value, spill: Spill | None = None):
-    """Pickled `value`: the bytes, or with a Spill (file, offset, spill) of where they are."""
+    """Pickled `value`: the bytes, or with a Spill (file, offset, spill) of
+    where they are; or, within the Spill's memory budget, a Held handle of
+    the value itself. The packer must not change `value` afterwards."""
+    if spill is not None and spill.memory_bytes:
+        held = _hold(value, spill)
+        if held is not None:
+            return held
     blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     return blob if spill is None else (*spill.write(blob), spill)
 
 
 def unpack(packed):
     """The value `pack` packed. Bytes only ever come from this process's
-    pipeline; files only after their HMAC checks."""
+    pipeline; files only after their HMAC checks; a held value once."""
+    if isinstance(packed, Held):
+        return _take(packed)
     if isinstance(packed, tuple):
         path, offset, spill = packed
         return pickle.loads(spill.read(path, offset))
@@ -126,3 +203,10 @@ def as_chunk(rows: list, spill: Spill | None = None) -> tuple:
 
 def rows_of(chunk: tuple) -> list:
     return unpack(chunk[1])
+
+
+def unchanged(chunk: tuple, rows: list, spill: Spill | None) -> tuple:
+    """`chunk` passed on after rows_of(chunk) gave `rows`, none changed:
+    pickled bytes or a spilled blob can be read again as they are; a held
+    value was taken by reading it, so its rows are held anew (no copy)."""
+    return as_chunk(rows, spill) if isinstance(chunk[1], Held) else chunk

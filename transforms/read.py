@@ -336,11 +336,35 @@ def _surrogate_at(s: str) -> str:
     return "?"
 
 
+def _plain_object(value) -> bool:
+    """An object of ASCII names whose values are ASCII text, numbers
+    check_value allows, booleans or nulls: what most rows are, and nothing
+    check_value can refuse (no nesting, no surrogate), so the walk is
+    skipped. Exact types: LongNumber (an int) and containers go the long way."""
+    if type(value) is not dict:
+        return False
+    for k, v in value.items():
+        if type(k) is not str or not k.isascii():
+            return False
+        t = type(v)
+        if t is str:
+            if not v.isascii():
+                return False
+        elif t is int:
+            if v.bit_length() > MAX_NUMBER_DIGITS * 3.33:
+                return False
+        elif not (v is None or t is bool or t is float):
+            return False
+    return True
+
+
 def check_value(value, where: str | None = None) -> None:
     """Raise RowLimitError if `value` (a parsed row or field) nests deeper
     than MAX_DEPTH, holds an integer over MAX_NUMBER_DIGITS digits, or a
     string or key with a lone surrogate (not encodable as UTF-8, so no
     coder or file can hold it). Iterative: no recursion limit to hit."""
+    if _plain_object(value):
+        return
     stack = [(value, 1, where)]
     while stack:
         v, depth, field = stack.pop()

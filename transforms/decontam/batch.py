@@ -8,7 +8,7 @@ import apache_beam as beam
 
 from tasksieve.transforms.decontam.index import get_index
 from tasksieve.transforms.decontam.stage import check_task
-from tasksieve.transforms.chunks import Spill, as_chunk, rows_of
+from tasksieve.transforms.chunks import Spill, as_chunk, rows_of, unchanged
 from tasksieve.transforms.stage import DROPPED, KEPT, split_kept_dropped
 
 
@@ -26,14 +26,15 @@ class _DecontaminateChunkFn(beam.DoFn):
             yield KEPT, chunk
             return
         clean, dropped = [], []
-        for task in rows_of(chunk):
+        tasks = rows_of(chunk)
+        for task in tasks:
             found = check_task(task, self.index)
             if found is None:
                 clean.append(task)
             else:
                 dropped.append(found)
         if clean and not dropped:
-            yield KEPT, chunk  # not packed again
+            yield KEPT, unchanged(chunk, tasks, self.spill)  # not pickled again
         elif clean:
             yield KEPT, as_chunk(clean, self.spill)
         if dropped:
