@@ -213,10 +213,11 @@ def _write_chunks(result_chunks, spec: RunSpec) -> list:
 
 def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -> str:
     status, chunk = status_chunk
-    results = [dict(t, run_id=run_id, status=status) for t in rows_of(chunk)]
-    name = chunk_name(results)  # the results' name for both files: they hold the same tasks
-    write_chunk([expert_cost_row(r, rates, run_id) for r in results], str(Path(staging) / "costs"), STAGED["costs"], name)
-    return write_chunk(results, str(Path(staging) / "results"), STAGED["results"], name)
+    tasks = rows_of(chunk)
+    name = chunk_name(tasks)  # one name for both files: they hold the same tasks
+    write_chunk([expert_cost_row(t, rates, run_id) for t in tasks], str(Path(staging) / "costs"), STAGED["costs"], name)
+    return write_chunk(tasks, str(Path(staging) / "results"), STAGED["results"], name,
+                       same={"run_id": run_id, "status": status})
 
 
 def kept_result(task: dict, run_id: str) -> dict:

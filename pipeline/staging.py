@@ -63,13 +63,18 @@ def chunk_name(rows: list) -> str:
     return f"chunk-{hashlib.blake2b(keys.encode(), digest_size=12).hexdigest()}"
 
 
-def write_chunk(rows: list, folder: str, schema: pa.Schema, name: str | None = None) -> str:
+def write_chunk(rows: list, folder: str, schema: pa.Schema, name: str | None = None, same: dict | None = None) -> str:
     """One chunk of rows as one file, named `name` (default chunk_name(rows)):
-    a retried chunk rewrites its own file."""
+    a retried chunk rewrites its own file. `same`: columns whose value every
+    row takes (over any the rows hold), set as whole columns instead of
+    a copy of every row with them."""
     name = name or chunk_name(rows)
     # from_pylist with a schema takes the schema's fields and ignores the
     # rest, as conform() does, without a copy of every row.
     table = pa.Table.from_pylist(rows, schema=schema)
+    for col, value in (same or {}).items():
+        i = schema.get_field_index(col)
+        table = table.set_column(i, schema.field(i), pa.repeat(pa.scalar(value, schema.field(i).type), len(rows)))
     return _replace(Path(folder) / f"{name}{SUFFIX}", lambda tmp: _write_ipc(table, tmp))
 
 

@@ -245,6 +245,8 @@ def quarantine_row(raw: dict, reason: str) -> dict:
 
 def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
     """Of rows sharing (source, task_id), the first in the delivery wins."""
+    if len(tasks) == 1:  # most ids: nothing to order
+        return tasks[0], []
     ordered = sorted(tasks, key=lambda t: (t["source_file"], t["line"]))
     return ordered[0], ordered[1:]
 

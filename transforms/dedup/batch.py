@@ -112,6 +112,10 @@ def exact_survivors(chunks) -> tuple[list[dict], list[str], list[dict]]:
             by_hash.setdefault(t["content_hash"], []).append((t, text))
     kept, texts, dropped = [], [], []
     for group in by_hash.values():
+        if len(group) == 1:  # most hashes: the one task survives, as pick_survivor would say
+            kept.append(group[0][0])
+            texts.append(group[0][1])
+            continue
         keep, drop = pick_survivor([t for t, _ in group])
         kept.append(keep)
         texts.append(next(text for t, text in group if t is keep))

@@ -295,7 +295,7 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     edges = _node_edges(np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64), node_of)
     if meaning:
         edges = sort_edges(edges + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
-    c = Component(list(tasks.values()), list(pool.values()), near.p, texts)
+    c = Component.of_nodes(tasks, pool, texts, near.p)
     confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
     if confirmed:
         src_of = {n: holder_of(rid) for rid, n in node_of.items()}

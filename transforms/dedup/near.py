@@ -275,6 +275,18 @@ class Component:
         self.hashes.update({n: r["content_hash"] for n, r in self.pool_by_node.items()})
         self.sh = _Shingles(self.texts, p)
 
+    @classmethod
+    def of_nodes(cls, by_node: dict, pool_by_node: dict, texts: dict, p: MinHashParams) -> "Component":
+        """The same Component from rows already keyed by node and every
+        node's text (the batch path's edge shards have them): no node or
+        text made again per row."""
+        c = cls.__new__(cls)
+        c.by_node, c.pool_by_node, c.texts = by_node, pool_by_node, texts
+        c.hashes = {n: t["content_hash"] for n, t in by_node.items()}
+        c.hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+        c.sh = _Shingles(texts, p)
+        return c
+
     def row(self, n: str) -> dict:
         return self.by_node.get(n) or self.pool_by_node[n]
 
