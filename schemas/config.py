@@ -64,7 +64,7 @@ class DedupConfig(_Section):
     batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (pipeline/cheap_batch.py); "
                                           "false: the row-at-a-time reference path, the same decisions, slower and "
                                           "with memory growing with the pool")
-    memory_mib: int = Field(512, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
+    memory_mib: int = Field(768, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
                             "path hands between its stages as objects instead of pickling them to a spill file: "
                             "faster; past it, values spill to disk, so memory stays bounded. 0: always spill")
     against: list[str] = Field(default_factory=list,

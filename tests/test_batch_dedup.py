@@ -248,6 +248,14 @@ def test_held_values_are_the_objects_handed_out_once_within_the_budget(tmp_path)
         assert chunks.rows_of(passed) is rows
         n, blob = chunks.as_chunk(rows, dataclasses.replace(spill, memory_bytes=0))
         assert chunks.unchanged((n, blob), chunks.rows_of((n, blob)), spill) == (n, blob)
+        # Arrays (cheap to pickle) take at most half the budget; rows the whole.
+        array = np.zeros(budget * 6 // 10 // 8, dtype=np.int64)
+        assert isinstance(chunks.pack((array, array[:1]), spill), tuple)
+        as_rows = chunks.pack(rows[:9], spill)
+        assert isinstance(as_rows, chunks.Held)
+        chunks.unpack(as_rows)
+        small = chunks.pack(array[: budget // 4 // 8], spill)
+        assert isinstance(small, chunks.Held) and chunks.unpack(small).shape == (budget // 4 // 8,)
         left = chunks.pack(["still held"], spill)
     with pytest.raises(RuntimeError):  # the run's table went with its folder
         chunks.unpack(left)

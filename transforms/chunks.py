@@ -129,11 +129,19 @@ def _estimate(value) -> int:
     return 64
 
 
+def _holds_rows(value) -> bool:
+    return isinstance(value, list) or (isinstance(value, tuple) and any(isinstance(v, list) for v in value))
+
+
 def _hold(value, spill: Spill) -> Held | None:
+    # Rows (lists of dicts and tuples) are what pickling is slow for; arrays
+    # pickle as one copy of their buffer. So arrays may take only half the
+    # budget: on a pool too large to hold whole, the rows are held first.
     n = _estimate(value)
+    limit = spill.memory_bytes if _holds_rows(value) else spill.memory_bytes // 2
     with _open_lock:
         held = _held_bytes.get(spill.folder, 0)
-        if held + n > spill.memory_bytes:
+        if held + n > limit:
             return None
         token = next(_tokens)
         _held.setdefault(spill.folder, {})[token] = (value, n)
