@@ -503,3 +503,27 @@ def test_the_vllm_guard_is_a_no_op_where_numba_never_ran():
             "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
+
+
+def test_progress_rates_a_burst_over_the_run_and_a_stream_over_itself(monkeypatch, capsys):
+    """A step whose elements all come at once (kept rows, once near dedup
+    has decided) showed millions of rows/s when rated from its first
+    element; it is rated over the run so far. A step that streams keeps
+    its own pace (its ETA depends on it)."""
+    from tasksieve.transforms import progress
+
+    now = [100.0]  # the graph is built
+    monkeypatch.setattr(progress.time, "time", lambda: now[0])
+
+    def done_line(arrivals):
+        step = progress.Progress("dedup: kept", total=None)
+        step.setup()
+        for at, rows in arrivals:
+            now[0] = at
+            assert list(step.process((rows, "packed"))) == [(rows, "packed")]  # passed on unchanged
+        now[0] = 500.0  # teardown comes when the whole pipeline ends: not the step's rate
+        step.teardown()
+        return capsys.readouterr().err.splitlines()[-1].strip()
+
+    assert done_line([(110.0, 600), (110.000001, 400)]) == "dedup: kept (done): 1,000 rows, 100 rows/s"
+    assert done_line([(110.0, 600), (115.0, 400)]) == "dedup: kept (done): 1,000 rows, 200 rows/s"

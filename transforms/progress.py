@@ -3,8 +3,10 @@ DoFn counts the rows in the elements it sees (rows or chunks of rows) and
 prints rows, rows/s and, when the input's row count is known, an ETA.
 
 Why not runner metrics: the DaskRunner has none, and the in-process runner
-only reports them at the end. Each worker process prints its own line
-(on N workers the rates add up); at most one line per `every_s` seconds.
+only reports them at the end. A step's rate runs from its first element;
+one whose elements came in a single burst is rated over the run so far.
+Each worker process prints its own line (on N workers the rates add up);
+at most one line per `every_s` seconds.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ class Progress(beam.DoFn):
                  count: bool = False, unit: str = "rows"):
         self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
         self.unit = unit
+        self.built = time.time()  # when the graph was built (wall clock: the same on every worker)
 
     def setup(self):
-        self.seen, self.t0, self.last, self.latest = 0, None, 0.0, 0.0
+        self.seen, self.t0, self.last, self.latest = 0, None, 0.0, None
 
     def process(self, element):
-        now = time.perf_counter()
+        now = time.time()
         if self.t0 is None:
             self.t0 = self.last = now
         self.latest = now
@@ -54,9 +57,14 @@ class Progress(beam.DoFn):
         yield element
 
     def teardown(self):
-        if self.seen and self.t0 is not None:
+        if self.seen and self.latest is not None:
             # The rate up to the last element, not to teardown (which comes
-            # when the whole pipeline ends).
+            # when the whole pipeline ends). A step whose elements came in
+            # one burst (the kept rows, all at once when near dedup has
+            # decided) has no pace of its own: from its first element it
+            # showed millions of rows/s; it is rated over the run so far.
             elapsed = self.latest - self.t0
+            if elapsed < self.every_s:
+                elapsed = self.latest - self.built
             print(progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit), file=sys.stderr,
                   flush=True)
