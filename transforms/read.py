@@ -40,6 +40,7 @@ REASON_MAX_CHARS = 300
 # sink downstream (Beam's coders, pyarrow, DuckDB, json.dumps).
 MAX_DEPTH = 64           # nesting levels of objects/lists in one row
 MAX_NUMBER_DIGITS = 100  # digits of one integer literal
+_MAX_INT_BITS = MAX_NUMBER_DIGITS * 3.33  # an int of more bits has over that many digits (log2 10 = 3.32)
 
 TABLE_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -351,7 +352,7 @@ def _plain_object(value) -> bool:
             if not v.isascii():
                 return False
         elif t is int:
-            if v.bit_length() > MAX_NUMBER_DIGITS * 3.33:
+            if v.bit_length() > _MAX_INT_BITS:
                 return False
         elif not (v is None or t is bool or t is float):
             return False
@@ -379,7 +380,7 @@ def check_value(value, where: str | None = None) -> None:
             name = _named(field)
             raise RowLimitError(f"{name} holds a number of {v.digits} digits, over the {MAX_NUMBER_DIGITS}-digit limit")
         elif isinstance(v, int):
-            if v.bit_length() > MAX_NUMBER_DIGITS * 3.33:
+            if v.bit_length() > _MAX_INT_BITS:
                 name = _named(field)
                 raise RowLimitError(f"{name} holds an integer of over {MAX_NUMBER_DIGITS} digits, over the "
                                     f"{MAX_NUMBER_DIGITS}-digit limit")

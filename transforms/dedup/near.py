@@ -267,13 +267,11 @@ class Component:
 
     def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams, texts: dict | None = None):
         """`texts`: each task's text_of by node, when the caller has them already."""
-        self.by_node = {task_node(t): t for t in tasks}
-        self.pool_by_node = {r["node"]: r for r in pool}
-        self.texts = {n: texts[n] if texts else text_of(t) for n, t in self.by_node.items()}
-        self.texts.update({n: r["text"] for n, r in self.pool_by_node.items()})
-        self.hashes = {n: t["content_hash"] for n, t in self.by_node.items()}
-        self.hashes.update({n: r["content_hash"] for n, r in self.pool_by_node.items()})
-        self.sh = _Shingles(self.texts, p)
+        by_node = {task_node(t): t for t in tasks}
+        pool_by_node = {r["node"]: r for r in pool}
+        all_texts = {n: texts[n] if texts else text_of(t) for n, t in by_node.items()}
+        all_texts.update({n: r["text"] for n, r in pool_by_node.items()})
+        self._keyed(by_node, pool_by_node, all_texts, p)
 
     @classmethod
     def of_nodes(cls, by_node: dict, pool_by_node: dict, texts: dict, p: MinHashParams) -> "Component":
@@ -281,11 +279,14 @@ class Component:
         node's text (the batch path's edge shards have them): no node or
         text made again per row."""
         c = cls.__new__(cls)
-        c.by_node, c.pool_by_node, c.texts = by_node, pool_by_node, texts
-        c.hashes = {n: t["content_hash"] for n, t in by_node.items()}
-        c.hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
-        c.sh = _Shingles(texts, p)
+        c._keyed(by_node, pool_by_node, texts, p)
         return c
+
+    def _keyed(self, by_node: dict, pool_by_node: dict, texts: dict, p: MinHashParams) -> None:
+        self.by_node, self.pool_by_node, self.texts = by_node, pool_by_node, texts
+        self.hashes = {n: t["content_hash"] for n, t in by_node.items()}
+        self.hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+        self.sh = _Shingles(texts, p)
 
     def row(self, n: str) -> dict:
         return self.by_node.get(n) or self.pool_by_node[n]
