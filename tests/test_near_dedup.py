@@ -8,6 +8,7 @@ import json
 import tempfile
 
 import apache_beam as beam
+import numpy as np
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -218,14 +219,17 @@ def test_index_built_with_other_parameters_is_refused(tmp_path, pool_file):
         build_index([str(pool_file)], P, tmp_path / "notidx")
 
 
-def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses():
+def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses(monkeypatch):
     """judge_edges skips the per-edge call for candidates below the
-    threshold that are not exact copies: the confirmed edges must be those
-    _judge_edge confirms one by one, on copies, edits, refilled templates
-    and unrelated texts, at thresholds on and around their similarities."""
+    threshold that are not exact copies, and judge_ranked (the batch path's
+    edge shards: edges as index arrays) refuses those far under it on
+    arrays: the confirmed edges of both must be those _judge_edge confirms
+    one by one, on copies, edits, refilled templates and unrelated texts,
+    at thresholds on and around their similarities, in blocks of any size."""
     import random
 
-    from tasksieve.transforms.dedup.near import Component, _judge_edge, judge_edges
+    from tasksieve.transforms.dedup import near as near_mod
+    from tasksieve.transforms.dedup.near import Component, _judge_edge, judge_edges, judge_ranked
     from tasksieve.transforms.same_problem.rules import Rules
 
     rng = random.Random(5)
@@ -237,8 +241,11 @@ def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses():
             n += 1
             tasks.append(with_hash({"task_id": f"t{n}", "source": "s", "prompt": variant, "answer": str(n % 3),
                                     "domain": "math"}))
+    # A hash shared by unlike texts: judged a copy on its hash alone, whatever its shingles say.
+    tasks.append(dict(with_hash({"task_id": "alias", "source": "s", "prompt": "zq xv", "answer": "1", "domain": "math"}),
+                      content_hash=tasks[0]["content_hash"]))
     nodes = [f"s\x1f{t['task_id']}" for t in tasks]
-    edges = sorted({tuple(sorted(rng.sample(nodes, 2))) for _ in range(600)})
+    edges = sorted({tuple(sorted(rng.sample(nodes, 2))) for _ in range(600)} | {tuple(sorted((nodes[0], nodes[-1])))})
     c = Component(tasks, [], MinHashParams())
     sims = dict(zip(edges, c.sh.sims(edges)))
     for threshold in [0.5, 0.8, *rng.sample(sorted(set(sims.values())), 5)]:
@@ -249,4 +256,10 @@ def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses():
                 want.append((e, how, s))
         got = judge_edges(c, edges, threshold, 0.5, 0.9, Rules())
         assert got == want, threshold
+        names = sorted({n for e in edges for n in e})
+        rank = {n: i for i, n in enumerate(names)}
+        lo, hi = (np.array([rank[e[i]] for e in edges], dtype=np.int64) for i in (0, 1))
+        for block in (250_000, 7, 1):
+            monkeypatch.setattr(near_mod, "_EDGE_BLOCK", block)
+            assert judge_ranked(c, names, lo, hi, threshold, 0.5, 0.9, Rules()) == want, (threshold, block)
         assert any(sims[e] < threshold for e in edges) and want  # some refused below it, some confirmed

@@ -38,8 +38,8 @@ from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
                                               position_of)
 from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
-                                             edge_order, judge_edges, sort_edges, task_node)
-from tasksieve.transforms.dedup.shards import bucket_groups, shard_of
+                                             edge_order, judge_edges, judge_ranked, sort_edges, task_node)
+from tasksieve.transforms.dedup.shards import bucket_runs, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
@@ -100,11 +100,12 @@ def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> 
     return keep
 
 
-def _two_record_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray,
-                      near: NearSettings) -> np.ndarray:
-    """bucket_pairs and size_bound for every bucket of exactly two records,
-    as arrays: the (m, 2) node ids, lower first, of the edges kept. The
-    same pairs and the same refusals as the per-bucket loop."""
+def _pair_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray,
+                near: NearSettings) -> np.ndarray:
+    """bucket_pairs and size_bound for record pairs of buckets paired
+    all-to-all (_all_pairs_buckets), as arrays: the (m, 2) node ids, lower
+    first, of the edges kept. The same pairs and the same refusals as the
+    per-bucket loop."""
     ia, ib = pairs[:, 0], pairs[:, 1]
     na, nb = ids[ia], ids[ib]
     pa, pb = pool[ia], pool[ib]
@@ -116,17 +117,43 @@ def _two_record_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pair
     return np.stack([np.minimum(na, nb), np.maximum(na, nb)], axis=1)
 
 
+def _all_pairs_buckets(runs: tuple, max_pairs: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(record index pairs of every pair within each bucket that
+    bucket_pairs pairs all-to-all, as an (m, 2) array; the other buckets'
+    record indices, one array each). A bucket of up to max_pairs records
+    has up to max_pairs distinct nodes, so bucket_pairs pairs it
+    all-to-all: most buckets, done here by size with one index matrix
+    each, where the order bucket_pairs sorts its members in does not
+    matter (each pair is oriented by id later; a node held twice pairs
+    with itself, refused by _pair_edges, and its pairs come twice, made
+    distinct in its edge shard). Larger buckets (a star and a chain when
+    over max_pairs distinct nodes, which depend on that order) go to
+    bucket_pairs itself."""
+    order, starts, sizes = runs
+    parts, rest = [np.zeros((0, 2), dtype=np.int64)], []
+    for m in np.unique(sizes).tolist():
+        first = starts[sizes == m]
+        if m > max_pairs:
+            rest += [order[f : f + m] for f in first.tolist()]
+            continue
+        members = order[first[:, None] + np.arange(m)]  # (buckets, m) record indices
+        i, j = np.triu_indices(m, 1)
+        parts.append(np.stack([members[:, i].ravel(), members[:, j].ravel()], axis=1))
+    return np.concatenate(parts), rest
+
+
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One bucket shard's records -> its candidate edges (node-id pairs), by
     edge shard. Edges the set sizes already refuse (size_bound) are dropped
     here, before any row moves for them: half the candidates of a templated
-    pool. Buckets of two records (most) are handled as arrays, larger ones
-    by bucket_pairs, which orders their members by node string."""
+    pool. Buckets paired all-to-all (most) are handled as arrays
+    (_all_pairs_buckets), the others by bucket_pairs, which orders their
+    members by node string."""
     parts = [unpack(b) for b in kv[1]]
     keys, nodes, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in range(4))
     pool = holder_of(ids) >= POOL_SRC  # held under a pool row group
-    pairs, larger = bucket_groups(keys)
-    found = [_two_record_edges(ids, sizes, pool, pairs, near)]
+    pairs, larger = _all_pairs_buckets(bucket_runs(keys), near.max_pairs)
+    found = [_pair_edges(ids, sizes, pool, pairs, near)]
     size_list = sizes.tolist()
     for idx in larger:
         members = nodes[idx].tolist()
@@ -256,15 +283,17 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
         yield KEPT, as_chunk(rest[i : i + chunk], spill)
 
 
-def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
-    """Id pairs -> (node, node) edges, lower node first, sorted: what
+def _ranked_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, np.ndarray]:
+    """Id pairs -> (node names in node order, lo, hi): edge k is
+    (names[lo[k]], names[hi[k]]), lower node first, the edges sorted: what
     near.sort_edges gives, with the nodes ranked once and the edges
     ordered by rank in numpy instead of comparing strings per edge."""
-    if not pairs.shape[0]:
-        return []
     ids = np.array(sorted(node_of), dtype=np.int64)
     names = [node_of[i] for i in ids.tolist()]
     by_rank = sorted(range(len(names)), key=names.__getitem__)
+    ordered = [names[i] for i in by_rank]
+    if not pairs.shape[0]:
+        return ordered, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     rank = np.empty(len(names), dtype=np.int64)
     rank[by_rank] = np.arange(len(names))
     at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
@@ -273,8 +302,13 @@ def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
     ra, rb = rank[at[:, 0]], rank[at[:, 1]]
     lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
     order = np.lexsort((hi, lo))
-    ordered = [names[i] for i in by_rank]
-    return [(ordered[a], ordered[b]) for a, b in zip(lo[order].tolist(), hi[order].tolist())]
+    return ordered, lo[order], hi[order]
+
+
+def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
+    """_ranked_edges as (node, node) tuples."""
+    names, lo, hi = _ranked_edges(pairs, node_of)
+    return [(names[a], names[b]) for a, b in zip(lo.tolist(), hi.tolist())]
 
 
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
@@ -292,11 +326,14 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
             n = _node(row_kind, r)
             (tasks if row_kind == "task" else pool)[n] = r
             node_of[rid], texts[n] = n, text
-    edges = _node_edges(np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64), node_of)
-    if meaning:
-        edges = sort_edges(edges + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
+    pairs = np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64)
     c = Component.of_nodes(tasks, pool, texts, near.p)
-    confirmed = judge_edges(c, edges, near.threshold, near.min_numbers, near.guard_below, near.rules)
+    judged = (near.threshold, near.min_numbers, near.guard_below, near.rules)
+    if meaning:  # meaning edges carry a cosine: judged one by one, in edge_order
+        edges = sort_edges(_node_edges(pairs, node_of) + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
+        confirmed = judge_edges(c, edges, *judged)
+    else:
+        confirmed = judge_ranked(c, *_ranked_edges(pairs, node_of), *judged)
     if confirmed:
         src_of = {n: holder_of(rid) for rid, n in node_of.items()}
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)

@@ -345,6 +345,41 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     return out
 
 
+# A Jaccard this far under the threshold rounds (to 4 places) under it
+# whatever the float error: round() moves a value by at most 0.00005.
+_FAR_UNDER = 1e-3
+
+
+def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
+                 guard_below: float, rules: Rules) -> list[tuple]:
+    """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), in that
+    order: the same confirmed edges, for the batch path's edge shards, where
+    the edges come as index arrays. The shingle counts of a block come as
+    arrays, and a candidate that is neither a copy nor within _FAR_UNDER of
+    the threshold is refused on them (what judge_edges refuses it for),
+    without a node pair, a dict lookup or a rounding of its own: at 1M
+    tasks that is ~3 million of them. The rest are judged as judge_edges
+    judges them, similarity rounded as _Shingles.sims rounds it."""
+    out = []
+    same_text = {}  # content hash -> a small int, so copies are found with one array compare
+    code = np.fromiter((same_text.setdefault(c.hashes[n], len(same_text)) for n in names), dtype=np.int64,
+                       count=len(names))
+    for i in range(0, lo.shape[0], _EDGE_BLOCK):
+        a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
+        used, where = np.unique(np.concatenate([a, b]), return_inverse=True)
+        ea, eb = where[: a.shape[0]], where[a.shape[0] :]
+        inter, lens = jaccard_counts([c.texts[names[j]] for j in used.tolist()], ea, eb, c.sh.p)
+        la, lb = lens[ea], lens[eb]
+        near = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
+        for k in np.flatnonzero(near).tolist():
+            x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
+            e = (names[a[k]], names[b[k]])
+            how, s = _judge_edge(c, e, round(x / (sa + sb - x), 4), threshold, min_numbers, guard_below, rules)
+            if how is not None:
+                out.append((e, how, s))
+    return out
+
+
 def best_links(confirmed: list[tuple]) -> dict:
     """node -> (neighbour, similarity, how) of its best confirmed edge:
     MinHash edges first, then the most similar, then the first in order."""

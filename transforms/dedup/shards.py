@@ -80,17 +80,25 @@ def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int, *cols: np.n
     return out
 
 
-def bucket_groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Record indices of every bucket key held by 2+ records, found with one
-    sort (only those buckets are looked at), split: an (m, 2) array for the
-    buckets of exactly two records (most of them; batch_near handles them as
-    arrays) and a list of index arrays for the larger ones (bucket_pairs)."""
+def bucket_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, starts, sizes): every bucket key held by 2+ records, found
+    with one sort (only those buckets are looked at); bucket k's records
+    are order[starts[k] : starts[k] + sizes[k]]."""
     if keys.shape[0] < 2:
-        return np.zeros((0, 2), dtype=np.int64), []
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
     order = np.argsort(keys, kind="stable")
     ks = keys[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     size = np.r_[starts[1:], ks.shape[0]] - starts
+    return order, starts[size > 1], size[size > 1]
+
+
+def bucket_groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """bucket_runs split: an (m, 2) array of record indices for the buckets
+    of exactly two records (most of them; batch_near handles them as
+    arrays) and a list of index arrays for the larger ones (bucket_pairs)."""
+    order, starts, size = bucket_runs(keys)
     two = starts[size == 2]
     pairs = np.stack([order[two], order[two + 1]], axis=1)
     return pairs, [order[s : s + n] for s, n in zip(starts[size > 2], size[size > 2])]
