@@ -87,6 +87,39 @@ def test_quantities_of_hostile_text_never_raise_and_stay_distinct():
     assert len(out) == len(tasks)
 
 
+def test_quantities_fast_paths_read_what_the_plain_steps_read(monkeypatch):
+    """quantities reads ASCII text with a faster tokenizer and takes plain
+    integers without a Fraction: the multisets must be those of the plain
+    steps on every case prompt, on hostile text and on random strings made
+    of numbers, units, fractions, signs and words in several scripts."""
+    import random
+
+    from tasksieve.transforms.same_problem import quantities as q
+
+    rng = random.Random(3)
+    parts = ["3", "12", "007", "1,200", "1,23", "12,3456", "1,234.5", "2.5", ".5", "5.", "3/4", "1/0", "0", "٣", "²",
+             "$", "%", "-", "\\%", "\\frac{3}{4}", "\\dfrac34", "per", "cent", "por", "ciento", "pour", "percent",
+             "dozen", "dozens", "half", "halves", "quarters", "third", "twice", "hours", "km", "cents", "dollars",
+             "one", "twenty", "five", "hundred", "and", "thousand", "dieciséis", "vingt", "fünf", "eggs", "the", "x",
+             "9" * 101, "_", ",", ".", "/", "(", ")", "é", "日本"]
+    texts = [t["prompt"] for t in cases.lookalikes() + cases.rewordings() + cases.translations()]
+    texts += [t["prompt"] for p in cases.paraphrase_pairs() + cases.sibling_pairs() for t in p]
+    texts += ["⓺x and 3", "²a 7", "$" + "9" * 300, "3 per cent", "3 per", "3", "$3 dozen", "three 4 halves"]
+    for _ in range(3000):
+        seps = [" ", " ", "", ",", "."]
+        texts.append("".join(rng.choice(parts) + rng.choice(seps) for _ in range(rng.randint(1, 12))))
+    ascii_texts = [t for t in texts if t.isascii()]
+    assert len(ascii_texts) > 1000 and len(texts) - len(ascii_texts) > 300
+    for t in ascii_texts:  # the tokenizers alone, before anything reads the tokens
+        assert q._TOKEN_ASCII.findall(t) == q._TOKEN.findall(t), t
+    fast = [q._quantities.__wrapped__(t) for t in texts]
+    monkeypatch.setattr(q, "fast", False)
+    plain = [q._quantities.__wrapped__(t) for t in texts]
+    for t, a, b in zip(texts, fast, plain):
+        assert Counter(dict(a)) == Counter(dict(b)), t
+    assert sum(1 for b in plain if b) > 2000  # most strings hold quantities
+
+
 def test_answers_are_compared_by_value_not_by_string():
     assert answers_agree("0.5", "1/2") is True
     assert answers_agree("$18", "18") is True
