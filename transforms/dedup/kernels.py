@@ -41,6 +41,31 @@ def _find_slot(keys, stamp, x, g, mult, shift, mask):
 _find = _find_slot  # compiled by _compile() before the kernels that call it
 
 
+def _power_top(w):
+    """BASE ** (w - 1) mod 2^64: the weight of a window's first code."""
+    top = _ONE
+    for _ in range(w - 1):
+        top = top * BASE
+    return top
+
+
+def _rolled(h, codes, k, w, top, i):
+    """The polynomial hash of the w codes from codes[k] (sum of (code + 1) *
+    BASE ** (w - 1 - j), mod 2^64): window i of a text, from `h`, the hash
+    of window i - 1. Arithmetic mod 2^64 is a ring, so taking the first
+    code out and the next in gives the very bits of summing the window
+    afresh (w multiplies a window), in two."""
+    if i == 0:
+        h = np.uint64(0)
+        for j in range(w):
+            h = h * BASE + (codes[k + j] + _ONE)
+        return h
+    return (h - (codes[k - 1] + _ONE) * top) * BASE + (codes[k + w - 1] + _ONE)
+
+
+_top, _roll = _power_top, _rolled  # compiled by _compile(), as _find
+
+
 def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift):
     """The 32-bit hash of every `size`-long window of each text's codes
     (minhash._to32(minhash._rolling)), in text order, duplicates kept: text
@@ -62,10 +87,10 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
         n = end - start - w + 1
         g = first + t
         m = 0
+        top = _top(w)
+        h = np.uint64(0)
         for k in range(n):
-            h = np.uint64(0)
-            for j in range(w):
-                h = h * BASE + (codes[start + k + j] + _ONE)
+            h = _roll(h, codes, start + k, w, top, k)
             x = np.uint32((h * MUL) >> _SHIFT)
             out[base + k] = x
             s = _find(keys, stamp, x, g, mult, shift, mask)
@@ -126,10 +151,10 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
                 sig[i] = b_hi[i]
         else:
             w = size if end - start >= size else end - start
+            top = _top(w)
+            h = np.uint64(0)
             for k in range(start, end - w + 1):
-                h = np.uint64(0)
-                for j in range(w):
-                    h = h * BASE + (codes[k + j] + _ONE)
+                h = _roll(h, codes, k, w, top, k - start)
                 x = ((h * MUL) >> _SHIFT) & _LOW
                 for i in range(num_perm):
                     lo = (a_lo[i] & _LOW) * x + (b_lo[i] & _LOW)
@@ -145,8 +170,8 @@ def _compile() -> SimpleNamespace | None:
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
-    global _find
-    _find = jit(_find_slot)  # the kernels find it by name when they compile
+    global _find, _top, _roll
+    _find, _top, _roll = jit(_find_slot), jit(_power_top), jit(_rolled)  # the kernels find them by name when they compile
     return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
                            hashed_intersections=jit(_hashed_intersections))
 
