@@ -271,16 +271,18 @@ def test_shard_buckets_give_the_row_path_edges():
     want = {e for members in by_key.values() for e in bucket_pairs(members, 8)}
     got = set()
     for ks, ns in shards.split_by_shard(keys, nodes, 7).values():
-        pairs, larger = shards.bucket_groups(ks)
-        got |= {e for idx in [*pairs, *larger] for e in bucket_pairs(ns[idx].tolist(), 8)}
+        order, starts, sizes = shards.bucket_runs(ks)
+        assert (sizes > 1).all()  # only keys held by 2+ records
+        got |= {e for s, n in zip(starts, sizes) for e in bucket_pairs(ns[order[s : s + n]].tolist(), 8)}
     assert got == want
 
 
 def test_bucket_shard_edges_are_the_per_bucket_rule():
-    """band_shard_found handles two-record buckets as arrays: its edges must
+    """band_shard_found pairs the records of buckets as arrays: its edges must
     be, for every bucket, bucket_pairs less the pairs size_bound refuses,
-    whatever the bucket holds (pool rows, one node twice, sizes whose ratio
-    rounds onto the threshold, `within` off), as node-id pairs, lower id
+    whatever the bucket holds (pool rows, which go first even where a task's
+    name sorts before theirs, one node twice, sizes whose ratio rounds onto
+    the threshold, `within` off, buckets over max_pairs), as node-id pairs, lower id
     first, in the edge shard of the lower id, naming the rows' holders."""
     from tasksieve.transforms.dedup.batch import POOL_SRC, NearSettings
     from tasksieve.transforms.dedup.batch_near import band_shard_found, edge_shards, size_bound
@@ -295,7 +297,7 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
     for trial in range(200):
         n = rng.randint(2, 50)
         groups = [(rng.randrange(32), [f"s\x1f{i}" for i in range(0, n, 2)]),
-                  (rng.randrange(32), [f"s\x1f{i}" for i in range(1, n, 2)]),
+                  (rng.randrange(32), [f"a\x1f{i}" for i in range(1, n, 2)]),  # sorts before the pool rows
                   (POOL_SRC + rng.randrange(3), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))])]
         pair = rng.choice(tricky)
         size_of = {x: rng.choice([*pair, *pair, rng.randint(1, 400)]) for _, names in groups for x in names}

@@ -37,7 +37,7 @@ import numpy as np
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
                                               position_of)
-from tasksieve.transforms.dedup.near import (Component, UnionFind, best_links, bucket_pairs, decide_clusters,
+from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, decide_clusters,
                                              edge_order, judge_edges, judge_ranked, sort_edges, task_node)
 from tasksieve.transforms.dedup.shards import bucket_runs, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
@@ -102,10 +102,10 @@ def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> 
 
 def _pair_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray,
                 near: NearSettings) -> np.ndarray:
-    """bucket_pairs and size_bound for record pairs of buckets paired
-    all-to-all (_all_pairs_buckets), as arrays: the (m, 2) node ids, lower
-    first, of the edges kept. The same pairs and the same refusals as the
-    per-bucket loop."""
+    """bucket_pairs' rules and size_bound for the record pairs it would
+    make (_all_pairs_buckets, _star_chain_pairs), as arrays: the (m, 2)
+    node ids, lower first, of the edges kept. The same pairs and the same
+    refusals as the per-bucket loop."""
     ia, ib = pairs[:, 0], pairs[:, 1]
     na, nb = ids[ia], ids[ib]
     pa, pb = pool[ia], pool[ib]
@@ -127,8 +127,8 @@ def _all_pairs_buckets(runs: tuple, max_pairs: int) -> tuple[np.ndarray, list[np
     matter (each pair is oriented by id later; a node held twice pairs
     with itself, refused by _pair_edges, and its pairs come twice, made
     distinct in its edge shard). Larger buckets (a star and a chain when
-    over max_pairs distinct nodes, which depend on that order) go to
-    bucket_pairs itself."""
+    over max_pairs distinct nodes, which depend on that order) are left
+    to _star_chain_pairs."""
     order, starts, sizes = runs
     parts, rest = [np.zeros((0, 2), dtype=np.int64)], []
     for m in np.unique(sizes).tolist():
@@ -142,29 +142,48 @@ def _all_pairs_buckets(runs: tuple, max_pairs: int) -> tuple[np.ndarray, list[np
     return np.concatenate(parts), rest
 
 
+def _star_chain_pairs(groups: list[np.ndarray], nodes: np.ndarray, max_pairs: int) -> np.ndarray:
+    """bucket_pairs of the buckets _all_pairs_buckets leaves (over
+    max_pairs records), as record index pairs: each bucket's distinct
+    nodes in bucket_pairs' order (pool rows first, then by node string; one
+    sort for all the buckets, a node held twice kept once, by its last
+    record, as the per-bucket loop's dict kept it), then a star on the
+    first and a chain, or all-to-all where max_pairs or fewer are left."""
+    keyed = []
+    for b, idx in enumerate(groups):
+        keyed += [(b, not n.startswith(POOL_NODE), n, i) for n, i in zip(nodes[idx].tolist(), idx.tolist())]
+    keyed.sort()
+    kept = [k for k, nxt in zip(keyed, keyed[1:] + [(-1, True, None, -1)]) if (nxt[0], nxt[2]) != (k[0], k[2])]
+    bucket = np.fromiter((k[0] for k in kept), dtype=np.int64, count=len(kept))
+    record = np.fromiter((k[3] for k in kept), dtype=np.int64, count=len(kept))
+    parts = [np.zeros((0, 2), dtype=np.int64)]
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]]) if len(kept) else np.zeros(0, dtype=np.int64)
+    counts = np.diff(np.r_[starts, len(kept)])
+    for s, k in zip(starts[counts <= max_pairs].tolist(), counts[counts <= max_pairs].tolist()):
+        i, j = np.triu_indices(k, 1)  # few: only where a node was held twice
+        parts.append(np.stack([record[s + i], record[s + j]], axis=1))
+    big = np.repeat(counts > max_pairs, counts)
+    offset = np.arange(len(kept)) - np.repeat(starts, counts)
+    star = big & (offset >= 1)
+    parts.append(np.stack([np.repeat(record[starts], counts)[star], record[star]], axis=1))
+    chain = star & (offset <= np.repeat(counts, counts) - 2)
+    parts.append(np.stack([record[chain], record[np.flatnonzero(chain) + 1]], axis=1))
+    return np.concatenate(parts)
+
+
 def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One bucket shard's records -> its candidate edges (node-id pairs), by
     edge shard. Edges the set sizes already refuse (size_bound) are dropped
     here, before any row moves for them: half the candidates of a templated
-    pool. Buckets paired all-to-all (most) are handled as arrays
-    (_all_pairs_buckets), the others by bucket_pairs, which orders their
-    members by node string."""
+    pool. Buckets are paired as arrays: all-to-all by bucket size
+    (_all_pairs_buckets, most of them), the larger ones after one sort
+    into bucket_pairs' order (_star_chain_pairs)."""
     parts = [unpack(b) for b in kv[1]]
     keys, nodes, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in range(4))
     pool = holder_of(ids) >= POOL_SRC  # held under a pool row group
     pairs, larger = _all_pairs_buckets(bucket_runs(keys), near.max_pairs)
-    found = [_pair_edges(ids, sizes, pool, pairs, near)]
-    size_list = sizes.tolist()
-    for idx in larger:
-        members = nodes[idx].tolist()
-        id_of = dict(zip(members, ids[idx].tolist()))
-        size = dict(zip(members, (size_list[i] for i in idx.tolist())))
-        big = [(id_of[a], id_of[b]) for a, b in bucket_pairs(members, near.max_pairs, near.within)
-               if size_bound(size[a], size[b], near.threshold)]
-        if big:
-            big = np.array(big, dtype=np.int64)
-            found.append(np.stack([big.min(axis=1), big.max(axis=1)], axis=1))
-    yield from _by_edge_shard(np.concatenate(found), [], spill)
+    pairs = np.concatenate([pairs, _star_chain_pairs(larger, nodes, near.max_pairs)])
+    yield from _by_edge_shard(_pair_edges(ids, sizes, pool, pairs, near), [], spill)
 
 
 def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):

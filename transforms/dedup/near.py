@@ -370,8 +370,8 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         ea, eb = where[: a.shape[0]], where[a.shape[0] :]
         inter, lens = jaccard_counts([c.texts[names[j]] for j in used.tolist()], ea, eb, c.sh.p)
         la, lb = lens[ea], lens[eb]
-        near = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
-        for k in np.flatnonzero(near).tolist():
+        close = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
+        for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = (names[a[k]], names[b[k]])
             how, s = _judge_edge(c, e, round(x / (sa + sb - x), 4), threshold, min_numbers, guard_below, rules)

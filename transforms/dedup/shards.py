@@ -92,13 +92,3 @@ def bucket_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     size = np.r_[starts[1:], ks.shape[0]] - starts
     return order, starts[size > 1], size[size > 1]
-
-
-def bucket_groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """bucket_runs split: an (m, 2) array of record indices for the buckets
-    of exactly two records (most of them; batch_near handles them as
-    arrays) and a list of index arrays for the larger ones (bucket_pairs)."""
-    order, starts, size = bucket_runs(keys)
-    two = starts[size == 2]
-    pairs = np.stack([order[two], order[two + 1]], axis=1)
-    return pairs, [order[s : s + n] for s, n in zip(starts[size > 2], size[size > 2])]
