@@ -212,6 +212,12 @@ def _pair(e: tuple) -> tuple:
     return (e[0], e[1]) if e[0] <= e[1] else (e[1], e[0])
 
 
+def similarity(inter: int, size_a: int, size_b: int) -> float:
+    """The shingle Jaccard of two sets of these sizes sharing `inter`,
+    rounded to 4 places: what every threshold is compared with."""
+    return round(inter / (size_a + size_b - inter), 4)
+
+
 class _Shingles:
     """Shingle similarities and number overlaps of a component's members."""
 
@@ -238,8 +244,7 @@ class _Shingles:
             ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
             eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
             inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            out += [round(x / (la + lb - x), 4)
-                    for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
+            out += [similarity(x, la, lb) for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
         return out
 
     def remember(self, pairs: list[tuple]) -> None:
@@ -359,7 +364,7 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
     the threshold is refused on them (what judge_edges refuses it for),
     without a node pair, a dict lookup or a rounding of its own: at 1M
     tasks that is ~3 million of them. The rest are judged as judge_edges
-    judges them, similarity rounded as _Shingles.sims rounds it."""
+    judges them, with their similarity()."""
     out = []
     same_text = {}  # content hash -> a small int, so copies are found with one array compare
     code = np.fromiter((same_text.setdefault(c.hashes[n], len(same_text)) for n in names), dtype=np.int64,
@@ -374,7 +379,7 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = (names[a[k]], names[b[k]])
-            how, s = _judge_edge(c, e, round(x / (sa + sb - x), 4), threshold, min_numbers, guard_below, rules)
+            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
             if how is not None:
                 out.append((e, how, s))
     return out

@@ -123,7 +123,8 @@ _STARTS = frozenset(_UNITS_SMALL) | frozenset(_TENS) | frozenset(_MULTIPLIERS)
 # The tokens after a number that change it (a fraction, a dozen, a unit,
 # or the first word of a two-word unit): after any other token a plain
 # integer is its own canonical string.
-_CHANGES_NEXT = frozenset(_DENOMS) | {"dozen", "dozens", "docenas", "douzaines", "dutzend"} | frozenset(_UNIT_FACTORS) \
+_DOZEN = frozenset({"dozen", "dozens", "docenas", "douzaines", "dutzend"})  # "3 dozen": a multiplier after a number
+_CHANGES_NEXT = frozenset(_DENOMS) | _DOZEN | frozenset(_UNIT_FACTORS) \
     | frozenset(u.split()[0] for u in _UNIT_FACTORS if " " in u)
 
 
@@ -249,7 +250,7 @@ def _quantities(text: str) -> tuple:
             value, j = value / _DENOMS[nxt], j + 1
             nxt = toks[j] if j < len(toks) else ""
         # "3 dozen": a multiplier after a number.
-        if nxt in ("dozen", "dozens", "docenas", "douzaines", "dutzend"):
+        if nxt in _DOZEN:
             value, j = value * 12, j + 1
             nxt = toks[j] if j < len(toks) else ""
         # Units: "2 hours", "45 cents", "50 percent", "50 %", "3 dollars", "$3".
