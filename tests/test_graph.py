@@ -4,6 +4,7 @@ backend so it runs in seconds. The real engine: test_e2e_vllm.py."""
 import json
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -121,3 +122,10 @@ def test_accounting_check_fails_loudly_on_a_lost_row(curated):
         check_accounting(fig["rows_in"] + 1, results, quarantine)
     with pytest.raises(AccountingError, match="quarantine.parquet has"):
         check_accounting(fig["rows_in"], results, quarantine.slice(1))
+    # A row whose status is missing or not one of ours is not counted as any of them.
+    i = results.schema.get_field_index("status")
+    statuses = results["status"].to_pylist()
+    for bad in (None, "kept "):
+        changed = results.set_column(i, results.schema.field(i), pa.array([bad] + statuses[1:], pa.string()))
+        with pytest.raises(AccountingError, match="unknown statuses"):
+            check_accounting(fig["rows_in"], changed, quarantine)
