@@ -105,6 +105,11 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
     rng = random.Random(3)
     edges = [(f"n{rng.randrange(len(texts))}", f"n{rng.randrange(len(texts))}") for _ in range(3000)]
     edges += [("n300", "n301"), ("n301", "n302"), ("n303", "n303"), ("n304", "n0")]
+    # Sorted, as edge shards send them: a node in a run of edges, as the
+    # first or the second end, with itself, then a text longer or shorter
+    # than the one whose table is held.
+    edges += sorted(edges) + [("n5", "n6"), ("n5", "n304"), ("n7", "n5"), ("n5", "n5"), ("n300", "n5"),
+                              ("n304", "n8"), ("n9", "n304"), ("n304", "n300")]
     from tasksieve.transforms.dedup import signatures as sg
 
     monkeypatch.setattr(near, "_EDGE_BLOCK", 700)  # several blocks, nodes repeated across them
@@ -119,6 +124,29 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
         assert near._Shingles(nodes, p).sims(edges) == want, p
         monkeypatch.setattr(kernels, "enabled", True)
     assert len(set(want)) > 20  # the pairs span many similarities, not one value
+
+
+def test_signatures_and_sizes_are_the_one_text_signature_and_set_size(monkeypatch):
+    """The batch path's signatures and shingle-set sizes, made in one pass
+    (signatures.signatures_and_sizes), are each text's numpy signature and
+    distinct shingle count, compiled or not: the empty text, texts under one
+    shingle, repeated shingles, astral-plane characters, a long text, and
+    word shingles."""
+    from tasksieve.transforms.dedup import signatures as sg
+
+    texts = [normalize_text(t) for t in _texts(4, 200)] + ["", "a", "ab", "𝔸𝔹ℂ 12 𝔸𝔹ℂ", "q" * 5000, "ab ab ab ab ab ab"]
+    for p in (MinHashParams(), MinHashParams(shingle="char", size=1), MinHashParams(shingle="word", size=2)):
+        sets = [mh.shingle_hashes(t, p.shingle, p.size) for t in texts]
+        want_sigs = np.array([mh.signature(h, p.num_perm, p.seed) for h in sets], dtype=np.uint32)
+        want_sizes = [h.shape[0] for h in sets]
+        assert len(set(want_sizes)) > 20
+        for enabled in (True, False):
+            monkeypatch.setattr(kernels, "enabled", enabled)
+            sigs, sizes = sg.signatures_and_sizes(texts, p)
+            assert np.array_equal(sigs, want_sigs) and sizes.tolist() == want_sizes, (p, enabled)
+            assert sg.set_sizes(texts, p).tolist() == want_sizes, (p, enabled)
+            keys, sizes = shards.text_bands_and_sizes(texts, p)
+            assert np.array_equal(keys, shards.text_bands(texts, p)) and sizes.tolist() == want_sizes
 
 
 def test_the_size_bound_only_drops_edges_the_judgement_refuses():
@@ -529,3 +557,4 @@ def test_progress_rates_a_burst_over_the_run_and_a_stream_over_itself(monkeypatc
 
     assert done_line([(110.0, 600), (110.000001, 400)]) == "dedup: kept (done): 1,000 rows, 100 rows/s"
     assert done_line([(110.0, 600), (115.0, 400)]) == "dedup: kept (done): 1,000 rows, 200 rows/s"
+

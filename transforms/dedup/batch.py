@@ -35,7 +35,7 @@ import numpy as np
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
-from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands
+from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands_and_sizes
 from tasksieve.transforms.dedup.signatures import set_sizes
 from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
@@ -204,10 +204,10 @@ def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, sp
     for i in range(0, len(kept), CHUNK):
         part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
         nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
-        keys = text_bands(part_texts, near.p)
+        keys, sizes = text_bands_and_sizes(part_texts, near.p)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
-        yield from bucket_records(nodes, ids, keys, set_sizes(part_texts, near.p), spill)
+        yield from bucket_records(nodes, ids, keys, sizes, spill)
         if near.semantic:
             yield from semantic_records(nodes, ids, part_texts, spill)
 

@@ -104,35 +104,49 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
 
 def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, first, mult, shift):
     """out[k] = how many distinct hashes the windows of text ea[k] and of
-    text eb[k] share (_window_hashes): the shorter one's go into the table
-    under stamp first + k, the other's are looked up, each found slot
-    counted once. No per-text sort: sorting ~270 hashes cost 4x more than
-    making them."""
+    text eb[k] share (_window_hashes): one text's go into the table under a
+    stamp of its own (from `first` up), the other's are looked up, each
+    found slot counted once (hit[slot] = k + 1). Edges come sorted by
+    their lower node, which is in several of them in a row: its table is
+    filled once for that run of edges, and each edge only looks up its
+    other text's windows, instead of filling the table and looking up
+    again per edge (an edge alone has the shorter text fill it). Which
+    text fills the table never changes the count. No per-text sort:
+    sorting ~270 hashes cost 4x more than making them."""
     mask = np.uint64(keys.shape[0] - 1)
+    held = -1  # the text whose distinct hashes the table holds, under stamp g
+    g = first - 1
     for k in range(ea.shape[0]):
         a, b = ea[k], eb[k]
-        if nwin[a] > nwin[b]:
+        if b == held:
             a, b = b, a
-        g = first + k
-        for i in range(starts[a], starts[a] + nwin[a]):
-            x = hashes[i]
-            s = _find(keys, stamp, x, g, mult, shift, mask)
-            if stamp[s] != g:
-                stamp[s] = g
-                keys[s] = x
-                hit[s] = 0
+        elif a != held:
+            if nwin[a] > nwin[b] and not (k + 1 < ea.shape[0] and ea[k + 1] == a):
+                a, b = b, a
+            g += 1
+            held = a
+            for i in range(starts[a], starts[a] + nwin[a]):
+                x = hashes[i]
+                s = _find(keys, stamp, x, g, mult, shift, mask)
+                if stamp[s] != g:
+                    stamp[s] = g
+                    keys[s] = x
         count = 0
         for i in range(starts[b], starts[b] + nwin[b]):
             x = hashes[i]
             s = _find(keys, stamp, x, g, mult, shift, mask)
-            if stamp[s] == g and hit[s] == 0:
-                hit[s] = 1
+            if stamp[s] == g and hit[s] != k + 1:
+                hit[s] = k + 1
                 count += 1
         out[k] = count
 
 
-def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
-    """out[t] = MinHash of text t, whose codes are codes[offsets[t]:offsets[t+1]].
+def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, stamp, first, mult, shift):
+    """out[t] = MinHash of text t, whose codes are codes[offsets[t]:offsets[t+1]],
+    and lens[t] = how many distinct window hashes it has (_window_hashes'
+    lens, counted in the same pass under stamp first + t: the size bound
+    needs them for every text, and a pass of their own made every window
+    again).
 
     ((a*x + b) mod 2^64) >> 32 for a 32-bit x, computed from 32-bit halves
     (a = a_hi*2^32 + a_lo): with lo = a_lo*x + b_lo (no overflow), it is
@@ -141,6 +155,7 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
     than the plain 64-bit product, with the same bits. Duplicate shingles
     need no removal: a minimum over a multiset is the minimum over its set."""
     num_perm = a_lo.shape[0]
+    mask = np.uint64(keys.shape[0] - 1)
     sig = np.empty(num_perm, dtype=np.uint64)
     for t in range(offsets.shape[0] - 1):
         start, end = offsets[t], offsets[t + 1]
@@ -149,16 +164,26 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out):
         if end == start:  # the empty text: the one fixed shingle hash 0
             for i in range(num_perm):
                 sig[i] = b_hi[i]
+            lens[t] = 1
         else:
             w = size if end - start >= size else end - start
             top = _top(w)
             h = np.uint64(0)
+            g = first + t
+            m = 0
             for k in range(start, end - w + 1):
                 h = _roll(h, codes, k, w, top, k - start)
                 x = ((h * MUL) >> _SHIFT) & _LOW
+                x32 = np.uint32(x)
+                s = _find(keys, stamp, x32, g, mult, shift, mask)
+                if stamp[s] != g:
+                    stamp[s] = g
+                    keys[s] = x32
+                    m += 1
                 for i in range(num_perm):
                     lo = (a_lo[i] & _LOW) * x + (b_lo[i] & _LOW)
                     sig[i] = min(sig[i], ((a_hi[i] & _LOW) * x + (b_hi[i] & _LOW) + (lo >> _SHIFT)) & _LOW)
+            lens[t] = m
         for i in range(num_perm):
             out[t, i] = np.uint32(sig[i])
 

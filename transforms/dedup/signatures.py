@@ -45,19 +45,27 @@ def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
 
 def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     """(len(texts), num_perm) uint32 MinHash signatures of normalised texts."""
-    out = np.empty((len(texts), p.num_perm), dtype=np.uint32)
+    return signatures_and_sizes(texts, p)[0]
+
+
+def signatures_and_sizes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """(signatures(texts), set_sizes(texts)), each text's windows made once."""
+    out, sizes = np.empty((len(texts), p.num_perm), dtype=np.uint32), np.empty(len(texts), dtype=np.int64)
     if not texts:
-        return out
+        return out, sizes
     compiled = kernels.get()
     if compiled is None:
         for i, t in enumerate(texts):
-            out[i] = signature(shingle_hashes(t, p.shingle, p.size), p.num_perm, p.seed)
-        return out
+            hashes = shingle_hashes(t, p.shingle, p.size)
+            out[i], sizes[i] = signature(hashes, p.num_perm, p.seed), hashes.shape[0]
+        return out, sizes
     a, b = (v.ravel() for v in _perms(p.num_perm, p.seed))
     codes, offsets = _codes(texts, p)
-    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
-    compiled.signatures_into(codes, offsets, p.size, a & low, a >> shift, b & low, b >> shift, out)
-    return out
+    low, half = np.uint64(0xFFFFFFFF), np.uint64(32)
+    keys, stamp, shift = _table(texts)
+    compiled.signatures_into(codes, offsets, p.size, a & low, a >> half, b & low, b >> half, out,
+                             sizes, keys, stamp, 1, _SLOT_MULT, shift)
+    return out, sizes
 
 
 _TEXT_BATCH = 20_000  # texts whose code points are held at once (4 bytes each)
@@ -116,10 +124,11 @@ def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashP
         inter[:] = [np.intersect1d(sets[a], sets[b], assume_unique=True).shape[0] for a, b in zip(ea, eb)]
         return inter, np.array([s.shape[0] for s in sets], dtype=np.int64)
     # Each text's windows once, however many pairs it is in. Stamps: texts
-    # 1..n, then pairs n+1.., so one table serves both calls.
+    # 1..n, then each text filled in for a run of pairs n+1.., so one table
+    # serves both calls.
     keys, stamp, shift = _table(texts)
     hashes, starts, nwin, lens = _windows(texts, p, compiled, keys, stamp, shift)
-    hit = np.zeros(keys.shape[0], dtype=np.uint8)
+    hit = np.zeros(keys.shape[0], dtype=np.int64)  # the edge that last counted each slot, plus one
     compiled.hashed_intersections(hashes, starts, nwin, ea, eb, inter, keys, stamp, hit, len(texts) + 1,
                                   _SLOT_MULT, shift)
     return inter, lens
