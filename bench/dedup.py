@@ -315,18 +315,21 @@ def bench(n: int, work: Path, args) -> None:
     # The median wall time, the largest peak, the decisions of the last run (they never vary).
     results = {name: (statistics.median(r[0] for r in rs), max(r[1] for r in rs), rs[-1][2])
                for name, rs in runs.items()}
+    # Every run's wall time too: on a shared machine two runs of one tool
+    # can differ by 10%, more than a change being measured.
+    each = {name: ", ".join(f"{r[0]:.1f}" for r in rs) for name, rs in runs.items()}
     if args.repeat > 1:
         print(f"(median wall time of {args.repeat} runs of each tool, in rounds)")
     base = n / results["DuckDB exact (floor)"][0]
     dt = results.get("datatrove MinHash (5-word, 14x8)")
     print(f"{'tool':<34}{'tasks/s':>10}{'vs DuckDB':>10}{'vs datatrove':>13}{'peak MiB':>10}{'recall':>8}"
-          f"{'precision':>10}  recall by kind " + " ".join(KINDS))
+          f"{'precision':>10}  recall by kind " + " ".join(KINDS) + "  wall s, each run")
     for name, (wall, rss, removed) in results.items():
         sc = score(removed, planted)
         kinds = " ".join(f"{sc['by_kind'][k]:.3f}" for k in KINDS)
         vs_dt = f"{dt[0] / wall:>13.3f}" if dt else f"{'':>13}"
         print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>10.3f}{vs_dt}{rss:>10,.0f}{sc['recall']:>8.3f}"
-              f"{sc['precision']:>10.3f}  {kinds}")
+              f"{sc['precision']:>10.3f}  {kinds}  {each[name]}")
     if args.validate_rows:
         part = work / "validate-slice"  # the first rows of the pool, as one delivery file
         part.mkdir()
