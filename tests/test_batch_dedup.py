@@ -557,4 +557,3 @@ def test_progress_rates_a_burst_over_the_run_and_a_stream_over_itself(monkeypatc
 
     assert done_line([(110.0, 600), (110.000001, 400)]) == "dedup: kept (done): 1,000 rows, 100 rows/s"
     assert done_line([(110.0, 600), (115.0, 400)]) == "dedup: kept (done): 1,000 rows, 200 rows/s"
-

@@ -41,6 +41,20 @@ def _find_slot(keys, stamp, x, g, mult, shift, mask):
 _find = _find_slot  # compiled by _compile() before the kernels that call it
 
 
+def _add_slot(keys, stamp, x, g, mult, shift, mask):
+    """Puts hash x in the table under stamp g: 1 if it was not there yet
+    (a distinct hash to count), else 0."""
+    s = _find(keys, stamp, x, g, mult, shift, mask)
+    if stamp[s] == g:
+        return 0
+    stamp[s] = g
+    keys[s] = x
+    return 1
+
+
+_add = _add_slot  # compiled by _compile(), as _find
+
+
 def _power_top(w):
     """BASE ** (w - 1) mod 2^64: the weight of a window's first code."""
     top = _ONE
@@ -93,11 +107,7 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
             h = _roll(h, codes, start + k, w, top, k)
             x = np.uint32((h * MUL) >> _SHIFT)
             out[base + k] = x
-            s = _find(keys, stamp, x, g, mult, shift, mask)
-            if stamp[s] != g:
-                stamp[s] = g
-                keys[s] = x
-                m += 1
+            m += _add(keys, stamp, x, g, mult, shift, mask)
         nwin[t] = n
         lens[t] = m
 
@@ -126,11 +136,7 @@ def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, f
             g += 1
             held = a
             for i in range(starts[a], starts[a] + nwin[a]):
-                x = hashes[i]
-                s = _find(keys, stamp, x, g, mult, shift, mask)
-                if stamp[s] != g:
-                    stamp[s] = g
-                    keys[s] = x
+                _add(keys, stamp, hashes[i], g, mult, shift, mask)
         count = 0
         for i in range(starts[b], starts[b] + nwin[b]):
             x = hashes[i]
@@ -174,12 +180,7 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
             for k in range(start, end - w + 1):
                 h = _roll(h, codes, k, w, top, k - start)
                 x = ((h * MUL) >> _SHIFT) & _LOW
-                x32 = np.uint32(x)
-                s = _find(keys, stamp, x32, g, mult, shift, mask)
-                if stamp[s] != g:
-                    stamp[s] = g
-                    keys[s] = x32
-                    m += 1
+                m += _add(keys, stamp, np.uint32(x), g, mult, shift, mask)
                 for i in range(num_perm):
                     lo = (a_lo[i] & _LOW) * x + (b_lo[i] & _LOW)
                     sig[i] = min(sig[i], ((a_hi[i] & _LOW) * x + (b_hi[i] & _LOW) + (lo >> _SHIFT)) & _LOW)
@@ -195,8 +196,9 @@ def _compile() -> SimpleNamespace | None:
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
-    global _find, _top, _roll
-    _find, _top, _roll = jit(_find_slot), jit(_power_top), jit(_rolled)  # the kernels find them by name when they compile
+    global _find, _add, _top, _roll
+    # The kernels find these by name when they compile.
+    _find, _add, _top, _roll = jit(_find_slot), jit(_add_slot), jit(_power_top), jit(_rolled)
     return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
                            hashed_intersections=jit(_hashed_intersections))
 
