@@ -62,9 +62,9 @@ def signatures_and_sizes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray
     a, b = (v.ravel() for v in _perms(p.num_perm, p.seed))
     codes, offsets = _codes(texts, p)
     low, half = np.uint64(0xFFFFFFFF), np.uint64(32)
+    halves = [(v & low).astype(np.uint32) for v in (a, a >> half, b, b >> half)]
     keys, stamp, shift = _table(texts)
-    compiled.signatures_into(codes, offsets, p.size, a & low, a >> half, b & low, b >> half, out,
-                             sizes, keys, stamp, 1, _SLOT_MULT, shift)
+    compiled.signatures_into(codes, offsets, p.size, *halves, out, sizes, keys, stamp, 1, _SLOT_MULT, shift)
     return out, sizes
 
 
