@@ -28,10 +28,10 @@ import apache_beam as beam
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates
 from tasksieve.pipeline.cheap_batch import batch_cheap_stages
-from tasksieve.pipeline.staging import WriteStaged, chunk_name, write_chunk, write_count
+from tasksieve.pipeline.staging import WriteStaged, chunk_name, chunk_table, write_count, write_table
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends.base import Backend
-from tasksieve.transforms.costs import CostRows, expert_cost_row
+from tasksieve.transforms.costs import CostRows, expert_cost_table
 from tasksieve.transforms.decontam.stage import Decontaminate
 from tasksieve.transforms.chunks import Spill, rows_of
 from tasksieve.transforms.dedup.exact import DropExactDuplicates
@@ -215,9 +215,9 @@ def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -
     status, chunk = status_chunk
     tasks = rows_of(chunk)
     name = chunk_name(tasks)  # one name for both files: they hold the same tasks
-    write_chunk([expert_cost_row(t, rates, run_id) for t in tasks], str(Path(staging) / "costs"), STAGED["costs"], name)
-    return write_chunk(tasks, str(Path(staging) / "results"), STAGED["results"], name,
-                       same={"run_id": run_id, "status": status})
+    results = chunk_table(tasks, STAGED["results"], same={"run_id": run_id, "status": status})
+    write_table(expert_cost_table(results, rates, run_id, STAGED["costs"]), str(Path(staging) / "costs"), name)
+    return write_table(results, str(Path(staging) / "results"), name)
 
 
 def kept_result(task: dict, run_id: str) -> dict:

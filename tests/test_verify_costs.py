@@ -1,8 +1,12 @@
+import random
+
+import pyarrow as pa
 import pytest
 
 from tasksieve.schemas.config import ConfigError, load_config
 from tasksieve.schemas.rates import Rates, load_rates
-from tasksieve.transforms.costs import attempt_cost_rows, expert_cost_row
+from tasksieve.schemas.records import COST_SCHEMA, RESULT_SCHEMA
+from tasksieve.transforms.costs import attempt_cost_rows, expert_cost_row, expert_cost_table
 from tasksieve.transforms.verify.verifiers import verify_exact, verifier_for
 from tasksieve.transforms.verify.math_answers import extract_final_answer, verify_math
 
@@ -85,6 +89,29 @@ def test_expert_cost_prefers_own_cost_then_minutes_then_unpriced():
     assert expert_cost_row(dict(t, source="vip", expert_minutes=30), rates, "r")["usd"] == 60.0  # per-source rate
     row = expert_cost_row(t, rates, "r")
     assert (row["usd"], row["unit"]) == (0.0, "unpriced")
+
+
+def test_expert_cost_table_is_expert_cost_row_of_every_task():
+    """The batch path prices a chunk of results on its columns; each row
+    must be what expert_cost_row says of that task, bit for bit (floats
+    compared exactly: minutes / 60 * rate in that order)."""
+    rng = random.Random(7)
+    rates = Rates.model_validate({
+        "expert": {"usd_per_hour": 61.3, "usd_per_hour_by_source": {"vip": 127.9, "cheap": 0.0}},
+        "generation": [{"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
+        "verification": {"usd_per_cpu_hour": 3.6},
+    })
+    amounts = [None, None, 0.0, 1e-9, 0.1, 7.0, 33.333, 1e6]
+    tasks = [{"source": rng.choice(["v", "vip", "cheap", "other", "vïp\x1f"]), "task_id": f"t{i}",
+              "content_hash": rng.choice([None, f"h{i}"]), "prompt": "p", "domain": "math",
+              "expert_cost_usd": rng.choice(amounts), "expert_minutes": rng.choice(amounts)} for i in range(400)]
+    results = pa.Table.from_pylist(tasks, schema=RESULT_SCHEMA)
+    got = expert_cost_table(results, rates, "run-1", COST_SCHEMA)
+    want = pa.Table.from_pylist([expert_cost_row(t, rates, "run-1") for t in tasks], schema=COST_SCHEMA)
+    assert got.schema == COST_SCHEMA
+    assert got.to_pylist() == want.to_pylist()
+    assert {r["unit"] for r in want.to_pylist()} == {"usd", "expert_minute", "unpriced"}  # every branch taken
+    assert expert_cost_table(results.slice(0, 0), rates, "run-1", COST_SCHEMA).num_rows == 0
 
 
 def test_attempt_costs_from_tokens_or_gpu_time_and_verifier_seconds():

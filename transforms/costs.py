@@ -23,6 +23,8 @@ judge is not cached: a resumed run judges its rubric attempts again.)
 from __future__ import annotations
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tasksieve.transforms.backends.base import REPLAY_PREFIX
 
@@ -35,6 +37,35 @@ def expert_cost_row(task: dict, rates, run_id: str) -> dict:
         minutes = task["expert_minutes"]
         return dict(base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert.hourly(task["source"]))
     return dict(base, quantity=0.0, unit="unpriced", usd=0.0)
+
+
+def expert_cost_table(results: pa.Table, rates, run_id: str, schema: pa.Schema) -> pa.Table:
+    """expert_cost_row of every row of `results` (task columns: source,
+    task_id, content_hash, expert_cost_usd, expert_minutes), as one table
+    with `schema`'s columns, computed on the columns: the batch path writes
+    a chunk's results as a table already, and building a dict per task only
+    to pack it into columns again was most of a chunk's cost rows. The same
+    values: the given cost wins, else minutes / 60 * the source's hourly
+    rate, in that order of operations, else an `unpriced` zero
+    (tests/test_verify_costs.py compares both on every kind of task)."""
+    n = results.num_rows
+    given, minutes, source = results["expert_cost_usd"], results["expert_minutes"], results["source"]
+    has_usd = pc.is_valid(given)
+    has_minutes = pc.and_(pc.invert(has_usd), pc.is_valid(minutes))
+    sources = pc.unique(source)  # a few per delivery: each one's rate looked up once
+    hourly = pa.array([rates.expert.hourly(s) for s in sources.to_pylist()], pa.float64())
+    by_minutes = pc.multiply(pc.divide(minutes, 60.0), pc.take(hourly, pc.index_in(source, sources)))
+    zero = pa.scalar(0.0)
+    columns = {
+        "run_id": pa.repeat(pa.scalar(run_id, pa.string()), n),
+        "content_hash": results["content_hash"], "source": source, "task_id": results["task_id"],
+        "component": pa.repeat(pa.scalar("expert", pa.string()), n),
+        "quantity": pc.if_else(has_usd, given, pc.if_else(has_minutes, minutes, zero)),
+        "unit": pc.if_else(has_usd, "usd", pc.if_else(has_minutes, "expert_minute", "unpriced")),
+        "usd": pc.if_else(has_usd, given, pc.if_else(has_minutes, by_minutes, zero)),
+        "attempt_idx": pa.nulls(n, pa.int64()),
+    }
+    return pa.table([columns[f.name] for f in schema], schema=schema)
 
 
 def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: str,
