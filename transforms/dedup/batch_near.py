@@ -34,7 +34,7 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 
-from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
+from tasksieve.transforms.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
                                               position_of)
 from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, decide_clusters,
@@ -256,19 +256,69 @@ def _node(kind: str, row: dict) -> str:
 _JUDGED = ("task_id", "source", "prompt", "answer", "tests", "entry_point", "reference_solution", "content_hash")
 
 
-def _judged(kind: str, row: dict) -> dict:
-    if kind == "task":
-        return {k: row.get(k) for k in _JUDGED}
+def _pool_judged(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "bands"}  # a pool row: its band keys are spent
+
+
+class JudgedRows:
+    """The judged fields (_JUDGED) of the tasks one holder sends one edge
+    shard, a list per field, with their ids, nodes and texts: at 1M tasks
+    ~2 million of these rows cross to edge shards, mostly pickled to the
+    spill, and a list of strings pickles and loads at a fraction of the
+    cost of as many dicts. A task's dict is made in the edge shard only
+    when a rule reads it (`row`), for the few candidates close enough."""
+
+    __slots__ = ("ids", "nodes", "texts", "fields")
+
+    def __init__(self, ids: list, nodes: list, texts: list, fields: tuple):
+        self.ids, self.nodes, self.texts, self.fields = ids, nodes, texts, fields
+
+    @classmethod
+    def of(cls, items: list) -> "JudgedRows":
+        """From (id, node, text, task) items."""
+        return cls([i for i, _, _, _ in items], [n for _, n, _, _ in items], [t for _, _, t, _ in items],
+                   tuple([r.get(k) for _, _, _, r in items] for k in _JUDGED))
+
+    def __reduce__(self):  # pickled as its lists: no per-row object
+        return JudgedRows, (self.ids, self.nodes, self.texts, self.fields)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory budget's estimate (chunks.Spill.memory_bytes): ROW_BYTES
+        a row, as when each was a tuple in a list, so the budget holds and
+        spills what it did (held, the strings are the pending rows' own)."""
+        return len(self.ids) * ROW_BYTES
+
+    def row(self, i: int) -> dict:
+        """The i-th task's judged fields: {k: task.get(k) for k in _JUDGED}."""
+        return {k: col[i] for k, col in zip(_JUDGED, self.fields)}
+
+
+class _LazyRows:
+    """node -> a task's judged fields (JudgedRows.row), made on first use:
+    what near.Component reads of its tasks (`get`)."""
+
+    def __init__(self):
+        self.where: dict = {}  # node -> (JudgedRows, index)
+        self.made: dict = {}
+
+    def get(self, node: str, default=None):
+        row = self.made.get(node)
+        if row is None:
+            at = self.where.get(node)
+            if at is None:
+                return default
+            row = self.made[node] = at[0].row(at[1])
+        return row
 
 
 def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
     """One holder's rows (a hash shard's tasks with their normalised
     prompts, or a pool row group, whose rows carry theirs) and the
-    positions edge shards need -> (EDGE_ROWS, (edge shard, [(kind, id,
-    row, text)])) for rows an edge needs, (PENDING, (src, [(kind, row)]))
-    the same rows kept for the cluster join, and KEPT chunks of tasks in no
-    candidate edge."""
+    positions edge shards need -> (EDGE_ROWS, (edge shard, (JudgedRows of
+    its tasks, [(id, pool row, text)]))) for rows an edge needs, (PENDING,
+    (src, [(kind, row)])) the same rows kept for the cluster join, and KEPT
+    chunks of tasks in no candidate edge."""
     src, wanted, held = kv[0], {}, []
     for v in kv[1]:
         if v[0] == NEEDS:  # one message per edge shard
@@ -289,13 +339,13 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             shards = wanted.get(pos)
             if shards is not None:
                 pending.append((kind, r))
-                item = (kind, base | pos, _judged(kind, r), text)
+                item = (base | pos, task_node(r), text, r) if kind == "task" else (base | pos, _pool_judged(r), text)
                 for shard in shards:
-                    to_shard.setdefault(shard, []).append(item)
+                    to_shard.setdefault(shard, ([], []))[kind != "task"].append(item)
             elif kind == "task":
                 rest.append(r)
-    for shard, rows in to_shard.items():
-        yield EDGE_ROWS, (shard, (EDGE_ROWS, pack(rows, spill)))
+    for shard, (tasks, pool) in to_shard.items():
+        yield EDGE_ROWS, (shard, (EDGE_ROWS, pack((JudgedRows.of(tasks), pool), spill)))
     if pending:
         yield PENDING, (src, (PENDING, pack(pending, spill)))
     for i in range(0, len(rest), chunk):
@@ -334,19 +384,24 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges (node ids) and their rows -> packed [(edge,
     how, similarity, src of a, src of b)] of the confirmed edges, judged on
     node strings in node order, as the row path (near.judge_edges)."""
-    pair_parts, meaning, tasks, pool, node_of, texts = [], [], {}, {}, {}, {}
+    pair_parts, meaning, tasks, pool, node_of, texts, hashes = [], [], _LazyRows(), {}, {}, {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
             pairs, sem = unpack(v)
             pair_parts.append(pairs)
             meaning += sem
             continue
-        for row_kind, rid, r, text in unpack(v):
-            n = _node(row_kind, r)
-            (tasks if row_kind == "task" else pool)[n] = r
-            node_of[rid], texts[n] = n, text
+        rows, pool_rows = unpack(v)
+        content_hash = rows.fields[_JUDGED.index("content_hash")]
+        for i, (rid, n, text, h) in enumerate(zip(rows.ids, rows.nodes, rows.texts, content_hash)):
+            tasks.where[n] = (rows, i)
+            node_of[rid], texts[n], hashes[n] = n, text, h
+        for rid, r, text in pool_rows:
+            n = r["node"]
+            pool[n] = r
+            node_of[rid], texts[n], hashes[n] = n, text, r["content_hash"]
     pairs = np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64)
-    c = Component.of_nodes(tasks, pool, texts, near.p)
+    c = Component.of_nodes(tasks, pool, texts, near.p, hashes)
     judged = (near.threshold, near.min_numbers, near.guard_below, near.rules)
     if meaning:  # meaning edges carry a cosine: judged one by one, in edge_order
         edges = sort_edges(_node_edges(pairs, node_of) + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])

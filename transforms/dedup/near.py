@@ -279,18 +279,23 @@ class Component:
         self._keyed(by_node, pool_by_node, all_texts, p)
 
     @classmethod
-    def of_nodes(cls, by_node: dict, pool_by_node: dict, texts: dict, p: MinHashParams) -> "Component":
+    def of_nodes(cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams,
+                 hashes: dict | None = None) -> "Component":
         """The same Component from rows already keyed by node and every
         node's text (the batch path's edge shards have them): no node or
-        text made again per row."""
+        text made again per row. With every node's content hash in
+        `hashes`, `by_node` need only answer `get` (judging reads a row
+        through row() alone: batch_near._LazyRows)."""
         c = cls.__new__(cls)
-        c._keyed(by_node, pool_by_node, texts, p)
+        c._keyed(by_node, pool_by_node, texts, p, hashes)
         return c
 
-    def _keyed(self, by_node: dict, pool_by_node: dict, texts: dict, p: MinHashParams) -> None:
+    def _keyed(self, by_node, pool_by_node: dict, texts: dict, p: MinHashParams, hashes: dict | None = None) -> None:
         self.by_node, self.pool_by_node, self.texts = by_node, pool_by_node, texts
-        self.hashes = {n: t["content_hash"] for n, t in by_node.items()}
-        self.hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+        if hashes is None:
+            hashes = {n: t["content_hash"] for n, t in by_node.items()}
+            hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+        self.hashes = hashes
         self.sh = _Shingles(texts, p)
 
     def row(self, n: str) -> dict:
