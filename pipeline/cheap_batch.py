@@ -80,7 +80,12 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
     edges = candidates | "Edges" >> beam.Filter(_kind(EDGES))
     clusters = ((routed[EDGE_ROWS], edges) | "RowsAndEdges" >> beam.Flatten() | "GroupEdgeShards" >> beam.GroupByKey()
                 | "JudgeProgress" >> _shards("near dedup: edge shards judged")
-                | "Judge" >> beam.FlatMap(judge_shard, near, spill) | "Clusters" >> beam.CombineGlobally(ClustersFn())
+                | "Judge" >> beam.FlatMap(judge_shard, near, spill)
+                # Without defaults: with them, Beam hands the one output on
+                # as a side input, and its state cache measures every object
+                # in it (objsize) each time it is read: the whole cluster map.
+                # No confirmed edge, no output, no message: the same result.
+                | "Clusters" >> beam.CombineGlobally(ClustersFn()).without_defaults()
                 | "ClusterMessages" >> beam.FlatMap(cluster_messages, spill))
     members = split_tagged((routed[PENDING], clusters) | "PendingAndClusters" >> beam.Flatten()
                            | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill),

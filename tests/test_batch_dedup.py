@@ -512,6 +512,25 @@ def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
     _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
 
 
+@pytest.mark.parametrize("runner", [(), ("--runner", "dask", "--dask-workers", "2")], ids=["in_process", "dask"])
+def test_candidates_with_none_confirmed_keep_every_row(tmp_path, runner):
+    """Siblings of one template: near-identical words, other numbers and
+    answers. MinHash pairs them and the same-problem rules clear every
+    pair, so the cluster step has no confirmed edge and outputs nothing at
+    all (not an empty map); every row must still come out kept, as on the
+    reference path, on both runners."""
+    template = ("A farmer has {a} crates of apples with {b} apples in each crate, and sells {c} apples at the "
+                "market on Saturday morning. How many apples does the farmer have left after the market?")
+    rows = []
+    for i, (a, b, c) in enumerate([(3, 12, 7), (4, 15, 9), (6, 11, 5), (8, 13, 21), (9, 14, 30)]):
+        rows.append({"task_id": f"s{i}", "domain": "math", "prompt": template.format(a=a, b=b, c=c), "answer": str(a * b - c)})
+    delivery = tmp_path / "siblings.jsonl"
+    delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", batch_extra=runner)
+    assert [r["status"] for r in got] == ["kept"] * len(rows) and "OK" in proc.stdout
+    assert "edge shards judged (done)" in proc.stderr or runner  # candidates were judged (progress lines: in process)
+
+
 def test_vllm_can_load_after_the_compiled_kernels():
     """numba's llvmlite answers any attribute with a C-function wrapper; vLLM's
     CPU worker scans every module's objects with `vars(x).get(...)` and failed
