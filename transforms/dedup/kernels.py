@@ -80,6 +80,28 @@ def _rolled(h, codes, k, w, top, i):
 _top, _roll = _power_top, _rolled  # compiled by _compile(), as _find
 
 
+def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shift, mask):
+    """The 32-bit hashes of the windows of the non-empty text codes[start:end]
+    into out[base:], duplicates kept, each also put in the table under stamp
+    g: (how many windows, how many distinct). A text shorter than `size` is
+    one window. _window_hashes and _signatures both make a text's windows
+    this way."""
+    w = size if end - start >= size else end - start
+    n = end - start - w + 1
+    top = _top(w)
+    h = np.uint64(0)
+    m = 0
+    for k in range(n):
+        h = _roll(h, codes, start + k, w, top, k)
+        x = np.uint32((h * MUL) >> _SHIFT)
+        out[base + k] = x
+        m += _add(keys, stamp, x, g, mult, shift, mask)
+    return n, m
+
+
+_windows_of = _text_windows  # compiled by _compile(), as _find
+
+
 def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift):
     """The 32-bit hash of every `size`-long window of each text's codes
     (minhash._to32(minhash._rolling)), in text order, duplicates kept: text
@@ -97,19 +119,7 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
             nwin[t] = 1
             lens[t] = 1
             continue
-        w = size if end - start >= size else end - start
-        n = end - start - w + 1
-        g = first + t
-        m = 0
-        top = _top(w)
-        h = np.uint64(0)
-        for k in range(n):
-            h = _roll(h, codes, start + k, w, top, k)
-            x = np.uint32((h * MUL) >> _SHIFT)
-            out[base + k] = x
-            m += _add(keys, stamp, x, g, mult, shift, mask)
-        nwin[t] = n
-        lens[t] = m
+        nwin[t], lens[t] = _windows_of(codes, start, end, size, out, base, keys, stamp, first + t, mult, shift, mask)
 
 
 def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, first, mult, shift):
@@ -175,20 +185,9 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
                 out[t, i] = b_hi[i]
             lens[t] = 1
             continue
-        w = size if end - start >= size else end - start
-        n = end - start - w + 1
-        if n > xs.shape[0]:
-            xs = np.empty(2 * n, dtype=np.uint32)
-        top = _top(w)
-        h = np.uint64(0)
-        g = first + t
-        m = 0
-        for k in range(n):
-            h = _roll(h, codes, start + k, w, top, k)
-            x = np.uint32(((h * MUL) >> _SHIFT) & _LOW)
-            m += _add(keys, stamp, x, g, mult, shift, mask)
-            xs[k] = x
-        lens[t] = m
+        if end - start + 1 > xs.shape[0]:  # at most one window per code
+            xs = np.empty(2 * (end - start + 1), dtype=np.uint32)
+        n, lens[t] = _windows_of(codes, start, end, size, xs, 0, keys, stamp, first + t, mult, shift, mask)
         for i in range(num_perm):
             al, bl, ah, bh = np.uint64(a_lo[i]), np.uint64(b_lo[i]), a_hi[i], b_hi[i]
             best = _MAX32
@@ -206,9 +205,10 @@ def _compile() -> SimpleNamespace | None:
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
-    global _find, _add, _top, _roll
-    # The kernels find these by name when they compile.
+    global _find, _add, _top, _roll, _windows_of
+    # The kernels find these by name when they compile, each after those it calls.
     _find, _add, _top, _roll = jit(_find_slot), jit(_add_slot), jit(_power_top), jit(_rolled)
+    _windows_of = jit(_text_windows)
     return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
                            hashed_intersections=jit(_hashed_intersections))
 
