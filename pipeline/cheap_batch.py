@@ -14,8 +14,8 @@ from tasksieve.transforms.chunks import Spill
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, SHARDS, TASKS,
-                                              NearSettings, exact_and_bands, first_and_hash, pool_unit_records,
-                                              read_validated)
+                                              NearSettings, edge_shard_count, exact_and_bands, first_and_hash,
+                                              pool_unit_records, read_validated)
 from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
                                                    band_shard_found, cluster_messages, edge_shard_found, judge_shard,
                                                    resolve_clusters, route_candidates, route_clusters,
@@ -28,15 +28,16 @@ from tasksieve.transforms.same_problem.rules import rules_from_config
 from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged
 
 
-def near_settings(cfg, with_pool: bool) -> NearSettings | None:
-    """NearDedup's arguments, as the row path passes them; None when the
-    near stage does not run at all."""
+def near_settings(cfg, with_pool: bool, tasks: int | None = None) -> NearSettings | None:
+    """NearDedup's arguments, as the row path passes them, and the edge
+    shards for `tasks` input tasks; None when the near stage does not run."""
     if not (cfg.dedup.near or with_pool):
         return None
     return NearSettings(params_from_config(cfg.dedup), cfg.dedup.threshold, cfg.dedup.max_bucket_pairs,
                         within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
                         guard_below=cfg.dedup.number_guard_below, semantic=cfg.dedup.semantic,
-                        rules=rules_from_config(cfg.decontam, cfg.dedup), with_pool=with_pool)
+                        rules=rules_from_config(cfg.decontam, cfg.dedup), with_pool=with_pool,
+                        edge_shards=edge_shard_count(cfg.dedup.edge_shards, tasks))
 
 
 def _input_rows(paths: list[str], max_row_bytes: int) -> int | None:
@@ -47,9 +48,9 @@ def _input_rows(paths: list[str], max_row_bytes: int) -> int | None:
         return None
 
 
-def _shards(label: str) -> beam.ParDo:
+def _shards(label: str, shards: int = SHARDS) -> beam.ParDo:
     """Progress of a step that takes one shard per element (after a GroupByKey)."""
-    return beam.ParDo(Progress(label, SHARDS, chunks=False, unit="shards"))
+    return beam.ParDo(Progress(label, shards, chunks=False, unit="shards"))
 
 
 def _kind(kind: str):
@@ -79,7 +80,7 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
                           | "RouteCandidates" >> beam.FlatMap(route_candidates, spill), "RouteSplit", (KEPT, EDGE_ROWS, PENDING))
     edges = candidates | "Edges" >> beam.Filter(_kind(EDGES))
     clusters = ((routed[EDGE_ROWS], edges) | "RowsAndEdges" >> beam.Flatten() | "GroupEdgeShards" >> beam.GroupByKey()
-                | "JudgeProgress" >> _shards("near dedup: edge shards judged")
+                | "JudgeProgress" >> _shards("near dedup: edge shards judged", near.edge_shards)
                 | "Judge" >> beam.FlatMap(judge_shard, near, spill)
                 # Without defaults: with them, Beam hands the one output on
                 # as a side input, and its state cache measures every object
@@ -103,7 +104,8 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
     cfg, lim, staging, spill = spec.config, spec.config.limits, Path(spec.staging_dir), spec.spill
     limits = (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd)
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
-    near = near_settings(cfg, bool(units))
+    total = _input_rows(spec.inputs, lim.max_row_bytes)  # the ETA's bound: every stage sees at most this many
+    near = near_settings(cfg, bool(units), total)
     read = split_tagged(p | "Paths" >> beam.Create(spec.inputs) | "Spread" >> beam.Reshuffle()
                         | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits, spill),
                         "ReadSplit", (ROWS, QUARANTINE, TASKS))
@@ -119,7 +121,6 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
         near_kept, near_dropped = near_stage(p, out, near, units, spill)
         kept = (kept, near_kept) | "AllKept" >> beam.Flatten()
         dropped.append(near_dropped)
-    total = _input_rows(spec.inputs, lim.max_row_bytes)  # the ETA's bound: every stage sees at most this many
     kept = kept | "DedupProgress" >> beam.ParDo(Progress("dedup: kept", total))
     clean, contaminated = kept | "Decontaminate" >> DecontaminateChunks(
         cfg.decontam.ngram, cfg.decontam.benchmarks, cfg.decontam.extra_paths, index_options(cfg.decontam), spill)

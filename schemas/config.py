@@ -64,6 +64,11 @@ class DedupConfig(_Section):
     batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (pipeline/cheap_batch.py); "
                                           "false: the row-at-a-time reference path, the same decisions, slower and "
                                           "with memory growing with the pool")
+    edge_shards: int = Field(0, ge=0, le=4096, description="batch path: the shards where near dedup's candidate "
+                             "pairs meet their two rows to be judged. A row goes to every shard holding one of its "
+                             "pairs, so fewer shards send each row fewer times; more spread the judging over more "
+                             "workers and hold fewer rows each. 0: one per 125,000 input tasks, at least 8. The "
+                             "decisions are the same for any number")
     memory_mib: int = Field(768, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
                             "path hands between its stages as objects instead of pickling them to a spill file: "
                             "faster; past it, values spill to disk, so memory stays bounded. 0: always spill")

@@ -307,6 +307,26 @@ def test_shard_buckets_give_the_row_path_edges():
     assert got == want
 
 
+def test_string_columns_give_back_each_string():
+    """Bucket records carry their node strings as one str and where each
+    ends (shards.StringColumn): every string must come back as it went in,
+    through pickling and joining, whatever it holds (empty, astral, a lone
+    surrogate, separators, newlines)."""
+    from tasksieve.transforms.dedup.shards import StringColumn
+
+    rng = random.Random(5)
+    alphabet = ["a", "\x1f", "\n", "", "東", "\U0001f600", "\ud800", "pool", ":", "\x00"]
+    for trial in range(50):
+        groups = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(0, 30))]
+                  for _ in range(rng.randint(1, 4))]
+        col = StringColumn.joined([chunks.unpack(chunks.pack(StringColumn.of(g))) for g in groups])
+        flat = [x for g in groups for x in g]
+        assert len(col) == len(flat)
+        at = np.array([rng.randrange(len(flat)) for _ in range(40)] if flat else [], dtype=np.int64)
+        assert col.take(at) == [flat[i] for i in at.tolist()], trial
+        assert col.take(np.arange(len(flat))) == flat
+
+
 def test_bucket_shard_edges_are_the_per_bucket_rule():
     """band_shard_found pairs the records of buckets as arrays: its edges must
     be, for every bucket, bucket_pairs less the pairs size_bound refuses,
@@ -316,6 +336,7 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
     first, in the edge shard of the lower id, naming the rows' holders."""
     from tasksieve.transforms.dedup.batch import POOL_SRC, NearSettings
     from tasksieve.transforms.dedup.batch_near import band_shard_found, edge_shards, size_bound
+    from tasksieve.transforms.dedup.shards import StringColumn
     from tasksieve.transforms.dedup.minhash import MinHashParams
 
     rng = random.Random(7)
@@ -337,7 +358,7 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
         name_of = {i: x for x, i in id_of.items()}
         threshold = rng.choice([0.8, 0.8, 0.8, 0.7999, 0.8001, 0.5, 1.0, 1 / 3])
         near = NearSettings(MinHashParams(), threshold, max_bucket_pairs=rng.choice([2, 3, 32]),
-                            within=rng.random() < 0.7)
+                            within=rng.random() < 0.7, edge_shards=rng.choice([1, 3, 8, 32]))
         parts, want = [], set()
         by_key: dict = {}
         for src, names in groups:
@@ -348,7 +369,7 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
             ks = [rng.randrange(max(2, n // 2)) for _ in range(m)]
             for k, x in zip(ks, ns):
                 by_key.setdefault(k, []).append(x)
-            parts.append(chunks.pack((np.array(ks, dtype=np.int64), np.array(ns, dtype=object),
+            parts.append(chunks.pack((np.array(ks, dtype=np.int64), StringColumn.of(ns),
                                       np.array([id_of[x] for x in ns], dtype=np.int64),
                                       np.array([size_of[x] for x in ns], dtype=np.int64))))
         for members in by_key.values():
@@ -359,9 +380,19 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
         for shard, blob in band_shard_found((0, parts), near):
             pairs, meaning = chunks.unpack(blob)
             assert meaning == [] and pairs.dtype == np.int64
-            assert (pairs[:, 0] < pairs[:, 1]).all() and (edge_shards(pairs[:, 0]) == shard).all()
+            assert (pairs[:, 0] < pairs[:, 1]).all() and (edge_shards(pairs[:, 0], near.edge_shards) == shard).all()
             got.update(tuple(sorted((name_of[a], name_of[b]))) for a, b in pairs.tolist())
         assert got == want, trial
+
+
+def test_edge_shards_grow_with_the_pool_unless_configured():
+    from tasksieve.transforms.dedup.batch import EDGE_TASKS, MIN_EDGE_SHARDS, SHARDS, edge_shard_count
+
+    assert edge_shard_count(0, None) == SHARDS  # inputs that could not be counted
+    assert edge_shard_count(0, 0) == edge_shard_count(0, 1000) == edge_shard_count(0, 8 * EDGE_TASKS) == MIN_EDGE_SHARDS
+    assert edge_shard_count(0, 8 * EDGE_TASKS + 1) == 9
+    assert edge_shard_count(0, 100 * EDGE_TASKS) == 100
+    assert edge_shard_count(5, 100 * EDGE_TASKS) == edge_shard_count(5, None) == 5  # `[dedup] edge_shards` wins
 
 
 def test_edge_shard_edges_in_node_order():
@@ -447,8 +478,9 @@ def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
 
 def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     files = sorted(bench_pool.glob("*.jsonl"))
-    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(files[1]),
-                       memory_mib=1)
+    # Three edge shards (not the default): the decisions must not depend on how many.
+    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\nedge_shards = 3\n", "--dedup-against",
+                       str(files[1]), memory_mib=1)
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
 
@@ -463,7 +495,8 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
                          if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")})
     delivery = tmp_path / "hard.jsonl"
     delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    got, _ = _compare([delivery], tmp_path, "[dedup]\n")  # the meaning stage on (the default)
+    # The meaning stage on (the default); every edge judged in one edge shard.
+    got, _ = _compare([delivery], tmp_path, "[dedup]\nedge_shards = 1\n")
     assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
-from tasksieve.transforms.dedup.shards import exact_keys, shard_of, split_by_shard, text_bands_and_sizes
+from tasksieve.transforms.dedup.shards import StringColumn, exact_keys, shard_of, split_by_shard, text_bands_and_sizes
 from tasksieve.transforms.dedup.signatures import set_sizes
 from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
@@ -45,6 +45,13 @@ from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.validate import first_by_position, quarantine_row, repeat_entry, validate_row
 
 SHARDS = 32  # id, hash and bucket shards: enough for 2-16 workers, 1/32 of a pool per group
+# Near dedup's edge shards (batch_near): a row travels to each edge shard
+# holding one of its candidate pairs, and on a templated pool a row's pairs
+# grow with the pool, so more shards mean more copies (the 1M bench pool:
+# 2.77 million row copies over 32 shards, 1.94 million over 8). An edge
+# shard holds its rows, so their number grows with the pool: one per
+# EDGE_TASKS input tasks.
+EDGE_TASKS, MIN_EDGE_SHARDS = 125_000, 8
 POOL_SRC = 1 << 20  # reference-pool row group i is held under POOL_SRC + i; hash shards are below it
 POSITION_BITS = 32  # node_ids: the holder above these bits, the row's position in its list below
 CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanishes
@@ -146,12 +153,13 @@ def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: n
                    spill: Spill | None = None, shards: int = SHARDS):
     """(BUCKETS, (bucket shard, (keys, nodes, ids, sizes))) per shard: `keys`
     is (n, k) bucket keys of the n `nodes` (node_ids `ids`), `sizes` their
-    shingle-set sizes (signatures.set_sizes). The node strings ride along
-    for the few buckets too large to pair whole (near.bucket_pairs orders
-    their members by node)."""
+    shingle-set sizes (signatures.set_sizes). The node strings ride along,
+    as a shards.StringColumn, for the few buckets too large to pair whole
+    (near.bucket_pairs orders their members by node)."""
     k = keys.shape[1]
-    flat = (np.repeat(np.array(nodes, dtype=object), k), np.repeat(ids, k), np.repeat(sizes, k))
-    for bs, (ks, ns, ix, sz) in split_by_shard(keys.reshape(-1), flat[0], shards, *flat[1:]).items():
+    flat = (np.repeat(np.arange(len(nodes)), k), np.repeat(ids, k), np.repeat(sizes, k))
+    for bs, (ks, at, ix, sz) in split_by_shard(keys.reshape(-1), flat[0], shards, *flat[1:]).items():
+        ns = StringColumn.of(list(map(nodes.__getitem__, at.tolist())))
         yield BUCKETS, (bs, pack((ks, ns, ix, sz), spill))
 
 
@@ -170,15 +178,24 @@ def semantic_records(nodes: list[str], ids: np.ndarray, texts: list[str], spill:
         yield SEMANTIC, (shard, pack(groups, spill))
 
 
+def edge_shard_count(configured: int, tasks: int | None) -> int:
+    """`[dedup] edge_shards`, or for 0 one edge shard per EDGE_TASKS input
+    tasks (SHARDS when they could not be counted), at least MIN_EDGE_SHARDS."""
+    if configured:
+        return configured
+    return SHARDS if tasks is None else max(MIN_EDGE_SHARDS, -(-tasks // EDGE_TASKS))
+
+
 class NearSettings:
-    """What near.NearDedup takes, in one picklable object."""
+    """What near.NearDedup takes, in one picklable object, and the number of
+    edge shards (edge_shard_count)."""
 
     def __init__(self, p: MinHashParams, threshold: float, max_bucket_pairs: int = 32, within: bool = True,
                  min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
-                 rules: Rules | None = None, with_pool: bool = False):
+                 rules: Rules | None = None, with_pool: bool = False, edge_shards: int = SHARDS):
         self.p, self.threshold, self.max_pairs, self.within = p, threshold, max_bucket_pairs, within
         self.min_numbers, self.guard_below, self.semantic = min_numbers, guard_below, semantic
-        self.rules, self.with_pool = rules or Rules(), with_pool
+        self.rules, self.with_pool, self.edge_shards = rules or Rules(), with_pool, edge_shards
 
 
 def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, chunk: int = CHUNK):

@@ -31,6 +31,8 @@ node order, exactly as the row path.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import apache_beam as beam
 import numpy as np
 
@@ -39,7 +41,7 @@ from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SH
                                               position_of)
 from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, decide_clusters,
                                              edge_order, judge_edges, judge_ranked, sort_edges, task_node)
-from tasksieve.transforms.dedup.shards import bucket_runs, shard_of
+from tasksieve.transforms.dedup.shards import StringColumn, bucket_runs, shard_of
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
@@ -48,14 +50,14 @@ NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_ro
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def edge_shards(lower: np.ndarray, shards: int = SHARDS) -> np.ndarray:
+def edge_shards(lower: np.ndarray, shards: int) -> np.ndarray:
     """The edge shard of each edge, from its first node's id (a
     multiplicative hash: the ids of one holder are consecutive)."""
     with np.errstate(over="ignore"):
         return ((lower.astype(np.uint64) * _MIX) >> np.uint64(40)).astype(np.int64) % shards
 
 
-def _by_edge_shard(pairs: np.ndarray, meaning: list[tuple], spill: Spill | None):
+def _by_edge_shard(pairs: np.ndarray, meaning: list[tuple], shards: int, spill: Spill | None):
     """(edge shard, packed (pairs, meaning edges)) for each edge shard the
     edges fall in: candidate edges meet in their edge shard, not in one
     step. `pairs` is an (m, 2) array of node ids, lower id first; meaning
@@ -65,13 +67,13 @@ def _by_edge_shard(pairs: np.ndarray, meaning: list[tuple], spill: Spill | None)
     lands in one shard, so duplicates still meet."""
     parts: dict = {}
     if pairs.shape[0]:
-        shard = edge_shards(pairs[:, 0])
+        shard = edge_shards(pairs[:, 0], shards)
         order = np.argsort(shard, kind="stable")
         cuts = np.flatnonzero(np.diff(shard[order])) + 1
         for idx in np.split(order, cuts):
             parts[int(shard[idx[0]])] = (pairs[idx], [])
     if meaning:
-        for e, sh in zip(meaning, edge_shards(np.array([e[0] for e in meaning], dtype=np.int64)).tolist()):
+        for e, sh in zip(meaning, edge_shards(np.array([e[0] for e in meaning], dtype=np.int64), shards).tolist()):
             parts.setdefault(sh, (np.zeros((0, 2), dtype=np.int64), []))[1].append(e)
     for shard, part in parts.items():
         yield shard, pack(part, spill)
@@ -142,7 +144,7 @@ def _all_pairs_buckets(runs: tuple, max_pairs: int) -> tuple[np.ndarray, list[np
     return np.concatenate(parts), rest
 
 
-def _star_chain_pairs(groups: list[np.ndarray], nodes: np.ndarray, max_pairs: int) -> np.ndarray:
+def _star_chain_pairs(groups: list[np.ndarray], nodes: StringColumn, max_pairs: int) -> np.ndarray:
     """bucket_pairs of the buckets _all_pairs_buckets leaves (over
     max_pairs records), as record index pairs: each bucket's distinct
     nodes in bucket_pairs' order (pool rows first, then by node string; one
@@ -151,7 +153,7 @@ def _star_chain_pairs(groups: list[np.ndarray], nodes: np.ndarray, max_pairs: in
     first and a chain, or all-to-all where max_pairs or fewer are left."""
     keyed = []
     for b, idx in enumerate(groups):
-        keyed += [(b, not n.startswith(POOL_NODE), n, i) for n, i in zip(nodes[idx].tolist(), idx.tolist())]
+        keyed += [(b, not n.startswith(POOL_NODE), n, i) for n, i in zip(nodes.take(idx), idx.tolist())]
     keyed.sort()
     kept = [k for k, nxt in zip(keyed, keyed[1:] + [(-1, True, None, -1)]) if (nxt[0], nxt[2]) != (k[0], k[2])]
     bucket = np.fromiter((k[0] for k in kept), dtype=np.int64, count=len(kept))
@@ -179,11 +181,12 @@ def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     (_all_pairs_buckets, most of them), the larger ones after one sort
     into bucket_pairs' order (_star_chain_pairs)."""
     parts = [unpack(b) for b in kv[1]]
-    keys, nodes, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    keys, ids, sizes = (np.concatenate([p[i] for p in parts]) for i in (0, 2, 3))
+    nodes = StringColumn.joined([p[1] for p in parts])
     pool = holder_of(ids) >= POOL_SRC  # held under a pool row group
     pairs, larger = _all_pairs_buckets(bucket_runs(keys), near.max_pairs)
     pairs = np.concatenate([pairs, _star_chain_pairs(larger, nodes, near.max_pairs)])
-    yield from _by_edge_shard(_pair_edges(ids, sizes, pool, pairs, near), [], spill)
+    yield from _by_edge_shard(_pair_edges(ids, sizes, pool, pairs, near), [], near.edge_shards, spill)
 
 
 def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
@@ -202,7 +205,7 @@ def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
         id_of = {n: i for n, i, _ in members}
         found = semantic_edges([(n, t) for n, _, t in members], key, near.p, near.threshold, near.rules, near.within)
         meaning += [(id_of[e[0]], id_of[e[1]], *e[2:]) for e in found]
-    yield from _by_edge_shard(np.zeros((0, 2), dtype=np.int64), meaning, spill)
+    yield from _by_edge_shard(np.zeros((0, 2), dtype=np.int64), meaning, near.edge_shards, spill)
 
 
 def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
@@ -254,6 +257,7 @@ def _node(kind: str, row: dict) -> str:
 # same-problem rules' prompt, answer and code): rows travel to every edge
 # shard that needs them, so they travel without the rest.
 _JUDGED = ("task_id", "source", "prompt", "answer", "tests", "entry_point", "reference_solution", "content_hash")
+_HASH = _JUDGED.index("content_hash")
 
 
 def _pool_judged(row: dict) -> dict:
@@ -274,10 +278,17 @@ class JudgedRows:
         self.ids, self.nodes, self.texts, self.fields = ids, nodes, texts, fields
 
     @classmethod
-    def of(cls, items: list) -> "JudgedRows":
-        """From (id, node, text, task) items."""
-        return cls([i for i, _, _, _ in items], [n for _, n, _, _ in items], [t for _, _, t, _ in items],
-                   tuple([r.get(k) for _, _, _, r in items] for k in _JUDGED))
+    def of(cls, ids: list, nodes: list, texts: list, tasks: list) -> "JudgedRows":
+        """From the tasks, with their ids, nodes and texts, one list each."""
+        return cls(ids, nodes, texts, tuple(list(map(dict.get, tasks, repeat(k))) for k in _JUDGED))
+
+    def take(self, at: list) -> "JudgedRows":
+        """The rows at positions `at`, in that order: a holder makes its
+        rows' columns once and sends each edge shard its picks, where a
+        row was read field by field for each edge shard it went to (~2
+        million row copies at 1M tasks)."""
+        pick = lambda col: list(map(col.__getitem__, at))  # noqa: E731
+        return JudgedRows(pick(self.ids), pick(self.nodes), pick(self.texts), tuple(map(pick, self.fields)))
 
     def __reduce__(self):  # pickled as its lists: no per-row object
         return JudgedRows, (self.ids, self.nodes, self.texts, self.fields)
@@ -329,7 +340,8 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             held.append(v)
     if len(held) > 1:  # ids are positions in the one list a holder holds
         raise RuntimeError(f"near dedup: {len(held)} row lists held under {src!r}, expected one")
-    to_shard: dict = {}
+    to_shard: dict = {}  # shard -> (positions in `sent`, pool items)
+    sent: tuple = ([], [], [], [])  # ids, nodes, texts and rows of the tasks sent, each once
     pending, rest = [], []
     base = src << POSITION_BITS  # node_ids(src, pos), one int at a time
     for kind, packed in held:
@@ -339,13 +351,21 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
             shards = wanted.get(pos)
             if shards is not None:
                 pending.append((kind, r))
-                item = (base | pos, task_node(r), text, r) if kind == "task" else (base | pos, _pool_judged(r), text)
-                for shard in shards:
-                    to_shard.setdefault(shard, ([], []))[kind != "task"].append(item)
+                if kind == "task":
+                    at = len(sent[0])
+                    for col, value in zip(sent, (base | pos, task_node(r), text, r)):
+                        col.append(value)
+                    for shard in shards:
+                        to_shard.setdefault(shard, ([], []))[0].append(at)
+                else:
+                    item = (base | pos, _pool_judged(r), text)
+                    for shard in shards:
+                        to_shard.setdefault(shard, ([], []))[1].append(item)
             elif kind == "task":
                 rest.append(r)
-    for shard, (tasks, pool) in to_shard.items():
-        yield EDGE_ROWS, (shard, (EDGE_ROWS, pack((JudgedRows.of(tasks), pool), spill)))
+    table = JudgedRows.of(*sent)
+    for shard, (at, pool) in to_shard.items():
+        yield EDGE_ROWS, (shard, (EDGE_ROWS, pack((table.take(at), pool), spill)))
     if pending:
         yield PENDING, (src, (PENDING, pack(pending, spill)))
     for i in range(0, len(rest), chunk):
@@ -392,10 +412,12 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
             meaning += sem
             continue
         rows, pool_rows = unpack(v)
-        content_hash = rows.fields[_JUDGED.index("content_hash")]
-        for i, (rid, n, text, h) in enumerate(zip(rows.ids, rows.nodes, rows.texts, content_hash)):
-            tasks.where[n] = (rows, i)
-            node_of[rid], texts[n], hashes[n] = n, text, h
+        # ~2 million row copies over the edge shards at 1M tasks: indexed by
+        # dict.update over zips, not a Python loop of four stores a row.
+        tasks.where.update(zip(rows.nodes, zip(repeat(rows), range(len(rows.ids)))))
+        node_of.update(zip(rows.ids, rows.nodes))
+        texts.update(zip(rows.nodes, rows.texts))
+        hashes.update(zip(rows.nodes, rows.fields[_HASH]))
         for rid, r, text in pool_rows:
             n = r["node"]
             pool[n] = r
@@ -409,7 +431,8 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     else:
         confirmed = judge_ranked(c, *_ranked_edges(pairs, node_of), *judged)
     if confirmed:
-        src_of = {n: holder_of(rid) for rid, n in node_of.items()}
+        ids = np.fromiter(node_of, dtype=np.int64, count=len(node_of))
+        src_of = dict(zip(node_of.values(), holder_of(ids).tolist()))
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
 
 

@@ -371,14 +371,18 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
     tasks that is ~3 million of them. The rest are judged as judge_edges
     judges them, with their similarity()."""
     out = []
-    same_text = {}  # content hash -> a small int, so copies are found with one array compare
-    code = np.fromiter((same_text.setdefault(c.hashes[n], len(same_text)) for n in names), dtype=np.int64,
-                       count=len(names))
+    # Python's hash of each content hash, so copies are found with one array
+    # compare: equal hashes always have equal codes, and two other hashes
+    # that share a code only make one more close candidate, which
+    # _judge_edge then judges on the hashes themselves (not a copy, and
+    # under the threshold: refused, as judge_edges refuses it).
+    code = np.fromiter(map(hash, map(c.hashes.__getitem__, names)), dtype=np.int64, count=len(names))
     for i in range(0, lo.shape[0], _EDGE_BLOCK):
         a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
         used, where = np.unique(np.concatenate([a, b]), return_inverse=True)
         ea, eb = where[: a.shape[0]], where[a.shape[0] :]
-        inter, lens = jaccard_counts([c.texts[names[j]] for j in used.tolist()], ea, eb, c.sh.p)
+        inter, lens = jaccard_counts(list(map(c.texts.__getitem__, map(names.__getitem__, used.tolist()))), ea, eb,
+                                     c.sh.p)
         la, lb = lens[ea], lens[eb]
         close = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
         for k in np.flatnonzero(close).tolist():

@@ -96,3 +96,41 @@ def bucket_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     size = np.r_[starts[1:], ks.shape[0]] - starts
     return order, starts[size > 1], size[size > 1]
+
+
+class StringColumn:
+    """Strings as one str and where each ends: two objects to pickle and
+    load, not one per string. Bucket records carry a node string each (~14
+    million at 1M tasks, most of them through the spill), and only the few
+    in buckets too large to pair whole are read back (`take`)."""
+
+    __slots__ = ("text", "ends")
+
+    def __init__(self, text: str, ends: np.ndarray):
+        self.text, self.ends = text, ends
+
+    @classmethod
+    def of(cls, strings: list[str]) -> "StringColumn":
+        return cls("".join(strings), np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))))
+
+    @classmethod
+    def joined(cls, columns: list["StringColumn"]) -> "StringColumn":
+        """One column of the strings of `columns`, in order."""
+        shifts = np.cumsum([0] + [len(c.text) for c in columns[:-1]]).tolist()
+        ends = [c.ends + shift for c, shift in zip(columns, shifts)]
+        return cls("".join(c.text for c in columns), np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64))
+
+    def __reduce__(self):  # pickled as its two parts
+        return StringColumn, (self.text, self.ends)
+
+    def __len__(self) -> int:
+        return self.ends.shape[0]
+
+    def take(self, at: np.ndarray) -> list[str]:
+        """The strings at positions `at`, in that order."""
+        at = np.asarray(at, dtype=np.int64)
+        ends = self.ends[at]
+        starts = np.where(at > 0, self.ends[np.maximum(at - 1, 0)], 0)
+        text = self.text
+        return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+

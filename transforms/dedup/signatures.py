@@ -88,18 +88,25 @@ def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift):
     it has, how many distinct): kernels.window_hashes, codes made a batch
     of texts at a time. Text i counts its distinct hashes under stamp i + 1."""
     nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-    parts, starts, done = [], np.empty(len(texts), dtype=np.int64), 0
+    starts, done = np.empty(len(texts), dtype=np.int64), 0
+    # One buffer, each batch's windows written in place: joining per-batch
+    # parts copied every hash once more, and an edge shard's hashes run to
+    # hundreds of MB at 1M tasks (the copy cost more than making them). A
+    # text has at most max(len, 1) codes (_codes) and one slot more, so
+    # this bounds what the batches fill; the rest is never touched.
+    hashes = np.empty(sum(map(len, texts)) + 2 * len(texts), dtype=np.uint32)
     for i in range(0, len(texts), _TEXT_BATCH):
         batch = texts[i : i + _TEXT_BATCH]
         codes, offsets = _codes(batch, p)
-        part = np.empty(offsets[-1] + len(batch), dtype=np.uint32)
+        size = offsets[-1] + len(batch)
+        if done + size > hashes.shape[0]:  # the kernel does not check bounds: never let it write past them
+            raise RuntimeError("window buffer too small")
         j = slice(i, i + len(batch))
-        compiled.window_hashes(codes, offsets, p.size, part, nwin[j], lens[j], keys, stamp, i + 1, _SLOT_MULT, shift)
+        compiled.window_hashes(codes, offsets, p.size, hashes[done : done + size], nwin[j], lens[j], keys, stamp, i + 1,
+                               _SLOT_MULT, shift)
         starts[j] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
-        parts.append(part)
-        done += part.shape[0]
-    hashes = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
-    return hashes, starts, nwin, lens
+        done += size
+    return hashes[:done], starts, nwin, lens
 
 
 def set_sizes(texts: list[str], p: MinHashParams) -> np.ndarray:
