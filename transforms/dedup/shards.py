@@ -133,4 +133,3 @@ class StringColumn:
         starts = np.where(at > 0, self.ends[np.maximum(at - 1, 0)], 0)
         text = self.text
         return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-
