@@ -214,8 +214,8 @@ def _write_chunks(result_chunks, spec: RunSpec) -> list:
 def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -> str:
     status, chunk = status_chunk
     tasks = rows_of(chunk)
-    name = chunk_name(tasks)  # one name for both files: they hold the same tasks
     results = chunk_table(tasks, STAGED["results"], same={"run_id": run_id, "status": status})
+    name = chunk_name(results)  # one name for both files: they hold the same tasks
     write_table(expert_cost_table(results, rates, run_id, STAGED["costs"]), str(Path(staging) / "costs"), name)
     return write_table(results, str(Path(staging) / "results"), name)
 

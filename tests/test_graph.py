@@ -129,3 +129,24 @@ def test_accounting_check_fails_loudly_on_a_lost_row(curated):
         changed = results.set_column(i, results.schema.field(i), pa.array([bad] + statuses[1:], pa.string()))
         with pytest.raises(AccountingError, match="unknown statuses"):
             check_accounting(fig["rows_in"], changed, quarantine)
+
+
+def test_a_staged_chunk_is_named_by_its_rows_keys_alone():
+    """A retried chunk rewrites its own file (the same name), and two chunks
+    never share one: not when one key differs, nor when the same characters
+    split differently between fields."""
+    from tasksieve.pipeline.graph import STAGED
+    from tasksieve.pipeline.staging import chunk_name, chunk_table
+
+    rows = [{"source": "v", "task_id": f"t{i}", "line": i, "prompt": f"p{i}"} for i in range(50)]
+    name = chunk_name(chunk_table(rows, STAGED["results"], same={"run_id": "a", "status": "kept"}))
+    assert name == chunk_name(chunk_table([dict(r) for r in rows], STAGED["results"], same={"run_id": "b"}))
+    assert name == chunk_name(chunk_table([dict(r, prompt="other") for r in rows], STAGED["results"]))
+    changed = [dict(r) for r in rows]
+    changed[7]["line"] = 8
+    assert chunk_name(chunk_table(changed, STAGED["results"])) != name
+    assert chunk_name(chunk_table(rows[:-1], STAGED["results"])) != name
+    split = [{"source": "a", "task_id": "b,c", "line": 1}], [{"source": "a,b", "task_id": "c", "line": 1}]
+    assert len({chunk_name(chunk_table(r, STAGED["results"])) for r in split}) == 2
+    costs = [{"source": "v", "task_id": "t", "component": c, "line": None} for c in ("expert", "tokens")]
+    assert chunk_name(chunk_table(costs[:1], STAGED["costs"])) != chunk_name(chunk_table(costs[1:], STAGED["costs"]))

@@ -138,3 +138,70 @@ def test_check_value_refuses_the_same_with_and_without_its_flat_shortcut(monkeyp
     monkeypatch.setattr(read, "_plain_object", lambda v: False)
     assert shortcut == [verdict(v) for v in values]
     assert sum(x is None for x in shortcut) > 50 and sum(x is not None for x in shortcut) > 50
+
+
+def _plain_physical_lines(data: bytes, chunk: int, max_row_bytes: int, keep: int):
+    """The line splitter as one state machine, a line at a time: what
+    read.physical_lines gave before its fast path for whole short lines."""
+    sep, kept, length, lineno, out = None, bytearray(), 0, 0, []
+
+    def add(part):
+        nonlocal length, kept
+        collecting = length <= max_row_bytes
+        length += len(part)
+        if collecting:
+            kept.extend(part)
+            if length > max_row_bytes:
+                del kept[keep:]
+
+    def emit(terminated):
+        nonlocal kept, length, lineno
+        lineno += 1
+        d, full = bytes(kept), length
+        if sep == b"\n" and d.endswith(b"\r") and full <= max_row_bytes:
+            d, full = d[:-1], full - 1
+        kept, length = bytearray(), 0
+        out.append((lineno, d, full, terminated))
+
+    for i in range(0, len(data), chunk):
+        c = data[i : i + chunk]
+        if i == 0 and c.startswith(b"\xef\xbb\xbf"):
+            c = c[3:]
+        if sep is None:
+            if not (b"\n" in c or b"\r" in c):
+                add(c)
+                continue
+            sep = b"\r" if b"\r" in c and b"\n" not in c else b"\n"
+        parts = c.split(sep)
+        for part in parts[:-1]:
+            add(part)
+            emit(True)
+        add(parts[-1])
+    if length:
+        emit(False)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_physical_lines_fast_path_splits_as_the_plain_state_machine(seed, monkeypatch):
+    """Lines split, numbered, cut at the limit and told blank the same way,
+    whatever the line ends (LF, CRLF, CR, mixed), the chunk boundaries and
+    the limit: the reader's and the independent counter's rows depend on it."""
+    import io
+
+    from tasksieve.transforms import read
+
+    rng = random.Random(seed)
+    pieces = [b"\n", b"\r\n", b"\r", b" ", b"\t", b"x", b"{}", b"\xef\xbb\xbf", b"long" * 30, b"\xe9"]
+    data = (b"\xef\xbb\xbf" if rng.random() < 0.3 else b"") + b"".join(
+        rng.choice(pieces) for _ in range(rng.randrange(0, 400)))
+    chunk = rng.choice([1, 3, 7, 16, 64, 1 << 20])
+    max_row_bytes = rng.choice([1, 4, 20, 100, 10**6])
+    monkeypatch.setattr(read, "_CHUNK", chunk)
+    monkeypatch.setattr(read, "RAW_KEEP_CHARS", rng.choice([1, 2, 2000]))
+    got = list(read.physical_lines(io.BytesIO(data), max_row_bytes))
+    assert got == _plain_physical_lines(data, chunk, max_row_bytes, read.RAW_KEEP_CHARS * 4)
+    blank = [n for n, d, full, _ in got if read.is_blank(d, full)]
+    path = f"/nonexistent/{seed}.jsonl"
+    monkeypatch.setattr(read, "_open_jsonl", lambda p: io.BytesIO(data))
+    assert read.count_rows(path, max_row_bytes) == len(got) - len(blank)

@@ -37,7 +37,7 @@ import logging
 import os
 import queue
 import re
-import selectors
+import select
 import subprocess
 import sys
 import threading
@@ -247,6 +247,12 @@ class _MathWorker:
             [sys.executable, "-c", "from tasksieve.transforms.verify.math_answers import _serve; _serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         self.buf = b""
+        # One poll object for the worker's life: a selector per answer was
+        # three more system calls (create, register, close) on each of the
+        # ~12 answers a math task's sanity check asks for.
+        self.fd = self.proc.stdout.fileno()
+        self.poll = select.poll()
+        self.poll.register(self.fd, select.POLLIN)
         if self._line(STARTUP_TIMEOUT_S) != b"ready":
             self.kill()
             raise RuntimeError("math worker did not start")
@@ -260,17 +266,14 @@ class _MathWorker:
 
     def _line(self, timeout_s: float) -> bytes | None:
         end = time.monotonic() + timeout_s
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buf:
-                left = end - time.monotonic()
-                if left <= 0 or not sel.select(timeout=left):
-                    return None
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise RuntimeError("math worker exited")
-                self.buf += chunk
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or not self.poll.poll(left * 1000):  # milliseconds, rounded up
+                return None
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise RuntimeError("math worker exited")
+            self.buf += chunk
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
