@@ -55,6 +55,65 @@ def test_answer_and_rubric_domains():
     assert not check_verifier({"domain": "rubric", "rubric": ["mentions rain"], "prompt": "p"})["broken"]
 
 
+MATH_TASKS = [
+    {"domain": "math", "answer": a, "prompt": p} for a, p in [
+        ("8", "Calculate 5 + 3."), ("7", "Add 4 and 3. The answer is 7"), ("3/4", "What fraction is shaded?"),
+        ("\\frac{1}{2}", "Halve one."), ("x^2 + 1", "Expand."), ("-7", "What is 3 - 10?"), ("1,000", "Ten hundreds?"),
+        ("0.5", "A half as a decimal?"), ("hello", "Greet."), ("", "No answer given."), ("12", "Numbers 1 to 20: pick 12"),
+        ("{1, 2}", "Roots of (x-1)(x-2)?"), ("\\sqrt{2}", "Diagonal of a unit square?"), ("1e3", "Write a thousand."),
+        ("}{", "A broken reference."), ("???", "Another one.")]]
+
+
+def _ask_many_counted(monkeypatch):
+    from tasksieve.transforms.verify import math_answers as vm
+
+    calls, ask_many = [], vm._MathWorker.ask_many
+
+    def counted(self, requests, timeout_s):
+        calls.append(len(requests))
+        return ask_many(self, requests, timeout_s)
+
+    monkeypatch.setattr(vm._MathWorker, "ask_many", counted)
+    return vm, calls
+
+
+def test_math_sanity_asks_the_worker_once_a_task_and_decides_as_answer_by_answer(monkeypatch):
+    """A math task's reference and probes have ~15 candidate answers; they go
+    to the worker as one batch, and every verdict is what asking them one at
+    a time gives."""
+    import contextlib
+
+    vm, calls = _ask_many_counted(monkeypatch)
+    batched = [check_verifier(t) for t in MATH_TASKS]
+    asked = [t for t in MATH_TASKS if (t["answer"] or "").strip()]
+    assert len(calls) == len(asked)  # one round trip a task
+    batch_requests = sum(calls)
+    reasons = {r for v in batched for r in v["reasons"]}
+    assert {"null_answer_passes", "reference_fails"} <= reasons, reasons
+    calls.clear()
+    monkeypatch.setattr(vm, "answered_ahead", lambda *a, **k: contextlib.nullcontext())
+    assert [check_verifier(t) for t in MATH_TASKS] == batched
+    assert set(calls) == {1} and len(calls) >= 8 * len(asked) > 2 * batch_requests
+
+
+def test_answers_asked_ahead_stop_at_a_deadline_and_the_rest_are_asked_when_needed(monkeypatch):
+    """A candidate that keeps the worker busy past the deadline ends the
+    batch there: it is a timeout, as asked alone, and the answers after it
+    are asked one by one when verify_math needs them."""
+    vm, calls = _ask_many_counted(monkeypatch)
+    completions = ["\\boxed{2}", "\\boxed{9^{9^{9^{9}}}}", "\\boxed{1}", "\\boxed{2}"]
+    with vm.answered_ahead("1", completions, "", timeout_s=1):
+        assert calls == [3]  # the repeated candidate once
+        got = [vm.verify_math("1", c, 1) for c in completions]
+    assert [(v["passed"], v["error"]) for v in got] == [(False, None), (False, "timeout (over 1s)"), (True, None),
+                                                         (False, None)]
+    assert calls == [3, 1]  # the third, asked alone after the worker was killed
+    monkeypatch.setattr(vm, "AHEAD_MAX_BYTES", 100)  # one request fits, not two
+    with vm.answered_ahead("1", ["\\boxed{1}", "\\boxed{3}"], "", timeout_s=5):
+        assert [vm.verify_math("1", c, 5)["passed"] for c in ("\\boxed{1}", "\\boxed{3}")] == [True, False]
+    assert calls == [3, 1, 1, 1]
+
+
 def test_sanity_route_marks_the_drop_with_evidence():
     tag, row = sanity_route(_code(ref="def add(a, b):\n    return 0\n"), RunConfig().verify)
     assert tag == DROPPED and row["drop_stage"] == "verifier_sanity" and row["drop_reason"] == "reference_fails"

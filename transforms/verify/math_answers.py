@@ -31,6 +31,7 @@ hours). Extraction (linear regular expressions) stays in process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import logging
@@ -259,10 +260,23 @@ class _MathWorker:
 
     def ask(self, request: dict, timeout_s: float) -> dict | None:
         """The answer, or None when the deadline passed (the caller kills us)."""
-        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        answers = self.ask_many([request], timeout_s)
+        return answers[0]
+
+    def ask_many(self, requests: list[dict], timeout_s: float) -> list[dict | None]:
+        """The answers to `requests`, written at once and read in order: the
+        worker answers one at a time, so each has `timeout_s` from the one
+        before, as if asked alone. The list stops at the first None (the
+        deadline passed: the caller kills us)."""
+        self.proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
         self.proc.stdin.flush()
-        line = self._line(timeout_s)
-        return None if line is None else json.loads(line)
+        answers = []
+        for _ in requests:
+            line = self._line(timeout_s)
+            answers.append(None if line is None else json.loads(line))
+            if line is None:
+                break
+        return answers
 
     def _line(self, timeout_s: float) -> bytes | None:
         end = time.monotonic() + timeout_s
@@ -326,7 +340,84 @@ def _shutdown() -> None:
         w.kill()
 
 
+# Answers asked for ahead, in one batch, by this thread (answered_ahead):
+# request key -> answer.
+_AHEAD = threading.local()
+# At most this much of requests goes to a worker in one batch: under a
+# pipe's 64 KiB, so the write is taken whole at once and never waits on a
+# worker stuck on an earlier request (nothing would end that wait).
+AHEAD_MAX_BYTES = 32 * 1024
+
+
+def _request_key(request: dict) -> tuple:
+    return request.get("op"), request["reference"], request["candidate"]
+
+
+def _timed_out(timeout_s: float) -> dict:
+    return {"ok": False, "error": f"timeout (over {timeout_s:g}s)"}
+
+
+def _math_request(reference: str, answer: str) -> dict:
+    return {"op": "math", "reference": reference, "candidate": answer}
+
+
+@contextlib.contextmanager
+def answered_ahead(reference: str, completions: list[str], prompt: str = "", timeout_s: float = DEFAULT_TIMEOUT_S):
+    """While the block runs, verify_math(reference, c, timeout_s, prompt)
+    for each c in `completions` finds its answers asked for already: every
+    candidate answer of them goes to one worker in one batch, not one round
+    trip each (a math task's sanity check asks 8-10 times for 3-4 distinct
+    answers: tests/test_verifier_sanity.py). Only the speed
+    changes: each answer is the worker's answer to the same request under
+    the same deadline, and verify_math decides on them in its own order.
+    What the batch leaves (past AHEAD_MAX_BYTES, after a deadline passed,
+    or if the worker fails) is asked when needed, as without it."""
+    try:
+        _AHEAD.answers = {}
+        _ask_ahead(reference, completions, prompt, timeout_s)
+    except Exception:  # only a shortcut: verify_math asks for itself
+        _AHEAD.answers = {}
+    try:
+        yield
+    finally:
+        _AHEAD.answers = {}
+
+
+def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: float) -> None:
+    batch, size = {}, 0
+    for completion in completions:
+        for a in extract_final_answers(completion, prompt)[0]:
+            request = _math_request(reference, a)
+            key = _request_key(request)
+            n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
+            if len(a) > MAX_CANDIDATE_CHARS or key in batch or size + n > AHEAD_MAX_BYTES:
+                continue
+            size += n
+            batch[key] = request
+    if not batch:
+        return
+    w = _take()
+    try:
+        answers = w.ask_many(list(batch.values()), timeout_s)
+    except Exception:
+        w.kill()
+        _give_back(None)
+        return
+    if answers[-1] is None:
+        w.kill()
+        _give_back(None)
+        answers[-1] = _timed_out(timeout_s)  # what asking it alone gives
+    else:
+        _give_back(w)
+    _AHEAD.answers = dict(zip(batch, answers))
+
+
 def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
+    ahead = getattr(_AHEAD, "answers", None)
+    if ahead:
+        ans = ahead.get(_request_key(request))
+        if ans is not None:
+            return dict(ans)
     w = _take()
     try:
         ans = w.ask(request, timeout_s)
@@ -337,7 +428,7 @@ def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
     if ans is None:
         w.kill()
         _give_back(None)
-        return {"ok": False, "error": f"timeout (over {timeout_s:g}s)"}
+        return _timed_out(timeout_s)
     _give_back(w)
     return ans
 
@@ -363,7 +454,7 @@ def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIME
         out["extracted_answer"] = " | ".join(answers) if answers else None
         ans = all_answers_pass(answers, lambda a: {"ok": False, "error": "answer_too_long"}
                                if len(a) > MAX_CANDIDATE_CHARS else
-                               _ask_with_deadline({"op": "math", "reference": reference, "candidate": a}, timeout_s))
+                               _ask_with_deadline(_math_request(reference, a), timeout_s))
         out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     except Exception as e:  # a verifier crash marks the attempt, never the run
         out["error"] = f"verifier_error: {type(e).__name__}"
