@@ -226,6 +226,16 @@ def _open_jsonl(path: str):
 
 # --- physical lines ----------------------------------------------------------------------
 
+def _line_end(chunk: bytes) -> bytes | None:
+    """The line end of a file, from the first stretch of it with one: CR
+    alone only when that stretch has no LF at all; otherwise LF (CRLF's CR
+    is dropped from each line). None: no line end yet."""
+    has_n, has_r = b"\n" in chunk, b"\r" in chunk
+    if not (has_n or has_r):
+        return None
+    return b"\r" if has_r and not has_n else b"\n"
+
+
 def physical_lines(fh, max_row_bytes: int) -> Iterator[tuple[int, bytes, int, bool]]:
     """(line number, bytes, full length, ends with a line break) per physical
     line. Line ends are LF, CRLF, or CR alone: the first line end of the
@@ -233,10 +243,7 @@ def physical_lines(fh, max_row_bytes: int) -> Iterator[tuple[int, bytes, int, bo
     `max_row_bytes` is not held in memory: its first bytes are kept and its
     full length reported. Blank lines are reported too (`is_blank`)."""
     sep: bytes | None = None
-    kept = bytearray()
-    length = 0
-    lineno = 0
-    first = True
+    kept, length, lineno, first = bytearray(), 0, 0, True
 
     def add(part: bytes) -> None:
         nonlocal length
@@ -262,17 +269,12 @@ def physical_lines(fh, max_row_bytes: int) -> Iterator[tuple[int, bytes, int, bo
         if not chunk:
             break
         if first:
-            first = False
-            if chunk.startswith(_BOM):
-                chunk = chunk[len(_BOM):]
+            first, chunk = False, chunk.removeprefix(_BOM)
         if sep is None:
-            has_n, has_r = b"\n" in chunk, b"\r" in chunk
-            if not (has_n or has_r):
+            sep = _line_end(chunk)
+            if sep is None:
                 add(chunk)
                 continue
-            # CR alone only when the first stretch with a line end has no LF
-            # at all; otherwise LF (CRLF's CR is dropped from each line).
-            sep = b"\r" if has_r and not has_n else b"\n"
         parts = chunk.split(sep)
         if len(parts) > 1:  # the line carried from the last chunk ends here
             add(parts[0])
