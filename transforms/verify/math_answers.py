@@ -249,8 +249,7 @@ class _MathWorker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         self.buf = b""
         # One poll object for the worker's life: a selector per answer was
-        # three more system calls (create, register, close) on each of the
-        # ~12 answers a math task's sanity check asks for.
+        # three more system calls (create, register, close) on every answer.
         self.fd = self.proc.stdout.fileno()
         self.poll = select.poll()
         self.poll.register(self.fd, select.POLLIN)
