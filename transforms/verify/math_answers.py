@@ -372,20 +372,22 @@ def answered_ahead(reference: str, completions: list[str], prompt: str = "", tim
     What the batch leaves (past AHEAD_MAX_BYTES, after a deadline passed,
     or if the worker fails) is asked when needed, as without it."""
     try:
-        _AHEAD.answers = {}
+        _AHEAD.answers, _AHEAD.extracted = {}, {}
         _ask_ahead(reference, completions, prompt, timeout_s)
     except Exception:  # only a shortcut: verify_math asks for itself
         _AHEAD.answers = {}
     try:
         yield
     finally:
-        _AHEAD.answers = {}
+        _AHEAD.answers, _AHEAD.extracted = {}, {}
 
 
 def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: float) -> None:
     batch, size = {}, 0
     for completion in completions:
-        for a in extract_final_answers(completion, prompt)[0]:
+        # Kept for verify_math, which would extract the same answers again.
+        found = _AHEAD.extracted[(completion, prompt)] = extract_final_answers(completion, prompt)
+        for a in found[0]:
             request = _math_request(reference, a)
             key = _request_key(request)
             n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
@@ -409,6 +411,14 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
     else:
         _give_back(w)
     _AHEAD.answers = dict(zip(batch, answers))
+
+
+def _final_answers(completion: str, prompt: str) -> tuple[list[str], str]:
+    """extract_final_answers(completion, prompt), taken from answered_ahead's
+    block when it extracted them already."""
+    made = getattr(_AHEAD, "extracted", None)
+    found = made.get((completion, prompt)) if made else None
+    return found if found is not None else extract_final_answers(completion, prompt)
 
 
 def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
@@ -449,7 +459,7 @@ def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIME
     t0 = time.perf_counter()
     out = {"passed": False, "score": 0.0, "extracted_answer": None, "error": None, "verifier": "math"}
     try:
-        answers, _rule = extract_final_answers(completion, prompt)
+        answers, _rule = _final_answers(completion, prompt)
         out["extracted_answer"] = " | ".join(answers) if answers else None
         ans = all_answers_pass(answers, lambda a: {"ok": False, "error": "answer_too_long"}
                                if len(a) > MAX_CANDIDATE_CHARS else

@@ -53,8 +53,8 @@ def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, 
     answer = (task.get("answer") or "").strip()
     if not answer:
         return [("no_reference", "no reference answer")]
-    problems = []
-    if task["domain"] == "exact" and is_regex_reference(answer):
+    problems, regex = [], task["domain"] == "exact" and is_regex_reference(answer)
+    if regex:
         try:
             re.compile(answer[1:-1])
         except re.error as e:
@@ -65,7 +65,7 @@ def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, 
     ahead = vm.answered_ahead(task["answer"], [own_text] + [p.text for p in probes], task.get("prompt") or "",
                               settings.math_timeout_s) if task["domain"] == "math" else contextlib.nullcontext()
     with ahead:
-        if not (task["domain"] == "exact" and is_regex_reference(answer)):
+        if not regex:
             own = verify_one(task, own_text, settings)
             if not own["passed"]:
                 why = f" ({own['error']})" if own.get("error") else ""
