@@ -399,7 +399,7 @@ def test_edge_shard_edges_in_node_order():
     """judge_shard turns id pairs into node edges ranked in numpy: the
     edges must be near.sort_edges of the plain translation, whatever the
     ids and however the names sort (pool rows, separators, digits)."""
-    from tasksieve.transforms.dedup.batch_near import _node_edges
+    from tasksieve.transforms.dedup.batch_near import _id_edges, _node_edges
     from tasksieve.transforms.dedup.near import sort_edges
 
     rng = random.Random(11)
@@ -414,8 +414,13 @@ def test_edge_shard_edges_in_node_order():
         want = sort_edges(tuple(sorted((node_of[a], node_of[b]))) for a, b in pairs)
         arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         assert _node_edges(arr, node_of) == want, trial
-    with pytest.raises(RuntimeError):  # an id without its row is an error, never a wrong name
-        _node_edges(np.array([[1, 5]], dtype=np.int64), {1: "a", 2: "b"})
+        # The edge shards' id order: the same edges, each node's in a run of the first index.
+        in_ids, lo, hi = _id_edges(arr, node_of)
+        assert sorted(tuple(sorted((in_ids[a], in_ids[b]))) for a, b in zip(lo.tolist(), hi.tolist())) == want
+        assert (np.diff(lo) >= 0).all() and sorted(in_ids) == sorted(names), trial
+    for edges in (_node_edges, _id_edges):  # an id without its row is an error, never a wrong name
+        with pytest.raises(RuntimeError):
+            edges(np.array([[1, 5]], dtype=np.int64), {1: "a", 2: "b"})
 
 
 def _run(inputs, out, cfg_text, tmp, *extra):

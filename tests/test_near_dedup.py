@@ -262,4 +262,10 @@ def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses(monkeypatch)
         for block in (250_000, 7, 1):
             monkeypatch.setattr(near_mod, "_EDGE_BLOCK", block)
             assert judge_ranked(c, names, lo, hi, threshold, 0.5, 0.9, Rules()) == want, (threshold, block)
+        # Nodes in any order, edges either way round (the edge shards' id order): the same edges, lower node first.
+        shuffled = rng.sample(names, len(names))
+        at = {n: i for i, n in enumerate(shuffled)}
+        turned = [e[::-1] if rng.random() < 0.5 else e for e in edges]
+        lo, hi = (np.array([at[e[i]] for e in turned], dtype=np.int64) for i in (0, 1))
+        assert judge_ranked(c, shuffled, lo, hi, threshold, 0.5, 0.9, Rules()) == want, threshold
         assert any(sims[e] < threshold for e in edges) and want  # some refused below it, some confirmed

@@ -118,6 +118,12 @@ def test_quantities_fast_paths_read_what_the_plain_steps_read(monkeypatch):
     for t, a, b in zip(texts, fast, plain):
         assert Counter(dict(a)) == Counter(dict(b)), t
     assert sum(1 for b in plain if b) > 2000  # most strings hold quantities
+    # same_quantities is Counter equality, on pairs that share quantities and on pairs that do not.
+    pairs = [(t, rng.choice(texts)) for t in texts] + [(t, t.replace("3", "three")) for t in texts]
+    pairs += [(t, " ".join(reversed(t.split()))) for t in texts] + [(None, ""), ("", "the cat"), ("2", None)]
+    verdicts = [q.same_quantities(a, b) for a, b in pairs]
+    assert verdicts == [q.quantities(a) == q.quantities(b) for a, b in pairs]
+    assert 500 < sum(verdicts) < len(pairs) - 500
 
 
 def test_answers_are_compared_by_value_not_by_string():

@@ -16,8 +16,8 @@ only *confirmed* edges are joined into clusters.
 Rows are named by integer ids (batch.node_ids: the holder, a hash shard
 or a pool row group, and the position in its list) until their rows meet
 in an edge shard, so candidate edges travel as int64 arrays and where a
-row is held is read off its id; edges are judged on node strings, in
-node order, exactly as the row path.
+row is held is read off its id; edges are judged on node strings, each
+lower node first, exactly as the row path.
 
     bucket records --GroupByKey(bucket shard)--> edges (id pairs) by edge shard
     quantity groups --GroupByKey(key shard)----> semantic edges, the same
@@ -394,6 +394,25 @@ def _ranked_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, n
     return ordered, lo[order], hi[order]
 
 
+def _id_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, np.ndarray]:
+    """Id pairs -> (node names in id order, lo, hi): edge k joins
+    names[lo[k]] and names[hi[k]], the edges sorted by id, so each node's
+    edges as the lower id come in a run (jaccard_counts fills its table
+    once for them). judge_ranked turns each edge lower node first, so the
+    nodes need no ranking by name: sorting ~250,000 node strings per edge
+    shard at 1M tasks cost more than the ids' sort."""
+    ids = np.fromiter(node_of, dtype=np.int64, count=len(node_of))
+    ids.sort()
+    names = list(map(node_of.__getitem__, ids.tolist()))
+    if not pairs.shape[0]:
+        return names, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
+    if not (ids[at] == pairs).all():
+        raise RuntimeError("near dedup: an edge shard holds an edge without its rows")
+    order = np.lexsort((at[:, 1], at[:, 0]))
+    return names, at[order, 0], at[order, 1]
+
+
 def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
     """_ranked_edges as (node, node) tuples."""
     names, lo, hi = _ranked_edges(pairs, node_of)
@@ -403,8 +422,9 @@ def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges (node ids) and their rows -> packed [(edge,
     how, similarity, src of a, src of b)] of the confirmed edges, judged on
-    node strings in node order, as the row path (near.judge_edges)."""
-    pair_parts, meaning, tasks, pool, node_of, texts, hashes = [], [], _LazyRows(), {}, {}, {}, {}
+    node strings, each edge lower node first, as the row path
+    (near.judge_edges)."""
+    pair_parts, meaning, tasks, pool, pool_ids, node_of, texts, hashes = [], [], _LazyRows(), {}, {}, {}, {}, {}
     for kind, v in kv[1]:
         if kind == EDGES:
             pairs, sem = unpack(v)
@@ -420,7 +440,7 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
         hashes.update(zip(rows.nodes, rows.fields[_HASH]))
         for rid, r, text in pool_rows:
             n = r["node"]
-            pool[n] = r
+            pool[n], pool_ids[n] = r, rid
             node_of[rid], texts[n], hashes[n] = n, text, r["content_hash"]
     pairs = np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64)
     c = Component.of_nodes(tasks, pool, texts, near.p, hashes)
@@ -429,11 +449,19 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
         edges = sort_edges(_node_edges(pairs, node_of) + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
         confirmed = judge_edges(c, edges, *judged)
     else:
-        confirmed = judge_ranked(c, *_ranked_edges(pairs, node_of), *judged)
+        confirmed = judge_ranked(c, *_id_edges(pairs, node_of), *judged)
     if confirmed:
-        ids = np.fromiter(node_of, dtype=np.int64, count=len(node_of))
-        src_of = dict(zip(node_of.values(), holder_of(ids).tolist()))
+        # The holders of the confirmed edges' nodes only (~4% of the
+        # candidates), each read off its id where the row came in.
+        src_of = {n: holder_of(_id_in(tasks, pool_ids, n)) for e, _, _ in confirmed for n in e[:2]}
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
+
+
+def _id_in(tasks: _LazyRows, pool_ids: dict, node: str) -> int:
+    """The node id of a node an edge shard holds: a task's from its
+    JudgedRows, a pool row's as it came."""
+    at = tasks.where.get(node)
+    return at[0].ids[at[1]] if at is not None else pool_ids[node]
 
 
 class ClustersFn(_PackedParts):

@@ -362,9 +362,11 @@ _FAR_UNDER = 1e-3
 
 def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
                  guard_below: float, rules: Rules) -> list[tuple]:
-    """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), in that
-    order: the same confirmed edges, for the batch path's edge shards, where
-    the edges come as index arrays. The shingle counts of a block come as
+    """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
+    turned lower node first as judge_edges takes it (the answer check
+    compares in that order), in the order given: the same confirmed edges,
+    for the batch path's edge shards, where the edges come as index arrays
+    in any order of the nodes. The shingle counts of a block come as
     arrays, and a candidate that is neither a copy nor within _FAR_UNDER of
     the threshold is refused on them (what judge_edges refuses it for),
     without a node pair, a dict lookup or a rounding of its own: at 1M
@@ -387,7 +389,7 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         close = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
-            e = (names[a[k]], names[b[k]])
+            e = _pair((names[a[k]], names[b[k]]))
             how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
             if how is not None:
                 out.append((e, how, s))

@@ -246,12 +246,12 @@ def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
     edited and the same answer stays a duplicate; pool rows carry no answer,
     so against a pool the shingles decide alone."""
     ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
-    qa, qb = qty.quantities(ta), qty.quantities(tb)
-    if qa == qb:
+    if qty.same_quantities(ta, tb):
         return None
     agree = answers_agree(a.get("answer"), b.get("answer"), rules.answer_timeout_s)
     if agree is not False:
         return None
+    qa, qb = qty.quantities(ta), qty.quantities(tb)
     return {"cleared_by": "answer+numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
             "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100], "equivalent": False}}
 
