@@ -396,9 +396,11 @@ def test_edge_shards_grow_with_the_pool_unless_configured():
 
 
 def test_edge_shard_edges_in_node_order():
-    """judge_shard turns id pairs into node edges ranked in numpy: the
-    edges must be near.sort_edges of the plain translation, whatever the
-    ids and however the names sort (pool rows, separators, digits)."""
+    """judge_shard turns id pairs into node edges: ranked in numpy with
+    meaning edges (_node_edges), which must be near.sort_edges of the plain
+    translation, and in id order without (_id_edges), which must hold the
+    same edges; whatever the ids and however the names sort (pool rows,
+    separators, digits)."""
     from tasksieve.transforms.dedup.batch_near import _id_edges, _node_edges
     from tasksieve.transforms.dedup.near import sort_edges
 
