@@ -372,26 +372,31 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
         yield KEPT, as_chunk(rest[i : i + chunk], spill)
 
 
+def _positions(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray]:
+    """Id pairs -> (node names in id order, the (m, 2) positions of each
+    pair's two nodes among them); an id without its row is an error."""
+    ids = np.fromiter(node_of, dtype=np.int64, count=len(node_of))
+    ids.sort()
+    names = list(map(node_of.__getitem__, ids.tolist()))
+    at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
+    if not (ids[at] == pairs).all():
+        raise RuntimeError("near dedup: an edge shard holds an edge without its rows")
+    return names, at
+
+
 def _ranked_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, np.ndarray]:
     """Id pairs -> (node names in node order, lo, hi): edge k is
     (names[lo[k]], names[hi[k]]), lower node first, the edges sorted: what
     near.sort_edges gives, with the nodes ranked once and the edges
     ordered by rank in numpy instead of comparing strings per edge."""
-    ids = np.array(sorted(node_of), dtype=np.int64)
-    names = [node_of[i] for i in ids.tolist()]
+    names, at = _positions(pairs, node_of)
     by_rank = sorted(range(len(names)), key=names.__getitem__)
-    ordered = [names[i] for i in by_rank]
-    if not pairs.shape[0]:
-        return ordered, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     rank = np.empty(len(names), dtype=np.int64)
     rank[by_rank] = np.arange(len(names))
-    at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
-    if not (ids[at] == pairs).all():
-        raise RuntimeError("near dedup: an edge shard holds an edge without its rows")
     ra, rb = rank[at[:, 0]], rank[at[:, 1]]
     lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
     order = np.lexsort((hi, lo))
-    return ordered, lo[order], hi[order]
+    return [names[i] for i in by_rank], lo[order], hi[order]
 
 
 def _id_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, np.ndarray]:
@@ -401,14 +406,7 @@ def _id_edges(pairs: np.ndarray, node_of: dict) -> tuple[list, np.ndarray, np.nd
     once for them). judge_ranked turns each edge lower node first, so the
     nodes need no ranking by name: sorting ~250,000 node strings per edge
     shard at 1M tasks cost more than the ids' sort."""
-    ids = np.fromiter(node_of, dtype=np.int64, count=len(node_of))
-    ids.sort()
-    names = list(map(node_of.__getitem__, ids.tolist()))
-    if not pairs.shape[0]:
-        return names, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    at = np.minimum(np.searchsorted(ids, pairs), len(ids) - 1)
-    if not (ids[at] == pairs).all():
-        raise RuntimeError("near dedup: an edge shard holds an edge without its rows")
+    names, at = _positions(pairs, node_of)
     order = np.lexsort((at[:, 1], at[:, 0]))
     return names, at[order, 0], at[order, 1]
 
