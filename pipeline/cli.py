@@ -364,5 +364,19 @@ def _validate(args) -> int:
     return 0 if summary["acceptable"] else 1
 
 
+def entry() -> None:
+    """The `tasksieve` program (pyproject's console script; `python -m`
+    too): main(), then exit without a last collection of every object the
+    run left (a 100k-task dedup leaves ~300,000: 0.7-0.9 s of its exit,
+    0.13 s frozen; bench/README.md). Freezing moves them out of the collector's reach;
+    atexit handlers still run and every output is closed by then. Not in
+    main(), which tests call in one long-lived process."""
+    code = main()
+    import gc
+
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

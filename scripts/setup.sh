@@ -34,6 +34,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   $VPY -m pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
+# The near-dedup kernels compiled for this CPU ahead of time: ~5 s once,
+# then every run skips ~0.5 s of starting numba's JIT. Rebuilt only when
+# kernels.py, numba or the CPU changes; never fatal (runs JIT-compile them).
+$VPY -m tasksieve.transforms.dedup.kernels_build >/dev/null || true
 # bubblewrap sandboxes model-written code (the code verifier). Without it the
 # sandbox falls back to rlimits in a subprocess, with a warning; installed
 # here when we may (root or sudo), never fatal.

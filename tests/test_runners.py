@@ -58,3 +58,18 @@ def test_engine_loaded_once_per_worker(both):
     assert len(pids) == len(set(pids))  # never twice in one process
     assert 1 <= len(pids) <= 2  # at most one per worker of the 2-worker cluster
     assert str(os.getpid()) not in pids  # the driver never loads it on a cluster
+
+
+def test_beams_type_check_is_off_unless_asked_for():
+    """The construction-time type check is off by default (it only costs
+    start-up on tasksieve's own graph); a user's own flag either way wins."""
+    from apache_beam.options.pipeline_options import PipelineOptions, TypeOptions
+
+    from tasksieve.pipeline.execute import _without_type_check
+
+    def checked(args):
+        return PipelineOptions(_without_type_check(args)).view_as(TypeOptions).pipeline_type_check
+
+    assert checked([]) is False and checked(["--direct_num_workers=1"]) is False
+    assert checked(["--pipeline_type_check"]) is True
+    assert checked(["--no_pipeline_type_check"]) is False

@@ -10,16 +10,32 @@ callers keep their numpy paths: identical results, only slower
 (tests/test_batch_dedup.py checks both agree).
 Constants are module globals so numba folds them in as uint64; every
 operand is uint64, so nothing is promoted to float.
+
+Compiled ahead of time where set-up could (kernels_build.py, run by
+scripts/setup.sh): the same functions, built by numba for this CPU into
+an extension module of this package, which loads in under a millisecond
+and without numba or llvmlite. Compiling or loading the cached JIT code
+cost ~0.5 s of every run (importing numba, starting LLVM). The module's
+name carries a digest of this file, the numba version and the CPU's
+flags, so an edited kernel, another numba or another CPU never loads a
+stale build: they take the JIT path, with the same bits.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 enabled = True  # false: every caller takes its numpy path (the tests compare both)
+prebuilt = True  # false: the JIT kernels even where an ahead-of-time build exists (the tests compare both)
+PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"  # kernels_build.py writes there; git ignores it
 
 BASE = np.uint64(0x100000001B3)  # FNV prime: base of the polynomial rolling hash
 MUL = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio odd constant: mixes the rolling hash
@@ -38,7 +54,7 @@ def _find_slot(keys, stamp, x, g, mult, shift, mask):
     return s
 
 
-_find = _find_slot  # compiled by _compile() before the kernels that call it
+_find = _find_slot  # compiled by jit_callees() before the kernels that call it
 
 
 def _add_slot(keys, stamp, x, g, mult, shift, mask):
@@ -52,7 +68,7 @@ def _add_slot(keys, stamp, x, g, mult, shift, mask):
     return 1
 
 
-_add = _add_slot  # compiled by _compile(), as _find
+_add = _add_slot  # compiled by jit_callees(), as _find
 
 
 def _power_top(w):
@@ -77,7 +93,7 @@ def _rolled(h, codes, k, w, top, i):
     return (h - (codes[k - 1] + _ONE) * top) * BASE + (codes[k + w - 1] + _ONE)
 
 
-_top, _roll = _power_top, _rolled  # compiled by _compile(), as _find
+_top, _roll = _power_top, _rolled  # compiled by jit_callees(), as _find
 
 
 def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shift, mask):
@@ -99,7 +115,7 @@ def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shif
     return n, m
 
 
-_windows_of = _text_windows  # compiled by _compile(), as _find
+_windows_of = _text_windows  # compiled by jit_callees(), as _find
 
 
 def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift):
@@ -198,21 +214,119 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
             out[t, i] = best
 
 
+def jit_callees(jit) -> None:
+    """Compile the functions the kernels call, each after those it calls:
+    numba finds them by name (the module globals) when it compiles a caller."""
+    global _find, _add, _top, _roll, _windows_of
+    _find, _add, _top, _roll = jit(_find_slot), jit(_add_slot), jit(_power_top), jit(_rolled)
+    _windows_of = jit(_text_windows)
+
+
 @functools.lru_cache(maxsize=1)
 def _compile() -> SimpleNamespace | None:
+    """The JIT kernels (numba's own cache keeps the machine code between runs)."""
     try:
         import numba
     except ImportError:  # pragma: no cover - the pinned stack has numba
         return None
     jit = numba.njit(cache=True, nogil=True)
-    global _find, _add, _top, _roll, _windows_of
-    # The kernels find these by name when they compile, each after those it calls.
-    _find, _add, _top, _roll = jit(_find_slot), jit(_add_slot), jit(_power_top), jit(_rolled)
-    _windows_of = jit(_text_windows)
+    jit_callees(jit)
     return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
                            hashed_intersections=jit(_hashed_intersections))
 
 
+def _cpu_flags() -> bytes | None:
+    """The CPU's feature flags (Linux), or None where they cannot be read:
+    then no ahead-of-time build is used, since one made for other features
+    could stop the process on an illegal instruction."""
+    try:
+        with open("/proc/cpuinfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"flags"):
+                    return line.split(b":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def prebuilt_name() -> str | None:
+    """The module name an ahead-of-time build of this file takes for this
+    numba and this CPU (None: none can be used here)."""
+    flags = _cpu_flags()
+    if flags is None:
+        return None
+    try:
+        version = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    digest = hashlib.blake2b(digest_size=10)
+    for part in (Path(__file__).read_bytes(), version.encode(), flags):
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return f"kernels_{digest.hexdigest()}"
+
+
+def prebuilt_path(name: str, folder: Path | None = None) -> Path:
+    return (folder or PREBUILT_DIR) / (name + importlib.machinery.EXTENSION_SUFFIXES[0])
+
+
+# The numba types an ahead-of-time build takes (kernels_build.py), as
+# signatures.py calls the kernels: uint32 codes, hashes, keys and
+# signatures; int64 offsets, counts, stamps and indices; the window size
+# and first stamp int64; the slot multiplier and shift uint64.
+SIGNATURES = {
+    "signatures_into": ("u4[:]", "i8[:]", "i8", "u4[:]", "u4[:]", "u4[:]", "u4[:]", "u4[:, :]", "i8[:]", "u4[:]",
+                        "i8[:]", "i8", "u8", "u8"),
+    "window_hashes": ("u4[:]", "i8[:]", "i8", "u4[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8", "u8", "u8"),
+    "hashed_intersections": ("u4[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8[:]", "i8",
+                             "u8", "u8"),
+}
+_DTYPES = {"u4": np.dtype(np.uint32), "i8": np.dtype(np.int64)}
+
+
+def _takes(spec: str, x) -> bool:
+    """Whether an ahead-of-time kernel's argument of type `spec` takes x as
+    the JIT kernel would type it. A build does not check its arguments: an
+    array of another dtype reads out of bounds, and a plain int where a
+    uint64 goes is int64 arithmetic under the JIT. So only exact types go in."""
+    if spec.endswith("]"):
+        return (isinstance(x, np.ndarray) and x.dtype == _DTYPES[spec[:2]] and x.ndim == spec.count(":")
+                and x.flags.writeable)
+    if spec == "u8":
+        return type(x) is np.uint64
+    return type(x) is np.int64 or (type(x) is int and -(1 << 63) <= x < 1 << 63)
+
+
+def _or_jit(fn, name: str):
+    """An ahead-of-time kernel where every argument is of the exact type it
+    was built for, else the JIT kernel (which takes any types)."""
+    specs = SIGNATURES[name]
+
+    def call(*args):
+        if len(args) == len(specs) and all(map(_takes, specs, args)):
+            return fn(*args)
+        return getattr(_compile(), name)(*args)
+
+    return call
+
+
+@functools.lru_cache(maxsize=1)
+def _prebuilt() -> SimpleNamespace | None:
+    """The kernels built ahead of time for this source, numba and CPU, or None."""
+    name = prebuilt_name()
+    path = prebuilt_path(name) if name else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):  # a damaged build: the JIT kernels, same bits
+        return None
+    return SimpleNamespace(**{k: _or_jit(getattr(module, k), k) for k in SIGNATURES})
+
+
 def get() -> SimpleNamespace | None:
     """The compiled kernels (window_hashes, hashed_intersections, signatures_into), or None."""
-    return _compile() if enabled else None
+    if not enabled:
+        return None
+    return (_prebuilt() if prebuilt else None) or _compile()

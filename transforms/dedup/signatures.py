@@ -37,7 +37,9 @@ def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
         flat = np.fromiter((c for cs in per_text for c in cs), dtype=np.uint32, count=sum(lengths))
     else:
         lengths = [len(t) for t in texts]
-        flat = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
+        # A bytearray, not the bytes: an array over bytes is read-only, and
+        # the ahead-of-time kernels take writeable arrays only (kernels._takes).
+        flat = np.frombuffer(bytearray("".join(texts).encode("utf-32-le")), dtype=np.uint32)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return flat, offsets
