@@ -290,3 +290,25 @@ def test_code_rule_uses_the_items_own_helpers():
     assert code_agrees(copy, p["entry_point"], p["test"], p["prompt"]) is True
     other = "def find_zero(xs):\n    return 12345.0\n"
     assert code_agrees(other, "find_zero", p["test"], p["prompt"]) is False
+
+
+def test_equal_answers_never_disagree_so_other_problem_needs_no_quantities():
+    """other_problem answers None for two equal answers before it reads any
+    quantity; that holds only because answers_agree(x, x) is never False.
+    Checked on plain, boxed, blank, hostile and unparsable answers, and
+    other_problem against the same pair with the shortcut's work done the
+    long way (quantities that differ, so only the answers decide)."""
+    from tasksieve.transforms.same_problem.rules import other_problem
+
+    answers = [None, "", "  ", "42", 42, 4.5, "nan", "NaN", "inf", "-inf", "1e999", "0.1+0.2", "\\boxed{7}",
+               "\\boxed{}", "\\frac{1}{0}", "x^2", "\\sqrt{-1}", "A", "B) 12", "{1, 2}", "[1, 2)", "10^{-4} eV",
+               "\\text{yes}", "((((", "9" * 400, "\\boxed{\\boxed{3}}", "1/0", "0/0", "\u00bd", "Ⅻ", "\x00"]
+    for x in answers:
+        assert answers_agree(x, x) is not False, x
+        a = {"prompt": "Tom has 3 apples and buys 4 more.", "answer": x}
+        b = {"prompt": "Tom has 5 apples and buys 9 more.", "answer": x}
+        assert other_problem(a, b, Rules()) is None, x
+    # Other answers still decide: another problem when they differ.
+    a = {"prompt": "Tom has 3 apples and buys 4 more.", "answer": "7"}
+    b = {"prompt": "Tom has 5 apples and buys 9 more.", "answer": "14"}
+    assert other_problem(a, b, Rules())["cleared_by"] == "answer+numbers"

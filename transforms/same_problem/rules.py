@@ -245,6 +245,10 @@ def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
     answer: one template filled twice), or None. A copy with one number
     edited and the same answer stays a duplicate; pool rows carry no answer,
     so against a pool the shingles decide alone."""
+    if a.get("answer") == b.get("answer"):
+        # answers_agree of two equal answers is True or None, never False:
+        # decided without the quantities (most close candidates are copies).
+        return None
     ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
     if qty.same_quantities(ta, tb):
         return None
