@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tasksieve.transforms.dedup import kernels, kernels_build, near
+from tasksieve.transforms.dedup import kernels, kernels_build
 from tasksieve.transforms.dedup import signatures as sg
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.normalize import normalize_text

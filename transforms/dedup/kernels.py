@@ -214,6 +214,12 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
             out[t, i] = best
 
 
+# Each kernel's Python function, by the name callers use: what _compile()
+# JIT-compiles and kernels_build.py compiles ahead of time.
+SOURCES = {"signatures_into": _signatures, "window_hashes": _window_hashes,
+           "hashed_intersections": _hashed_intersections}
+
+
 def jit_callees(jit) -> None:
     """Compile the functions the kernels call, each after those it calls:
     numba finds them by name (the module globals) when it compiles a caller."""
@@ -231,8 +237,7 @@ def _compile() -> SimpleNamespace | None:
         return None
     jit = numba.njit(cache=True, nogil=True)
     jit_callees(jit)
-    return SimpleNamespace(signatures_into=jit(_signatures), window_hashes=jit(_window_hashes),
-                           hashed_intersections=jit(_hashed_intersections))
+    return SimpleNamespace(**{name: jit(fn) for name, fn in SOURCES.items()})
 
 
 def _cpu_flags() -> bytes | None:

@@ -18,10 +18,6 @@ from pathlib import Path
 
 from tasksieve.transforms.dedup import kernels
 
-_SOURCES = {"signatures_into": "_signatures", "window_hashes": "_window_hashes",
-            "hashed_intersections": "_hashed_intersections"}
-
-
 def build(folder: Path | None = None, force: bool = False) -> Path:
     """The built module's path (built now unless it exists). Written under a
     temporary name and renamed, so a run never loads a half-written file;
@@ -44,7 +40,7 @@ def build(folder: Path | None = None, force: bool = False) -> Path:
             cc = CC(name)
             cc.output_dir, cc.target_cpu, cc.verbose = tmp, "host", False
             for export, types in kernels.SIGNATURES.items():
-                cc.export(export, f"void({', '.join(types)})")(getattr(kernels, _SOURCES[export]))
+                cc.export(export, f"void({', '.join(types)})")(kernels.SOURCES[export])
             cc.compile()
             os.replace(kernels.prebuilt_path(name, Path(tmp)), target)
     for old in folder.glob("kernels_*"):
