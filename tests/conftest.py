@@ -17,3 +17,14 @@ def sample_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("sample")
     write_sample(out)
     return out / "deliveries"
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_answers():
+    """Each test starts with no math answer kept from an earlier test
+    (transforms/verify/answer_memo.py), so tests that count the worker's
+    round trips count their own."""
+    from tasksieve.transforms.verify import answer_memo
+
+    answer_memo.forget()
+    yield

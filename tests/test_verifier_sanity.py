@@ -12,6 +12,7 @@ from fakes import ScriptedBackend
 from tasksieve.pipeline.run import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.stage import DROPPED, KEPT
+from tasksieve.transforms.verify import answer_memo
 from tasksieve.transforms.verify.sanity import check_verifier, sanity_route
 
 HE_TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
@@ -91,6 +92,8 @@ def test_math_sanity_asks_the_worker_once_a_task_and_decides_as_answer_by_answer
     reasons = {r for v in batched for r in v["reasons"]}
     assert {"null_answer_passes", "reference_fails"} <= reasons, reasons
     calls.clear()
+    answer_memo.forget()  # asked again, one by one, none kept (answer_memo.py)
+    monkeypatch.setattr(answer_memo, "remember", lambda key, answer: None)
     monkeypatch.setattr(vm, "answered_ahead", lambda *a, **k: contextlib.nullcontext())
     assert [check_verifier(t) for t in MATH_TASKS] == batched
     assert set(calls) == {1} and len(calls) >= 8 * len(asked) > 2 * batch_requests
@@ -109,6 +112,7 @@ def test_answers_asked_ahead_stop_at_a_deadline_and_the_rest_are_asked_when_need
                                                          (False, None)]
     assert calls == [3, 1]  # the third, asked alone after the worker was killed
     monkeypatch.setattr(vm, "AHEAD_MAX_BYTES", 100)  # one request fits, not two
+    answer_memo.forget()  # "1" and "1" would be known from above
     with vm.answered_ahead("1", ["\\boxed{1}", "\\boxed{3}"], "", timeout_s=5):
         assert [vm.verify_math("1", c, 5)["passed"] for c in ("\\boxed{1}", "\\boxed{3}")] == [True, False]
     assert calls == [3, 1, 1, 1]

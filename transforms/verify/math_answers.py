@@ -25,7 +25,9 @@ killed and replaced. A length cap alone is not enough: the 21 characters
 `\\boxed{9^{9^{9^{9}}}}` keep sympy busy for minutes (measured: over 20 s,
 then stopped). The `exact` verifier's /regex/ references run in the same
 workers under the same deadline (a nested quantifier can backtrack for
-hours). Extraction (linear regular expressions) stays in process.
+hours). Extraction (linear regular expressions) stays in process. An
+answer the worker gave is not asked for again in the same process
+(answer_memo.py: only answers the request alone decides are kept).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from tasksieve.transforms.verify import answer_memo
 
 # We switch math-verify's signal-based timeouts off on purpose (see above);
 # its warning about that on every call is noise.
@@ -390,8 +394,10 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
         for a in found[0]:
             request = _math_request(reference, a)
             key = _request_key(request)
+            if len(a) > MAX_CANDIDATE_CHARS or key in batch or answer_memo.holds(key):
+                continue  # (an answer the memo holds is found there by _ask_with_deadline)
             n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
-            if len(a) > MAX_CANDIDATE_CHARS or key in batch or size + n > AHEAD_MAX_BYTES:
+            if size + n > AHEAD_MAX_BYTES:
                 continue
             size += n
             batch[key] = request
@@ -404,6 +410,8 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
         w.kill()
         _give_back(None)
         return
+    for key, answer in zip(batch, answers):
+        answer_memo.remember(key, answer)
     if answers[-1] is None:
         w.kill()
         _give_back(None)
@@ -422,11 +430,15 @@ def _final_answers(completion: str, prompt: str) -> tuple[list[str], str]:
 
 
 def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
+    key = _request_key(request)
     ahead = getattr(_AHEAD, "answers", None)
     if ahead:
-        ans = ahead.get(_request_key(request))
+        ans = ahead.get(key)
         if ans is not None:
             return dict(ans)
+    ans = answer_memo.recall(key)  # asked before in this process (answer_memo.py)
+    if ans is not None:
+        return ans
     w = _take()
     try:
         ans = w.ask(request, timeout_s)
@@ -439,6 +451,7 @@ def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
         _give_back(None)
         return _timed_out(timeout_s)
     _give_back(w)
+    answer_memo.remember(key, ans)
     return ans
 
 
