@@ -12,9 +12,13 @@ terminal table all print:
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
+import sys
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.decontam.index import BenchmarkIndex
@@ -232,13 +236,52 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
                  offenders, benchmark_items=index.items)
 
 
-def verifier_sanity(tasks: list[dict], max_n: int) -> dict:
-    offenders, executed = [], 0
+# A delivery of at least this many tasks per core has its verifier sanity
+# checked in worker processes, one per core the run may use: the answer
+# extraction of ~10 probes a task is Python, which threads run on one core
+# (~0.4 ms a task), while the math workers and sandboxes are processes already.
+SANITY_TASKS_PER_PROCESS = 4_000
+SANITY_MAX_PROCESSES = 8
+
+
+def _sanity_here(tasks: list[dict]) -> list[dict]:
+    """check_verifier of each task, in order, in this process. As the
+    pipeline's stage: `parallel` checks at once (math-verify workers and
+    sandboxes are processes)."""
     settings = VerifyConfig()
-    # As the pipeline's stage: `parallel` checks at once (math-verify workers
-    # and sandboxes are processes), results in delivery order.
     with ThreadPoolExecutor(max_workers=settings.parallel) as pool:
-        verdicts = list(pool.map(lambda t: check_verifier(t, settings), tasks))
+        return list(pool.map(lambda t: check_verifier(t, settings), tasks))
+
+
+def sanity_processes(n_tasks: int) -> int:
+    """Worker processes for the sanity check of `n_tasks` (1: this one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, SANITY_MAX_PROCESSES, n_tasks // SANITY_TASKS_PER_PROCESS))
+
+
+def sanity_verdicts(tasks: list[dict], processes: int | None = None) -> list[dict]:
+    """check_verifier of each task, in delivery order: over `processes`
+    fresh ("spawn": nothing of this process's state or threads is copied)
+    worker processes, in contiguous parts, or here. Each task's verdict is
+    its own (the same function, the same default settings), so the split
+    changes only the speed. A pool that cannot start or breaks falls back
+    to this process."""
+    n = sanity_processes(len(tasks)) if processes is None else processes
+    if n > 1:
+        size = -(-len(tasks) // (4 * n))  # parts of a quarter of a process's share: an even finish
+        parts = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+        try:
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+                return [v for part in pool.map(_sanity_here, parts) for v in part]
+        except (OSError, BrokenProcessPool) as e:
+            print(f"verifier sanity: worker processes failed ({type(e).__name__}: {e}); checking here instead",
+                  file=sys.stderr)
+    return _sanity_here(tasks)
+
+
+def verifier_sanity(tasks: list[dict], max_n: int, processes: int | None = None) -> dict:
+    offenders, executed = [], 0
+    verdicts = sanity_verdicts(tasks, processes)
     for t, verdict in zip(tasks, verdicts):
         executed += int(t["domain"] == "code" and verdict["executed"])
         if verdict["broken"]:

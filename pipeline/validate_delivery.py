@@ -5,9 +5,9 @@ Plain Python, no Beam graph: a delivery is small, and a vendor runs this on
 a laptop before sending it. Everything that can fail cheaply (inputs,
 profile, probe model) fails first, as a UsageError (exit 2). Then:
 
-  read + Task contract -> GX field expectations -> hash -> duplicates
-  (within, against the pool) -> contamination -> verifier sanity
-  -> optional difficulty probe -> summary.json, report.html, data_docs/,
+  read + Task contract -> hash -> GX field expectations -> duplicates
+  (within, against the pool) -> contamination, with verifier sanity
+  beside them -> optional difficulty probe -> summary.json, report.html, data_docs/,
   terminal table ending in the verdict.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -113,8 +114,12 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
     raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars, amounts)
     tasks = [with_hash(t) for t in tasks]
+    # The verifier sanity check, the longest, runs beside the field and
+    # duplicate checks (in worker processes on a large delivery:
+    # delivery_checks.sanity_verdicts); its result joins the others in order.
+    sanity = _Beside(dc.verifier_sanity, tasks, profile.thresholds.max_broken_verifiers)
     gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
-    checks = _checks(raws, tasks, contract_failures, gx, pool_paths, profile)
+    checks = _checks(raws, tasks, contract_failures, gx, pool_paths, profile) + [sanity.result()]
     if probe is not None:
         checks.append(_probe(tasks, checks, probe, backend_factory, profile.thresholds.min_learnable_share))
     summary = _summary(paths, raws, tasks, pool_paths, profile, profile_path, checks, gx)
@@ -124,6 +129,29 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     if echo:
         print(render_table(summary, out))
     return summary
+
+
+class _Beside:
+    """fn(*args) in a daemon thread, its result (or its exception) from
+    `result()`. A daemon: a Ctrl-C or an error in the main thread ends the
+    run without waiting for it (an executor's thread would be joined)."""
+
+    def __init__(self, fn, *args):
+        self._out: dict = {}
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="beside", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._out["value"] = fn(*args)
+        except BaseException as e:  # handed to result(), in the main thread
+            self._out["error"] = e
+
+    def result(self):
+        self._thread.join()
+        if "error" in self._out:
+            raise self._out["error"]
+        return self._out["value"]
 
 
 def _prepare_probe(probe: ProbeSpec, backend_factory: Callable | None) -> Callable:
@@ -155,8 +183,9 @@ def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
 
 
 def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_paths, profile: Profile) -> list[dict]:
-    """Fields, duplicates within and against the pool, contamination and
-    verifier sanity: the judgement `run` and `dedup` make, on the delivery."""
+    """Fields, duplicates within and against the pool and contamination
+    (verifier sanity runs beside them): the judgement `run` and `dedup`
+    make, on the delivery."""
     f, th = profile.fields, profile.thresholds
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
     dedup, rules = _near_settings(profile)
@@ -168,7 +197,6 @@ def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_pat
     checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
                                              dedup, rules))
     checks.append(_contamination(tasks, profile))
-    checks.append(dc.verifier_sanity(tasks, th.max_broken_verifiers))
     return checks
 
 

@@ -233,3 +233,13 @@ def test_probe_with_the_real_model(tmp_path):
     assert sum(d["counts"].values()) == 4
     assert d["prompt_tokens"] > 0 and 0 < d["completion_tokens"] <= 8 * 32
     assert p.stdout.strip().splitlines()[-1].startswith("VERDICT: ")
+
+
+def test_a_check_beside_the_others_hands_back_its_result_or_its_error():
+    from tasksieve.pipeline.validate_delivery import _Beside
+
+    assert _Beside(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    with pytest.raises(ZeroDivisionError):
+        _Beside(lambda: 1 / 0).result()
+    beside = _Beside(sum, [])
+    assert beside.result() == 0 and beside._thread.daemon  # a Ctrl-C in the main thread does not wait for it

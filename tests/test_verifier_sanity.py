@@ -211,3 +211,46 @@ def test_code_attempts_are_extracted_and_run(curated):
     code = [a for a in attempts if a["verifier"] == "code"]
     assert any(a["passed"] for a in code) and any(not a["passed"] for a in code)
     assert all(a["extracted_answer"].startswith("def ") for a in code)
+
+
+# --- `tasksieve validate`: the sanity check over worker processes --------------------------
+
+def _mixed_tasks() -> list[dict]:
+    """Math (good, broken, hostile), code (good and broken), exact and rubric tasks."""
+    tasks = [dict(t, task_id=f"m{i}") for i, t in enumerate(MATH_TASKS)]
+    tasks += [_code(), _code(entry="sub", ref="def sub(a, b):\n    return 0\n"),
+              _code(entry="bad", tests="assert (")]
+    tasks += [{"task_id": "e1", "domain": "exact", "answer": "Paris", "prompt": "Capital of France?"},
+              {"task_id": "e2", "domain": "exact", "answer": "/(a+)+$/", "prompt": "A regex."},
+              {"task_id": "r1", "domain": "rubric", "rubric": ["mentions rain"], "prompt": "p"}]
+    return tasks
+
+
+def test_sanity_over_worker_processes_gives_each_task_its_own_verdict_in_order():
+    from tasksieve.pipeline.delivery_checks import sanity_verdicts
+
+    tasks = _mixed_tasks()
+    here = sanity_verdicts(tasks, processes=1)
+    assert sanity_verdicts(tasks, processes=2) == here == [check_verifier(t) for t in tasks]
+    assert sum(v["broken"] for v in here) >= 5 and not all(v["broken"] for v in here)  # both verdicts tested
+
+
+def test_sanity_checks_here_when_worker_processes_cannot_start(monkeypatch, capsys):
+    from tasksieve.pipeline import delivery_checks as dc
+
+    def refuse(*a, **k):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(dc, "ProcessPoolExecutor", refuse)
+    tasks = _mixed_tasks()[:6]
+    assert dc.sanity_verdicts(tasks, processes=4) == [check_verifier(t) for t in tasks]
+    assert "checking here instead" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cores,tasks,want", [(8, 100, 1), (8, 8_000, 2), (8, 1_000_000, 8), (2, 1_000_000, 2),
+                                              (1, 1_000_000, 1), (64, 1_000_000, 8)])
+def test_sanity_processes_follow_the_cores_and_the_delivery(monkeypatch, cores, tasks, want):
+    from tasksieve.pipeline import delivery_checks as dc
+
+    monkeypatch.setattr(dc.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert dc.sanity_processes(tasks) == want
