@@ -19,6 +19,7 @@ import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Callable
 
 from tasksieve.schemas.config import VerifyConfig
 from tasksieve.transforms.decontam.index import BenchmarkIndex
@@ -244,13 +245,18 @@ SANITY_TASKS_PER_PROCESS = 4_000
 SANITY_MAX_PROCESSES = 8
 
 
-def _sanity_here(tasks: list[dict]) -> list[dict]:
+def _sanity_here(tasks: list[dict], progress: Callable[[int], None] | None = None) -> list[dict]:
     """check_verifier of each task, in order, in this process. As the
     pipeline's stage: `parallel` checks at once (math-verify workers and
-    sandboxes are processes)."""
+    sandboxes are processes). `progress` is told the count done."""
     settings = VerifyConfig()
     with ThreadPoolExecutor(max_workers=settings.parallel) as pool:
-        return list(pool.map(lambda t: check_verifier(t, settings), tasks))
+        verdicts = []
+        for verdict in pool.map(lambda t: check_verifier(t, settings), tasks):
+            verdicts.append(verdict)
+            if progress is not None and (len(verdicts) % 256 == 0 or len(verdicts) == len(tasks)):
+                progress(len(verdicts))
+    return verdicts
 
 
 def sanity_processes(n_tasks: int) -> int:
@@ -259,29 +265,36 @@ def sanity_processes(n_tasks: int) -> int:
     return max(1, min(cores, SANITY_MAX_PROCESSES, n_tasks // SANITY_TASKS_PER_PROCESS))
 
 
-def sanity_verdicts(tasks: list[dict], processes: int | None = None) -> list[dict]:
+def sanity_verdicts(tasks: list[dict], processes: int | None = None,
+                    progress: Callable[[int], None] | None = None) -> list[dict]:
     """check_verifier of each task, in delivery order: over `processes`
     fresh ("spawn": nothing of this process's state or threads is copied)
     worker processes, in contiguous parts, or here. Each task's verdict is
     its own (the same function, the same default settings), so the split
     changes only the speed. A pool that cannot start or breaks falls back
-    to this process."""
+    to this process. `progress` is told the count done, in order."""
     n = sanity_processes(len(tasks)) if processes is None else processes
     if n > 1:
-        size = -(-len(tasks) // (4 * n))  # parts of a quarter of a process's share: an even finish
+        size = -(-len(tasks) // (8 * n))  # parts of an eighth of a process's share: an even finish, a steady count
         parts = [tasks[i : i + size] for i in range(0, len(tasks), size)]
         try:
             with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-                return [v for part in pool.map(_sanity_here, parts) for v in part]
+                verdicts = []
+                for part in pool.map(_sanity_here, parts):
+                    verdicts += part
+                    if progress is not None:
+                        progress(len(verdicts))
+                return verdicts
         except (OSError, BrokenProcessPool) as e:
             print(f"verifier sanity: worker processes failed ({type(e).__name__}: {e}); checking here instead",
                   file=sys.stderr)
-    return _sanity_here(tasks)
+    return _sanity_here(tasks, progress)
 
 
-def verifier_sanity(tasks: list[dict], max_n: int, processes: int | None = None) -> dict:
+def verifier_sanity(tasks: list[dict], max_n: int, processes: int | None = None,
+                    progress: Callable[[int], None] | None = None) -> dict:
     offenders, executed = [], 0
-    verdicts = sanity_verdicts(tasks, processes)
+    verdicts = sanity_verdicts(tasks, processes, progress)
     for t, verdict in zip(tasks, verdicts):
         executed += int(t["domain"] == "code" and verdict["executed"])
         if verdict["broken"]:

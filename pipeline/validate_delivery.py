@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,6 +34,7 @@ from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 from tasksieve.transforms.normalize import with_hash
+from tasksieve.transforms.progress import Ticker
 from tasksieve.transforms.read import InputError, expand_inputs
 from tasksieve.transforms.same_problem.rules import rules_from_config
 from tasksieve.transforms.verify.verifiers import VERIFIABLE
@@ -112,14 +115,18 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     out = _output_folder(out_dir, deliveries)
     f = profile.fields
     amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
-    raws, tasks, contract_failures = dc.read_delivery(paths, f.max_row_bytes, f.max_field_chars, amounts)
+    timed = _timed if echo else (lambda label, fn, *args: fn(*args))
+    raws, tasks, contract_failures = timed("read", dc.read_delivery, paths, f.max_row_bytes, f.max_field_chars,
+                                           amounts)
     tasks = [with_hash(t) for t in tasks]
     # The verifier sanity check, the longest, runs beside the field and
     # duplicate checks (in worker processes on a large delivery:
     # delivery_checks.sanity_verdicts); its result joins the others in order.
-    sanity = _Beside(dc.verifier_sanity, tasks, profile.thresholds.max_broken_verifiers)
-    gx = _run_gx(raws, profile, out / "data_docs" if data_docs else None)
-    checks = _checks(raws, tasks, contract_failures, gx, pool_paths, profile) + [sanity.result()]
+    sanity = _Beside(_sanity, tasks, profile.thresholds.max_broken_verifiers,
+                     Ticker("validate: verifier sanity", len(tasks), unit="tasks") if echo else None)
+    gx = timed("field expectations (GX)", _run_gx, raws, profile, out / "data_docs" if data_docs else None)
+    checks = timed("duplicates and contamination", _checks, raws, tasks, contract_failures, gx, pool_paths, profile)
+    checks.append(sanity.result())
     if probe is not None:
         checks.append(_probe(tasks, checks, probe, backend_factory, profile.thresholds.min_learnable_share))
     summary = _summary(paths, raws, tasks, pool_paths, profile, profile_path, checks, gx)
@@ -129,6 +136,21 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     if echo:
         print(render_table(summary, out))
     return summary
+
+
+def _timed(label: str, fn, *args):
+    """fn(*args), saying on stderr how long it took (a vendor waits on it)."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    print(f"  validate: {label} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    return out
+
+
+def _sanity(tasks: list[dict], max_n: int, ticker: Ticker | None) -> dict:
+    check = dc.verifier_sanity(tasks, max_n, progress=ticker)
+    if ticker is not None:
+        ticker.done()
+    return check
 
 
 class _Beside:

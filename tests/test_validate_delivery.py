@@ -243,3 +243,15 @@ def test_a_check_beside_the_others_hands_back_its_result_or_its_error():
         _Beside(lambda: 1 / 0).result()
     beside = _Beside(sum, [])
     assert beside.result() == 0 and beside._thread.daemon  # a Ctrl-C in the main thread does not wait for it
+
+
+def test_a_vendor_sees_each_step_and_the_sanity_check_count_up(tmp_path, capsys):
+    delivery = _write(tmp_path / "d.jsonl", GOOD)
+    s = validate_delivery([str(delivery)], tmp_path / "out", data_docs=False)
+    err = capsys.readouterr().err
+    assert s["acceptable"]
+    for step in ("read", "field expectations (GX)", "duplicates and contamination"):
+        assert f"validate: {step} done in " in err, err
+    assert f"validate: verifier sanity (done): {len(GOOD)} tasks" in err
+    validate_delivery([str(delivery)], tmp_path / "quiet", data_docs=False, echo=False)
+    assert "validate:" not in capsys.readouterr().err

@@ -19,7 +19,7 @@ import apache_beam as beam
 
 def progress_line(label: str, seen: int, elapsed: float, total: int | None, unit: str = "rows") -> str:
     rate = seen / elapsed if elapsed > 0 else 0.0
-    line = f"  {label}: {seen:,} {unit}, {rate:,.{0 if unit == 'rows' else 1}f} {unit}/s"
+    line = f"  {label}: {seen:,} {unit}, {rate:,.{0 if unit in ('rows', 'tasks') else 1}f} {unit}/s"
     if total:
         done = min(seen / total, 1.0)
         bar = "#" * int(20 * done)
@@ -27,6 +27,27 @@ def progress_line(label: str, seen: int, elapsed: float, total: int | None, unit
         if rate > 0 and seen < total:
             line += f", ETA {(total - seen) / rate:,.0f}s"
     return line
+
+
+class Ticker:
+    """Progress lines for plain Python (`tasksieve validate`, no Beam):
+    call it with the count done so far; it prints at most one line per
+    `every_s` seconds, and `done()` the last one."""
+
+    def __init__(self, label: str, total: int | None = None, every_s: float = 2.0, unit: str = "rows"):
+        self.label, self.total, self.every_s, self.unit = label, total, every_s, unit
+        self.t0 = self.last = time.time()
+        self.seen = 0
+
+    def __call__(self, seen: int) -> None:
+        self.seen, now = seen, time.time()
+        if now - self.last >= self.every_s:
+            self.last = now
+            print(progress_line(self.label, seen, now - self.t0, self.total, self.unit), file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        print(progress_line(self.label + " (done)", self.seen, time.time() - self.t0, None, self.unit),
+              file=sys.stderr, flush=True)
 
 
 class Progress(beam.DoFn):
