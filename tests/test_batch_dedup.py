@@ -11,6 +11,8 @@ same-problem hard cases with the meaning stage on, the 1,000-row hostile
 corpus, and on the DaskRunner."""
 
 import dataclasses
+import hashlib
+import hmac
 import json
 import os
 import pickle
@@ -234,6 +236,11 @@ def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
         assert second[0] == path and second[1] > offset  # one appended file per writing thread
         assert chunks.unpack(second) == ["another"] and chunks.rows_of((n, packed)) == rows
         data = Path(path).read_bytes()
+        # The format: blob length, HMAC-SHA256 of "file:offset:" + blob under the run's key, blob.
+        blob = data[second[1] + 40:]
+        assert data[second[1]:second[1] + 8] == len(blob).to_bytes(8, "little")
+        where = f"{os.path.basename(path)}:{second[1]}:".encode()
+        assert data[second[1] + 8:second[1] + 40] == hmac.new(spill.key, where + blob, hashlib.sha256).digest()
         Path(path).write_bytes(data[second[1]:] + data)  # the second blob copied to offset 0
         with pytest.raises(chunks.SpillTampered):  # its HMAC names the offset it was written at
             chunks.unpack((path, 0, spill))
