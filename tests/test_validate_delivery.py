@@ -66,6 +66,24 @@ CASES = [
 ]
 
 
+def test_field_check_offenders_are_the_rows_that_fail_wherever_they_are(tmp_path):
+    """GX names failing rows by their place among the parsed rows; each must
+    come back as its own file:line and task_id, past an unparseable line."""
+    lines = [json.dumps(GOOD[0]), '{"task_id": "broken", "prompt": "no closing brace"',
+             json.dumps(_bad(task_id="L1", license=None)), json.dumps(GOOD[1]),
+             json.dumps(_bad(task_id="R1", expert_minutes=5000)), json.dumps(_bad(task_id="L2", license="GPL-3.0")),
+             json.dumps(_bad(task_id="D1", created_at="1970-01-01")), json.dumps(GOOD[2])]
+    delivery = tmp_path / "d.jsonl"
+    delivery.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s = validate_delivery([str(delivery)], tmp_path / "out", data_docs=False, echo=False)
+    by_check = {c["name"]: c for c in s["checks"]}
+    expected = {"license": {3: "L1", 6: "L2"}, "ranges": {5: "R1"}, "dates": {7: "D1"}}
+    for name, rows in expected.items():
+        got = {(o["where"], o["task_id"]) for o in by_check[name]["offenders"]}
+        assert got == {(f"{delivery}:{line}", task_id) for line, task_id in rows.items()}, (name, got)
+    assert any(o["where"] == f"{delivery}:2" for o in by_check["schema"]["offenders"])
+
+
 @pytest.mark.parametrize("case,rows,tail,check,reason", CASES, ids=[c[0] for c in CASES])
 def test_each_check_fails_for_the_right_reason(tmp_path, case, rows, tail, check, reason):
     rows = [dict(r, prompt=_gsm8k_question()) if r.get("prompt", "x") is None else r for r in rows]
