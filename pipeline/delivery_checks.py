@@ -121,13 +121,15 @@ def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) 
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
     (dedup/near.py find_near_duplicates: MinHash + quantity-grouped
     meanings, confirmed by the same-problem rules)."""
+    from tasksieve.transforms.dedup.batch_near import band_edges
     from tasksieve.transforms.dedup.near import find_near_duplicates
     from tasksieve.transforms.dedup.minhash import params_from_config
 
     out = {}
     for tag, row in find_near_duplicates(tasks, pool_rows, params_from_config(dedup), dedup.threshold,
                                          dedup.number_overlap, dedup.number_guard_below, dedup.semantic, rules,
-                                         within=within, max_bucket_pairs=dedup.max_bucket_pairs):
+                                         within=within, max_bucket_pairs=dedup.max_bucket_pairs,
+                                         candidates=band_edges):
         if tag == "dropped":
             out[where(row)] = row
     return out

@@ -334,6 +334,35 @@ def test_string_columns_give_back_each_string():
         assert col.take(np.arange(len(flat))) == flat
 
 
+def test_band_edges_are_the_dict_of_buckets_edges():
+    """`tasksieve validate` finds the band buckets' candidates as arrays
+    (batch_near.band_edges): they must be near.bucket_edges' (a dict of
+    buckets, bucket_pairs of each), whatever the tasks are (templated texts
+    sharing most buckets, buckets over max_pairs, a node given twice, empty
+    and one-word prompts, `within` off)."""
+    from tasksieve.transforms.dedup.batch_near import band_edges
+    from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
+    from tasksieve.transforms.dedup.near import bucket_edges, task_node
+
+    rng = random.Random(11)
+    sentences = ["Ann has 3 apples.", "Bob buys 4 more pens each day.", "How many are left?", "Total them up.",
+                 "A train leaves at noon.", "", "x", "Ünïcode  TEXT\twith\u00a0spaces."]
+    params = (MinHashParams(), MinHashParams(shingle="word", size=2, num_perm=64, bands=16, rows=4, seed=3),
+              MinHashParams(shingle="char", size=1))
+    seen_large = 0
+    for trial in range(60):
+        n = rng.randint(0, 120)
+        tasks = [{"source": rng.choice(["s", "t"]), "task_id": f"id{rng.randrange(max(1, n))}",
+                  "prompt": " ".join(rng.choice(sentences) for _ in range(rng.randint(0, 4)))} for _ in range(n)]
+        p, max_pairs, within = rng.choice(params), rng.choice([2, 3, 8, 32]), rng.random() < 0.8
+        assert band_edges(tasks, [], p, max_pairs, within) == bucket_edges(tasks, [], p, max_pairs, within), trial
+        by_text: dict = {}
+        for t in tasks:  # tasks of one text share every bucket
+            by_text.setdefault(text_of(t), set()).add(task_node(t))
+        seen_large += within and max(map(len, by_text.values()), default=0) > max_pairs
+    assert seen_large > 10  # trials with buckets over max_pairs nodes: a star and a chain
+
+
 def test_bucket_shard_edges_are_the_per_bucket_rule():
     """band_shard_found pairs the records of buckets as arrays: its edges must
     be, for every bucket, bucket_pairs less the pairs size_bound refuses,

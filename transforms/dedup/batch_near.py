@@ -39,9 +39,11 @@ import numpy as np
 from tasksieve.transforms.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
                                               position_of)
-from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, decide_clusters,
-                                             edge_order, judge_edges, judge_ranked, sort_edges, task_node)
-from tasksieve.transforms.dedup.shards import StringColumn, bucket_runs, shard_of
+from tasksieve.transforms.dedup.minhash import text_of
+from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, bucket_edges,
+                                             decide_clusters, edge_order, judge_edges, judge_ranked, sort_edges,
+                                             task_node)
+from tasksieve.transforms.dedup.shards import StringColumn, bucket_runs, shard_of, text_bands_and_sizes
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
@@ -117,6 +119,35 @@ def _pair_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.
     keep[keep] = _size_bound_mask(np.minimum(sa[keep], sb[keep]), np.maximum(sa[keep], sb[keep]), near.threshold)
     na, nb = na[keep], nb[keep]
     return np.stack([np.minimum(na, nb), np.maximum(na, nb)], axis=1)
+
+
+def band_edges(tasks: list[dict], pool_rows: list[dict], p, max_pairs: int = 32, within: bool = True) -> set:
+    """near.bucket_edges, the candidate edges of the MinHash band buckets,
+    found as band_shard_found finds them (one sort of every band key,
+    pairs as index arrays): the same (a, b) node pairs, lower node first.
+    near.bucket_edges' dict of buckets and its pairs were ~10 s of Python
+    for `tasksieve validate` on a 100k-task delivery. A node given twice
+    is one member of its buckets, as bucket_pairs' set() makes it. Against
+    a pool (exact-hash buckets, pool rows first): near.bucket_edges."""
+    if pool_rows:
+        return bucket_edges(tasks, pool_rows, p, max_pairs, within)
+    nodes = [task_node(t) for t in tasks]
+    if not within or len(nodes) < 2:  # task-task pairs only `within`
+        return set()
+    keys = text_bands_and_sizes([text_of(t) for t in tasks], p)[0]
+    bands = keys.shape[1]
+    pairs, larger = _all_pairs_buckets(bucket_runs(keys.reshape(-1)), max_pairs)
+    # Record r is task r // bands (keys row by row); pairs of tasks from here on.
+    pairs = np.concatenate([pairs // bands,
+                            _star_chain_pairs([g // bands for g in larger], StringColumn.of(nodes), max_pairs)])
+    first: dict = {}
+    code = np.fromiter((first.setdefault(n, i) for i, n in enumerate(nodes)), dtype=np.int64, count=len(nodes))
+    a, b = code[pairs[:, 0]], code[pairs[:, 1]]
+    keep = a != b  # one node twice is no pair
+    edges = set()
+    for x, y in zip(map(nodes.__getitem__, a[keep].tolist()), map(nodes.__getitem__, b[keep].tolist())):
+        edges.add((x, y) if x < y else (y, x))
+    return edges
 
 
 def _all_pairs_buckets(runs: tuple, max_pairs: int) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -508,14 +508,11 @@ def _route_joined(kv):
             yield KEPT, v
 
 
-def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
-                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
-                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32):
-    """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
-    the same candidate generators (MinHash bands, quantity-grouped meanings)
-    and the same confirmation (`resolve_component`) as the Beam stage, in
-    memory. Yields (KEPT | DROPPED, task) like it."""
-    rules = rules or Rules()
+def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32,
+                 within: bool = True) -> set:
+    """The candidate edges of the MinHash buckets: bucket_pairs of each,
+    from a dict of buckets filled one band at a time (batch_near.band_edges
+    finds the same ones as arrays)."""
     buckets: dict = defaultdict(list)
     # Every task's signature in one compiled pass (signatures.py: the same
     # bits as task_records' one-at-a-time numpy code, tested).
@@ -531,6 +528,20 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
     edges = set()
     for members in buckets.values():
         edges.update(bucket_pairs(members, max_bucket_pairs, within))
+    return edges
+
+
+def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
+                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
+                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32,
+                         candidates=bucket_edges):
+    """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
+    the same candidate generators (MinHash bands, quantity-grouped meanings)
+    and the same confirmation (`resolve_component`) as the Beam stage, in
+    memory. Yields (KEPT | DROPPED, task) like it. `candidates` finds the
+    band buckets' edges (bucket_edges, or batch_near.band_edges: the same)."""
+    rules = rules or Rules()
+    edges = candidates(tasks, pool_rows, p, max_bucket_pairs, within)
     if semantic:
         groups: dict = defaultdict(list)
         for t in tasks:
