@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import numbers
 import os
 import re
 import shutil
@@ -28,9 +27,8 @@ from tasksieve.schemas.profile import Profile
 from tasksieve.schemas.records import DOMAINS
 from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN, declared_domain
 
-# Columns of the frame GX sees. `row_ref` ("file:line") names a row in the
-# report; GX names the offending rows by their position in the frame (its
-# default index), which run_expectations turns into their row_ref.
+# Columns of the frame GX sees. `row_ref` ("file:line") names a row; it is
+# also the frame's index (unnamed), which is how GX names offending rows.
 TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",
                 "license", "created_at")
 ROW_REF = "row_ref"
@@ -77,6 +75,12 @@ def delivery_frame(raw_rows: list[dict]):
     frame["created_day"] = pd.to_datetime(pd.Series(
         [v[:10] if isinstance(v, str) and _ISO.match(v) else None for v in cols["created_at"]], dtype=object),
         errors="coerce")
+    # Each row's file:line as the index, unnamed: GX gives an unnamed
+    # index's values of the failing rows as one list (and Data Docs show
+    # them), where with a named index or an index column it reads them row
+    # by row with DataFrame.at, ~10 s on a 100k delivery whose every row
+    # misses a license (bench/README.md, fourteenth round).
+    frame.index = pd.Index(cols[ROW_REF], dtype=object)
     return frame
 
 
@@ -201,8 +205,7 @@ def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | No
         return {"results": [], "data_docs": {"built": False, "index": None,
                                              "note": "no parsed rows: nothing for GX to validate"}}
     run = checkpoint.run(batch_parameters={"dataframe": frame})
-    refs = frame[ROW_REF].tolist()
-    results = [_result_row(r, refs) for vr in run.run_results.values() for r in vr.results]
+    results = [_result_row(r) for vr in run.run_results.values() for r in vr.results]
     return {"results": results, "data_docs": _docs_status(docs_dir)}
 
 
@@ -247,25 +250,20 @@ def _checkpoint(profile: Profile, docs_dir: Path | None):
         actions.append(UpdateDataDocsAction(name="data_docs", site_names=[site]))
     return ctx.checkpoints.add(gx.Checkpoint(
         name="delivery", validation_definitions=[vdef], actions=actions,
-        # COMPLETE: GX names every offending row, not a sample, by its position
-        # in the frame. Not by the row_ref column (unexpected_index_column_names):
-        # GX then reads it row by row with DataFrame.at, ~10 s for a 100k
-        # delivery whose every row misses a license (bench/README.md).
+        # COMPLETE: GX names every offending row, not a sample, by its index
+        # value, its row_ref (delivery_frame).
         result_format={"result_format": "COMPLETE"},
     ))
 
 
-def _result_row(r, refs: list[str]) -> dict:
-    """One expectation's result; `refs`, the frame's row_ref column, names
-    the offending rows GX gives by position."""
+def _result_row(r) -> dict:
     cfg = r.expectation_config
     index_list = r.result.get("unexpected_index_list") or []
     return {
         "expectation": cfg.type, "column": cfg.kwargs.get("column"),
         "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
         "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
-        "row_refs": [refs[int(i)] for i in index_list
-                     if isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= i < len(refs)],
+        "row_refs": [i for i in index_list if isinstance(i, str)],  # the frame's index: row_refs
         # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
         "error": _exception_message(r.exception_info),
     }

@@ -150,6 +150,11 @@ def test_summary_lists_offenders_for_every_failed_check(tmp_path):
     assert "NOT ACCEPTABLE" in report and "<style>" in report
     assert "http://" not in report and "https://" not in report and "<script" not in report
     assert s["data_docs"]["built"] and (tmp_path / "out" / "data_docs" / "index.html").is_file()
+    # GX's own pages name the failing rows by file:line too.
+    (missing,) = [o for c in on_disk["checks"] if c["name"] == "license" for o in c["offenders"]
+                  if "names its license" in o["reason"]]
+    pages = "".join(p.read_text() for p in (tmp_path / "out" / "data_docs" / "validations").rglob("*.html"))
+    assert missing["where"] in pages
 
 
 def test_clean_delivery_is_acceptable_from_other_formats(tmp_path):
