@@ -67,8 +67,9 @@ CASES = [
 
 
 def test_field_check_offenders_are_the_rows_that_fail_wherever_they_are(tmp_path):
-    """GX names failing rows by their place among the parsed rows; each must
-    come back as its own file:line and task_id, past an unparseable line."""
+    """GX names failing rows by the frame's index (expectations.delivery_frame);
+    each must come back as its own file:line and task_id, past an
+    unparseable line (which has no row in the frame)."""
     lines = [json.dumps(GOOD[0]), '{"task_id": "broken", "prompt": "no closing brace"',
              json.dumps(_bad(task_id="L1", license=None)), json.dumps(GOOD[1]),
              json.dumps(_bad(task_id="R1", expert_minutes=5000)), json.dumps(_bad(task_id="L2", license="GPL-3.0")),
