@@ -27,11 +27,9 @@ from tasksieve.schemas.profile import Profile
 from tasksieve.schemas.records import DOMAINS
 from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN, declared_domain
 
-# Columns of the frame GX sees. `row_ref` ("file:line") names a row; it is
-# also the frame's index (unnamed), which is how GX names offending rows.
+# Columns of the frame GX sees; its index is each row's "file:line".
 TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",
                 "license", "created_at")
-ROW_REF = "row_ref"
 # ISO 8601 date, optionally with a time and a zone: 2026-10-01, 2026-10-01T09:00:00Z,
 # 2026-10-01 09:00:00.123+02:00.
 ISO_DATE = r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
@@ -57,7 +55,7 @@ def delivery_frame(raw_rows: list[dict]):
     import pandas as pd
 
     recs = [r for r in raw_rows if r.get("record") is not None]
-    cols: dict[str, list] = {ROW_REF: [f"{r['source_file']}:{r['line']}" for r in recs]}
+    cols: dict[str, list] = {}
     for name in TEXT_COLUMNS:
         cols[name] = [r["record"].get(name) for r in recs]
     # validate_row's defaults, so both judge the same row: no domain means math
@@ -79,8 +77,9 @@ def delivery_frame(raw_rows: list[dict]):
     # index's values of the failing rows as one list (and Data Docs show
     # them), where with a named index or an index column it reads them row
     # by row with DataFrame.at, ~10 s on a 100k delivery whose every row
-    # misses a license (bench/README.md, fourteenth round).
-    frame.index = pd.Index(cols[ROW_REF], dtype=object)
+    # misses a license (bench/README.md, fourteenth round). Set last: the
+    # columns above were aligned on the default index.
+    frame.index = pd.Index([f"{r['source_file']}:{r['line']}" for r in recs], dtype=object)
     return frame
 
 
@@ -251,7 +250,7 @@ def _checkpoint(profile: Profile, docs_dir: Path | None):
     return ctx.checkpoints.add(gx.Checkpoint(
         name="delivery", validation_definitions=[vdef], actions=actions,
         # COMPLETE: GX names every offending row, not a sample, by its index
-        # value, its row_ref (delivery_frame).
+        # value, its file:line (delivery_frame).
         result_format={"result_format": "COMPLETE"},
     ))
 
@@ -263,7 +262,7 @@ def _result_row(r) -> dict:
         "expectation": cfg.type, "column": cfg.kwargs.get("column"),
         "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
         "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
-        "row_refs": [i for i in index_list if isinstance(i, str)],  # the frame's index: row_refs
+        "row_refs": [i for i in index_list if isinstance(i, str)],  # the frame's index: file:line
         # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
         "error": _exception_message(r.exception_info),
     }
