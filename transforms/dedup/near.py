@@ -30,13 +30,14 @@ How it scales (nothing holds the corpus in one list):
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
 import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
+from tasksieve.transforms.dedup import number_guard
+from tasksieve.transforms.dedup.number_guard import numbers_in, refused_by_numbers
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
 from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
@@ -47,7 +48,6 @@ STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
 POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task nodes never start with it (task_node)
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def number_overlap(a: str, b: str) -> float:
@@ -59,7 +59,7 @@ def number_overlap(a: str, b: str) -> float:
     similar but not very similar (below `number_guard_below`) must also
     share most of its numbers; a GSM8K-length problem with one number
     edited stays ~96% similar and is caught whatever its numbers."""
-    return counts_overlap(Counter(_NUMBER.findall(a)), Counter(_NUMBER.findall(b)))
+    return counts_overlap(Counter(numbers_in(a)), Counter(numbers_in(b)))
 
 
 def counts_overlap(na: Counter, nb: Counter) -> float:
@@ -222,12 +222,19 @@ class _Shingles:
     """Shingle similarities and number overlaps of a component's members."""
 
     def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.counts, self.known = texts, p, {}, {}
+        self.texts, self.p, self.counts, self.known, self.found = texts, p, {}, {}, {}
+
+    def numbers_in(self, n) -> list[str]:
+        """Node n's numbers, found once per component (the array guard asks
+        for a node in every block of edges it is in)."""
+        if n not in self.found:
+            self.found[n] = numbers_in(self.texts[n])
+        return self.found[n]
 
     def numbers(self, a, b) -> float:
         for n in (a, b):
             if n not in self.counts:
-                self.counts[n] = Counter(_NUMBER.findall(self.texts[n]))
+                self.counts[n] = Counter(self.numbers_in(n))
         return counts_overlap(self.counts[a], self.counts[b])
 
     def sims(self, edges: list[tuple]) -> list[float]:
@@ -346,13 +353,37 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     out = []
     edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
     hashes = c.hashes
-    for e, sim in zip(edges, c.sh.sims(edges)):
-        if sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]:
-            continue  # what _judge_edge says of most candidates, without the call: neither similar nor a copy
+    sims = c.sh.sims(edges)
+    refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
+    for k, (e, sim) in enumerate(zip(edges, sims)):
+        # What _judge_edge says of most candidates, without the call: neither
+        # similar nor a copy, or refused by the number guard.
+        if (sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]) or k in refused:
+            continue
         how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
         if how is not None:
             out.append((e, how, s))
     return out
+
+
+def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float,
+                    guard_below: float) -> set[int]:
+    """Positions of the edges the number guard refuses in _judge_edge
+    (plain, not copies, similar but under guard_below, sharing too few
+    numbers), found on arrays (number_guard.py) and skipped there."""
+    if min_numbers <= _FAR_UNDER or not number_guard.enabled:
+        return set()
+    hashes = c.hashes
+    at = [k for k, (e, s) in enumerate(zip(edges, sims))
+          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]]
+    if not at:
+        return set()
+    index: dict = {}
+    ea = np.fromiter((index.setdefault(edges[k][0], len(index)) for k in at), dtype=np.int64, count=len(at))
+    eb = np.fromiter((index.setdefault(edges[k][1], len(index)) for k in at), dtype=np.int64, count=len(at))
+    nodes = list(index)
+    refused = refused_by_numbers(lambda i: c.sh.numbers_in(nodes[i]), ea, eb, min_numbers, _FAR_UNDER)
+    return {at[k] for k in np.flatnonzero(refused).tolist()}
 
 
 # A Jaccard this far under the threshold rounds (to 4 places) under it
@@ -383,10 +414,20 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
         used, where = np.unique(np.concatenate([a, b]), return_inverse=True)
         ea, eb = where[: a.shape[0]], where[a.shape[0] :]
-        inter, lens = jaccard_counts(list(map(c.texts.__getitem__, map(names.__getitem__, used.tolist()))), ea, eb,
-                                     c.sh.p)
+        texts = list(map(c.texts.__getitem__, map(names.__getitem__, used.tolist())))
+        inter, lens = jaccard_counts(texts, ea, eb, c.sh.p)
         la, lb = lens[ea], lens[eb]
-        close = (inter / (la + lb - inter) >= threshold - _FAR_UNDER) | (code[a] == code[b])
+        jac, copy = inter / (la + lb - inter), code[a] == code[b]
+        close = (jac >= threshold - _FAR_UNDER) | copy
+        if min_numbers > _FAR_UNDER and number_guard.enabled:
+            # Similar but surely under guard_below, and sharing surely too
+            # few numbers: refused by the number guard (one template's
+            # siblings: nearly every candidate of a templated delivery).
+            g = np.flatnonzero(close & ~copy & (jac < guard_below - _FAR_UNDER))
+            block = used.tolist()
+            refused = refused_by_numbers(lambda j: c.sh.numbers_in(names[block[j]]), ea[g], eb[g], min_numbers,
+                                         _FAR_UNDER)
+            close[g[refused]] = False
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = _pair((names[a[k]], names[b[k]]))
