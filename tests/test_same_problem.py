@@ -292,12 +292,14 @@ def test_code_rule_uses_the_items_own_helpers():
     assert code_agrees(other, "find_zero", p["test"], p["prompt"]) is False
 
 
-def test_equal_answers_never_disagree_so_other_problem_needs_no_quantities():
-    """other_problem answers None for two equal answers before it reads any
-    quantity; that holds only because answers_agree(x, x) is never False.
-    Checked on plain, boxed, blank, hostile and unparsable answers, and
-    other_problem against the same pair with the shortcut's work done the
-    long way (quantities that differ, so only the answers decide)."""
+def test_equal_answers_never_disagree_so_only_numbers_can_part_them():
+    """other_problem never asks answers_agree about two equal answers; that
+    holds only because answers_agree(x, x) is never False, so for them
+    the numbers alone decide, as they would the long way. Checked on
+    plain, boxed, blank, hostile and unparsable answers: a pair with both
+    numbers other is two problems whenever there is an answer, a pair
+    with one of two numbers edited never is; other answers still part a
+    pair whose quantities differ."""
     from tasksieve.transforms.same_problem.rules import other_problem
 
     answers = [None, "", "  ", "42", 42, 4.5, "nan", "NaN", "inf", "-inf", "1e999", "0.1+0.2", "\\boxed{7}",
@@ -307,8 +309,55 @@ def test_equal_answers_never_disagree_so_other_problem_needs_no_quantities():
         assert answers_agree(x, x) is not False, x
         a = {"prompt": "Tom has 3 apples and buys 4 more.", "answer": x}
         b = {"prompt": "Tom has 5 apples and buys 9 more.", "answer": x}
-        assert other_problem(a, b, Rules()) is None, x
+        c = {"prompt": "Tom has 3 apples and buys 9 more.", "answer": x}
+        answered = x is not None and str(x).strip() != ""
+        assert (other_problem(a, b, Rules()) or {}).get("cleared_by") == ("numbers" if answered else None), x
+        assert other_problem(a, c, Rules()) is None, x
     # Other answers still decide: another problem when they differ.
     a = {"prompt": "Tom has 3 apples and buys 4 more.", "answer": "7"}
     b = {"prompt": "Tom has 5 apples and buys 9 more.", "answer": "14"}
     assert other_problem(a, b, Rules())["cleared_by"] == "answer+numbers"
+    c = {"prompt": "Tom has 3 apples and buys 9 more.", "answer": "12"}
+    assert other_problem(a, c, Rules())["cleared_by"] == "answer+numbers"
+
+
+def test_template_refills_that_share_an_answer_by_chance_are_kept():
+    """Generated tasks: one long template, other numbers, and the same
+    answer by chance are two problems; a copy with one number edited, a
+    sentence with numbers added, units reworded (every number, so that
+    only the quantities match), or a refill of a task
+    with under two numbers, with the same answer, is still a copy; a task
+    without an answer (pool rows) gives no evidence."""
+    from tasksieve.transforms.same_problem.rules import other_problem
+
+    tpl = ("A warehouse ships {} crates on Monday and {} crates on Tuesday; each crate holds {} boxes and every box"
+           " weighs {} kg. Show every step of your reasoning and give the total weight shipped as one number.")
+    base = {"prompt": tpl.format(12, 30, 4, 7), "answer": "1176"}
+    cases_ = [
+        (tpl.format(21, 15, 8, 3), "1176", True),  # every number other, the answer the same by chance
+        (tpl.format(21, 15, 8, 3), "1176.0", True),  # ... an equivalent answer
+        (tpl.format(12, 15, 8, 3), "1176", True),  # 1 of 4 numbers shared
+        (tpl.format(12, 30, 8, 3), "1176", False),  # 2 of 4 shared: half, still a copy
+        (tpl.format(12, 31, 4, 7), "1176", False),  # one number edited, the answer kept: a copy
+        (tpl.format(12, 30, 4, 7) + " The 3 drivers take 2 breaks.", "1176", False),  # a sentence added
+        (tpl.format(12, 30, 4, 7).replace("7 kg", "7000 g"), "1176", False),  # a unit reworded
+    ]
+    for prompt, answer, two in cases_:
+        ev = other_problem(base, {"prompt": prompt, "answer": answer}, Rules())
+        assert (ev is not None) == two, prompt
+        if two:
+            assert ev["cleared_by"] == "numbers" and ev["numbers"]["a"] and ev["numbers"]["b"]
+    # Every number written in other units: other digits, the same quantities.
+    ride = {"prompt": "A cyclist rides 3 km in 2 hours, rests 1 hour, then rides 4 km more. How far?", "answer": "7"}
+    reworded = "A cyclist rides 3000 m in 120 minutes, rests 60 minutes, then rides 4000 m more. How far?"
+    assert other_problem(ride, dict(ride, prompt=reworded), Rules()) is None
+    one = {"prompt": "Show every step and give the total weight of 12 crates as one number.", "answer": "84"}
+    assert other_problem(one, dict(one, prompt=one["prompt"].replace("12", "21")), Rules()) is None
+    pool_row = {"text": tpl.format(21, 15, 8, 3)}
+    assert other_problem(base, pool_row, Rules()) is None
+    # End to end: the refill is kept, the copy with one number edited is dropped.
+    rows = [_row({"task_id": t, "domain": "math", "prompt": p, "answer": a}, i, i + 1)
+            for i, (t, p, a) in enumerate([("a", base["prompt"], "1176"), ("b", tpl.format(21, 15, 8, 3), "1176"),
+                                           ("c", tpl.format(12, 31, 4, 7), "1176")])]
+    tags = {t["task_id"]: tag for tag, t in find_near_duplicates(rows, [], P, 0.7)}
+    assert tags == {"a": "kept", "b": "kept", "c": "dropped"}

@@ -241,23 +241,59 @@ def pair_quantity_key(text: str) -> str:
 
 def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
     """For a pair the character shingles call near-identical: evidence that
-    they are two problems (other quantities and a non-equivalent reference
-    answer: one template filled twice), or None. A copy with one number
-    edited and the same answer stays a duplicate; pool rows carry no answer,
-    so against a pool the shingles decide alone."""
-    if a.get("answer") == b.get("answer"):
-        # answers_agree of two equal answers is True or None, never False:
-        # decided without the quantities (most close candidates are copies).
+    they are two problems, or None. One template filled twice is two
+    problems: when the texts state other quantities and non-equivalent
+    answers, and, whatever the answers, when they state mostly other
+    numbers (`_mostly_other_numbers`: generated tasks share an answer by
+    chance, often). A copy with one number edited, or a sentence added,
+    and the same answer stays a duplicate. A task without an answer gives
+    no evidence (as pool rows, which carry none: against a pool the
+    shingles decide alone)."""
+    if not (_has_answer(a) and _has_answer(b)):
         return None
     ta, tb = a.get("prompt") or a.get("text") or "", b.get("prompt") or b.get("text") or ""
-    if qty.same_quantities(ta, tb):
-        return None
-    agree = answers_agree(a.get("answer"), b.get("answer"), rules.answer_timeout_s)
-    if agree is not False:
+    # answers_agree of two equal answers is True or None, never False: for
+    # them (most close candidates are copies) only the numbers can decide.
+    if a["answer"] != b["answer"] and not qty.same_quantities(ta, tb):
+        if answers_agree(a["answer"], b["answer"], rules.answer_timeout_s) is False:
+            qa, qb = qty.quantities(ta), qty.quantities(tb)
+            return {"cleared_by": "answer+numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
+                    "answer": {"a": str(a["answer"])[:100], "b": str(b["answer"])[:100], "equivalent": False}}
+    return _mostly_other_numbers(ta, tb, a, b, rules)
+
+
+def _has_answer(task: dict) -> bool:
+    x = task.get("answer")
+    return x is not None and str(x).strip() != ""
+
+
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")  # the numbers near dedup's number guard compares
+
+
+def _smaller_share(x: Counter, y: Counter) -> float:
+    """The part of the smaller multiset the other one holds too (1.0 when
+    either holds under two: one number edited is an edit, not a new
+    problem)."""
+    small = min(sum(x.values()), sum(y.values()))
+    return 1.0 if small < 2 else sum((x & y).values()) / small
+
+
+def _mostly_other_numbers(ta: str, tb: str, a: dict, b: dict, rules: Rules) -> dict | None:
+    """Evidence that two near-identical texts are two problems whatever
+    their answers: each states at least two numbers and they share under
+    `numbers_min_same_answer` (0.5, the benchmark rule's share when the
+    answers are equivalent) of the smaller set, as digits and as
+    quantities (units and number words normalised: "2 hours" is "120
+    minutes"). One number edited in two or more, or a sentence added,
+    shares at least half: still a copy. Digits first: most close pairs
+    share them, and reading quantities costs more."""
+    if _smaller_share(Counter(_DIGITS.findall(ta)), Counter(_DIGITS.findall(tb))) >= rules.numbers_min_same_answer:
         return None
     qa, qb = qty.quantities(ta), qty.quantities(tb)
-    return {"cleared_by": "answer+numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
-            "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100], "equivalent": False}}
+    if _smaller_share(qa, qb) >= rules.numbers_min_same_answer:
+        return None
+    return {"cleared_by": "numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
+            "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100]}}
 
 
 def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dict]:
