@@ -142,19 +142,37 @@ def make_pool(n: int, folder: Path, seed: int = 0, templates: int = 0) -> dict:
     return planted
 
 
+# Starts the tool and writes its wall time and peak RSS (wait4) to the file
+# named first. Linux keeps a process's peak RSS across fork and exec, so a
+# tool started by this bench, once the bench held a 1M-task pool (~1 GB),
+# reported at least that much whatever it used (a 200 MB child of a 1.5 GB
+# parent: 1,514 MiB); started by this small launcher, it inherits the
+# launcher's ~10 MB. The wall time is taken there too, around the tool
+# alone, so the launcher's start-up is in no tool's time.
+_LAUNCHER = r"""
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+open(sys.argv[1], "w").write(f"{time.perf_counter() - t0} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(cmd: list[str], env: dict | None = None, ok: tuple = (0,)) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of a child process."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env or os.environ.copy(), cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as measured:
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, measured.name, *cmd], stdout=out, stderr=err,
+                                env=env or os.environ.copy(), cwd=ROOT)
+        code = proc.wait()
         out.seek(0)
         err.seek(0)
         text = out.read().decode()
-        if os.waitstatus_to_exitcode(status) not in ok:
+        if code not in ok:
             raise RuntimeError(f"{cmd[:3]} failed:\n{err.read().decode()[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, text
+        wall, kib = measured.read().split()
+    return float(wall), int(kib) / 1024, text
 
 
 def score(removed: set[str], planted: dict) -> dict:
