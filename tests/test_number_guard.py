@@ -47,21 +47,26 @@ def test_shared_numbers_are_the_counter_intersections(monkeypatch):
     number many times, slices of a few look-ups): the shared count is
     sum((Counter(a) & Counter(b)).values()), and a refused pair is one the
     guard refuses, whatever the rounding: under min_numbers by more than
-    the margin, never less."""
+    the margin, never less. Each text's distinct numbers are coded once,
+    with their counts."""
     rng = random.Random(11)
     texts = [_numbered_text(rng) for _ in range(400)] + ["", "no numbers here", " ".join(["7"] * 300), "7 7 8"]
     ea = np.array([rng.randrange(len(texts)) for _ in range(5000)] + [400, 402, 402, 403], dtype=np.int64)
     eb = np.array([rng.randrange(len(texts)) for _ in range(5000)] + [401, 402, 403, 402], dtype=np.int64)
     counts = [Counter(number_guard.numbers_in(t)) for t in texts]
     want = [sum((counts[a] & counts[b]).values()) for a, b in zip(ea.tolist(), eb.tolist())]
-    for piece in (1 << 22, 7, 1):  # one slice; many; one pair per slice (the 300-number text is one alone)
+    offsets, codes, times = number_guard.number_codes(counts)
+    # One code per distinct number of a text, with its count: the work per
+    # pair is its distinct numbers, as with Counter's `&` (text 402 repeats
+    # "7" 300 times: one code).
+    assert np.diff(offsets).tolist() == [len(c) for c in counts]
+    assert times.sum() == sum(sum(c.values()) for c in counts)
+    for piece in (1 << 22, 7, 1):  # one slice; many; one pair per slice
         monkeypatch.setattr(number_guard, "_SLICE", piece)
-        offsets, codes = number_guard.number_codes([number_guard.numbers_in(t) for t in texts])
-        assert number_guard.shared_numbers(offsets, codes, ea, eb).tolist() == want, piece
+        assert number_guard.shared_numbers(offsets, codes, times, ea, eb).tolist() == want, piece
     refused_any = 0
     for min_numbers in (0.2, 0.5, 0.51, 0.75, 1.0):
-        refused = number_guard.refused_by_numbers(lambda i: number_guard.numbers_in(texts[i]), ea, eb,
-                                                  min_numbers, near._FAR_UNDER)
+        refused = number_guard.refused_by_numbers(lambda i: counts[i], ea, eb, min_numbers, near._FAR_UNDER)
         for k, (a, b) in enumerate(zip(ea.tolist(), eb.tolist())):
             overlap = counts_overlap(counts[a], counts[b])
             if refused[k]:

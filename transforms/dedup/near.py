@@ -222,20 +222,17 @@ class _Shingles:
     """Shingle similarities and number overlaps of a component's members."""
 
     def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.counts, self.known, self.found = texts, p, {}, {}, {}
+        self.texts, self.p, self.counts, self.known = texts, p, {}, {}
 
-    def numbers_in(self, n) -> list[str]:
-        """Node n's numbers, found once per component (the array guard asks
-        for a node in every block of edges it is in)."""
-        if n not in self.found:
-            self.found[n] = numbers_in(self.texts[n])
-        return self.found[n]
+    def number_counts(self, n) -> Counter:
+        """Node n's numbers, counted once per component (the array guard
+        asks for a node in every block of edges it is in)."""
+        if n not in self.counts:
+            self.counts[n] = Counter(numbers_in(self.texts[n]))
+        return self.counts[n]
 
     def numbers(self, a, b) -> float:
-        for n in (a, b):
-            if n not in self.counts:
-                self.counts[n] = Counter(self.numbers_in(n))
-        return counts_overlap(self.counts[a], self.counts[b])
+        return counts_overlap(self.number_counts(a), self.number_counts(b))
 
     def sims(self, edges: list[tuple]) -> list[float]:
         """The exact shingle Jaccard of every edge's two texts, rounded to 4
@@ -382,7 +379,7 @@ def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], thresho
     ea = np.fromiter((index.setdefault(edges[k][0], len(index)) for k in at), dtype=np.int64, count=len(at))
     eb = np.fromiter((index.setdefault(edges[k][1], len(index)) for k in at), dtype=np.int64, count=len(at))
     nodes = list(index)
-    refused = refused_by_numbers(lambda i: c.sh.numbers_in(nodes[i]), ea, eb, min_numbers, _FAR_UNDER)
+    refused = refused_by_numbers(lambda i: c.sh.number_counts(nodes[i]), ea, eb, min_numbers, _FAR_UNDER)
     return {at[k] for k in np.flatnonzero(refused).tolist()}
 
 
@@ -425,7 +422,7 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
             # siblings: nearly every candidate of a templated delivery).
             g = np.flatnonzero(close & ~copy & (jac < guard_below - _FAR_UNDER))
             block = used.tolist()
-            refused = refused_by_numbers(lambda j: c.sh.numbers_in(names[block[j]]), ea[g], eb[g], min_numbers,
+            refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
                                          _FAR_UNDER)
             close[g[refused]] = False
         for k in np.flatnonzero(close).tolist():
