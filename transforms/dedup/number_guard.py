@@ -14,10 +14,11 @@ bounded size.
 
 Exactness: `shared_numbers` counts what `Counter(a) & Counter(b)` counts
 (each distinct number a code with its count; a shared code adds the
-smaller count), and the overlap is the same float division of two ints. A pair is refused here only when that overlap
-is more than near._FAR_UNDER under the minimum, so rounding it to 4
-places (what the guard compares) cannot bring it back over; the rest are
-judged one by one, as before (tests/test_number_guard.py compares both).
+smaller count), and the overlap is the same float division of two ints.
+A pair is refused here only when that overlap is more than
+near._FAR_UNDER under the minimum, so rounding it to 4 places (what the
+guard compares) cannot bring it back over; the rest are judged one by
+one, as before (tests/test_number_guard.py compares both).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from typing import Callable
 import numpy as np
 
 enabled = True  # false: every pair goes to the guard one by one (the tests compare both)
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # the numbers the guard compares (near.number_overlap)
+# The numbers the guard compares (near.number_overlap), and the same-problem
+# rule for near-identical pairs (same_problem.rules._mostly_other_numbers).
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SLICE = 1 << 22  # pair x number entries looked up at once: ~100 MB of temporaries at most
 
 

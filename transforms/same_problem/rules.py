@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from fractions import Fraction
 
+from tasksieve.transforms.dedup.number_guard import numbers_in
 from tasksieve.transforms.same_problem import quantities as qty
 
 
@@ -267,9 +268,6 @@ def _has_answer(task: dict) -> bool:
     return x is not None and str(x).strip() != ""
 
 
-_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")  # the numbers near dedup's number guard compares
-
-
 def _smaller_share(x: Counter, y: Counter) -> float:
     """The part of the smaller multiset the other one holds too (1.0 when
     either holds under two: one number edited is an edit, not a new
@@ -280,14 +278,15 @@ def _smaller_share(x: Counter, y: Counter) -> float:
 
 def _mostly_other_numbers(ta: str, tb: str, a: dict, b: dict, rules: Rules) -> dict | None:
     """Evidence that two near-identical texts are two problems whatever
-    their answers: each states at least two numbers and they share under
+    their answers: each states at least two numbers (the ones the number
+    guard compares, number_guard.numbers_in) and they share under
     `numbers_min_same_answer` (0.5, the benchmark rule's share when the
     answers are equivalent) of the smaller set, as digits and as
     quantities (units and number words normalised: "2 hours" is "120
     minutes"). One number edited in two or more, or a sentence added,
     shares at least half: still a copy. Digits first: most close pairs
     share them, and reading quantities costs more."""
-    if _smaller_share(Counter(_DIGITS.findall(ta)), Counter(_DIGITS.findall(tb))) >= rules.numbers_min_same_answer:
+    if _smaller_share(Counter(numbers_in(ta)), Counter(numbers_in(tb))) >= rules.numbers_min_same_answer:
         return None
     qa, qb = qty.quantities(ta), qty.quantities(tb)
     if _smaller_share(qa, qb) >= rules.numbers_min_same_answer:
