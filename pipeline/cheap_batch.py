@@ -13,9 +13,9 @@ from tasksieve.pipeline.staging import write_count
 from tasksieve.transforms.chunks import Spill
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
-from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, QUARANTINE, ROWS, SEMANTIC, SHARDS, TASKS,
-                                              NearSettings, edge_shard_count, exact_and_bands, first_and_hash,
-                                              pool_unit_records, read_validated)
+from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, IDS, QUARANTINE, ROWS, SEMANTIC, SHARDS, TASKS,
+                                              NearSettings, edge_shard_count, exact_and_bands, pool_unit_records,
+                                              read_validated, repeated_ids)
 from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
                                                    band_shard_found, cluster_messages, edge_shard_found, judge_shard,
                                                    resolve_clusters, route_candidates, route_clusters,
@@ -108,16 +108,17 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
     total = _input_rows(spec.inputs, lim.max_row_bytes)  # every stage sees at most this many
     near = near_settings(cfg, bool(units), total)
-    read = split_tagged(p | "Paths" >> beam.Create(spec.inputs) | "Spread" >> beam.Reshuffle()
+    read = split_tagged(p | "Paths" >> beam.Create(list(enumerate(spec.inputs))) | "Spread" >> beam.Reshuffle()
                         | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits, spill),
-                        "ReadSplit", (ROWS, QUARANTINE, TASKS))
-    ided = split_tagged(read[TASKS] | "GroupIds" >> beam.GroupByKey() | "FirstAndHash" >> beam.FlatMap(first_and_hash, spill),
-                        "IdSplit", (QUARANTINE, TASKS))
-    quarantined = (read[QUARANTINE], ided[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
-    out = split_tagged(ided[TASKS] | "GroupHashes" >> beam.GroupByKey()
+                        "ReadSplit", (ROWS, QUARANTINE, TASKS, IDS))
+    # Only the id records go to the id shards; the tasks go straight to
+    # their hash shards, where the repeated ids found are quarantined.
+    repeats = read[IDS] | "GroupIds" >> beam.GroupByKey() | "RepeatedIds" >> beam.FlatMap(repeated_ids)
+    out = split_tagged((read[TASKS], repeats) | "TasksAndRepeats" >> beam.Flatten() | "GroupHashes" >> beam.GroupByKey()
                        | "HashProgress" >> _shards("exact dedup + signatures: hash shards")
                        | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
-                       "ExactSplit", (DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
+                       "ExactSplit", (QUARANTINE, DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
+    quarantined = (read[QUARANTINE], out[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
     kept, dropped = out[KEPT], [out[DROPPED]]
     if near is not None:
         near_kept, near_dropped = near_stage(p, out, near, units, spill)

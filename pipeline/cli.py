@@ -135,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
 def _run_and_dedup_parsers(sub) -> None:
     r = sub.add_parser("run", help="curate deliveries into a learnable set and analyst tables",
                        epilog="Unrecognised --options are passed to Apache Beam (e.g. --direct_num_workers).")
-    r.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
+    r.add_argument("--input", "-i", nargs="+", action="extend", required=True, metavar="PATH",
                    help="JSONL/Parquet files, saved datasets folders, or folders of them")
     r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
@@ -146,7 +146,8 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="vllm (in-process engine, default), openai (an OpenAI-compatible server), "
                         "replay (recorded attempts; see --replay)")
     r.add_argument("--base-url", metavar="URL", help="with --backend openai: the server's /v1 URL")
-    r.add_argument("--replay", nargs="+", metavar="PATH", help="recorded attempts to replay (sets --backend replay)")
+    r.add_argument("--replay", nargs="+", action="extend", metavar="PATH",
+                   help="recorded attempts to replay (sets --backend replay)")
     r.add_argument("--attempt-cache", metavar="DIR",
                    help="where finished attempts persist and are re-used from (default OUT/attempt_cache)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
@@ -157,11 +158,11 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="with --runner dask and no address: a local cluster of N worker processes (default 2)")
 
     for cmd in (r, d := sub.add_parser("dedup", help="only the dedup and decontamination stages: no model, seconds")):
-        cmd.add_argument("--dedup-against", nargs="+", metavar="POOL",
+        cmd.add_argument("--dedup-against", nargs="+", action="extend", metavar="POOL",
                          help="earlier stages' tasks (JSONL/Parquet/datasets folders or saved indexes): drop tasks "
                               "that duplicate them; the pool is never modified")
         cmd.add_argument("--save-index", metavar="DIR", help="save the hashed --dedup-against pool here for reuse")
-    d.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
+    d.add_argument("--input", "-i", nargs="+", action="extend", required=True, metavar="PATH",
                    help="JSONL/Parquet files, saved datasets folders, or folders of them")
     d.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     d.add_argument("--config", "-c", metavar="FILE", help="TOML run config ([dedup] and [decontam] apply)")
@@ -189,7 +190,8 @@ def _analyst_parsers(sub) -> None:
 def _vendor_and_setup_parsers(sub) -> None:
     v = sub.add_parser("validate", help="say whether a vendor delivery is acceptable under a profile, and why")
     v.add_argument("deliveries", nargs="+", metavar="DELIVERY", help="JSONL/Parquet files, datasets folders, or folders")
-    v.add_argument("--against", nargs="+", metavar="POOL", help="the buyer's existing pool, checked for duplicates")
+    v.add_argument("--against", nargs="+", action="extend", metavar="POOL",
+                   help="the buyer's existing pool, checked for duplicates")
     v.add_argument("--profile", metavar="PROFILE", help="acceptance profile TOML (default: the bundled default.toml)")
     v.add_argument("--out", "-o", default="validation", metavar="DIR", help="output folder (default ./validation)")
     v.add_argument("--probe-model", metavar="M", help="probe difficulty with this HF model folder, or 'default'")

@@ -586,6 +586,77 @@ def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
     assert status[("pool", f"x{us}a")] == status[(f"{us}1:x", "p4")] == "kept"
 
 
+def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
+    """batch.repeated_ids sees only id records, never the tasks: for random
+    id shards (ids repeated up to 5 times, across files, with separators
+    that make two ids spell one string) the rows it names must be exactly
+    the later rows of each (source, task_id) by validate.first_by_position,
+    each sent to its own hash shard with the first row's file and line."""
+    from tasksieve.transforms.chunks import pack
+    from tasksieve.transforms.dedup.batch import IDS, REPEATS, repeated_ids
+    from tasksieve.transforms.validate import first_by_position
+
+    rng = random.Random(7)
+    for trial in range(200):
+        records, tasks = [], []
+        for ref in range(rng.randint(1, 60)):
+            source, task_id = rng.choice([("a", "b\x1fc"), ("a\x1fb", "c"), ("s", "1"), ("s", "2"), ("t", "1")] +
+                                         [("u", str(ref))])
+            task = {"source": source, "task_id": task_id, "source_file": rng.choice(["/d/a.jsonl", "/d/b.jsonl"]),
+                    "line": rng.randint(1, 10_000), "ref": ref}
+            tasks.append(task)
+            records.append(((source, task_id), task["source_file"], task["line"], rng.randrange(32), ref))
+        parts = [records[i : i + 7] for i in range(0, len(records), 7)]
+        got = {}
+        for hs, (tag, found) in repeated_ids((3, [(IDS, pack(part)) for part in parts])):
+            assert tag == REPEATS and found
+            for ref, first_file, first_line in found:
+                assert ref not in got and records[ref][3] == hs, trial
+                got[ref] = (first_file, first_line)
+        want, by_id = {}, {}
+        for t in tasks:
+            by_id.setdefault((t["source"], t["task_id"]), []).append(t)
+        for group in by_id.values():
+            first, rest = first_by_position(sorted(group, key=lambda t: t["ref"]))
+            want.update({t["ref"]: (first["source_file"], first["line"]) for t in rest})
+        assert got == want, trial
+
+
+def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
+    """A delivery repeats ids within a file and across files, three times
+    and more, with the same prompt (rows exact dedup would also want) and
+    with other prompts (rows hashed to other shards than their first): the
+    first row by (file, line) stays, each later row is quarantined naming
+    it, the same on both paths, with every value spilled."""
+    rng = random.Random(5)
+    prompts = [f"Problem {i}: find x when {i + 2}x + {i + 1} = {7 * i + 3}, and show each step of the work."
+               for i in range(12)]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = {}
+    for name in ("b.jsonl", "a.jsonl"):  # b is written first; a sorts first, so its rows come first
+        rows[name] = [{"source": rng.choice(["s1", "s2"]), "task_id": f"t{rng.randint(0, 60)}",
+                       "prompt": rng.choice(prompts) + ("" if rng.random() < 0.5 else f" ({name} {n})"),
+                       "answer": "1", "domain": "math"} for n in range(150)]
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows[name]))
+    got, proc = _compare([folder / "b.jsonl", folder / "a.jsonl"], tmp_path, "[dedup]\nsemantic = false\n",
+                         memory_mib=0)
+    assert "OK" in proc.stdout
+    first = {}
+    for name in ("a.jsonl", "b.jsonl"):
+        for line, r in enumerate(rows[name], 1):
+            first.setdefault((r["source"], r["task_id"]), (name, line))
+    assert len(first) < 250  # ids do repeat, within and across the files
+    quarantined = [r for r in got if r["status"] == "quarantined"]
+    assert len(quarantined) == 300 - len(first)
+    for r in got:
+        where = (Path(r["source_file"]).name, r["line"])
+        assert (r["status"] == "quarantined") == (where != first[(r["source"], r["task_id"])]), r
+    for q in _table(tmp_path / "batch", "quarantine"):
+        name, line = first[(q["source"], q["task_id"])]
+        assert q["reason"].endswith(f"{name}:{line})") and "repeats within source" in q["reason"], q
+
+
 def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
     _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
 

@@ -61,3 +61,19 @@ def test_sample_data_is_deterministic(tmp_path):
         assert _run("sample-data", str(tmp_path / d)).returncode == 0
     for name in ("vendor_a.jsonl", "vendor_b.parquet"):
         assert (tmp_path / "a/deliveries" / name).read_bytes() == (tmp_path / "b/deliveries" / name).read_bytes()
+
+
+def test_every_repeated_path_flag_adds_its_paths():
+    """`--input a --input b` once read only b: a delivery's rows were lost
+    without a word. Each path flag may be given more than once, and every
+    path given counts, in order."""
+    from tasksieve.pipeline.cli import _parser
+
+    p = _parser()
+    for cmd in ("run", "dedup"):
+        args = p.parse_args([cmd, "--input", "a", "--input", "b", "c", "-i", "d", "--out", "o",
+                             "--dedup-against", "p", "--dedup-against", "q"])
+        assert args.input == ["a", "b", "c", "d"] and args.dedup_against == ["p", "q"], cmd
+    assert p.parse_args(["run", "-i", "a", "-o", "o", "--replay", "r1", "--replay", "r2"]).replay == ["r1", "r2"]
+    args = p.parse_args(["validate", "x", "y", "--against", "p", "--against", "q", "r"])
+    assert args.deliveries == ["x", "y"] and args.against == ["p", "q", "r"]

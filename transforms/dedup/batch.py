@@ -11,17 +11,24 @@ per run instead of millions. batch_near.py does the rest of near dedup;
 pipeline/cheap_batch.py assembles both.
 
 The decisions are the row path's, by construction (tests/test_batch_dedup.py
-compares results.parquet of both): the same validate_row, first_by_position,
+compares results.parquet of both): the same validate_row, first_by_position's order,
 content_hash, pick_survivor and band keys (shards.py and signatures.py
 reproduce them bit for bit):
 
-1. read+validate per source file; valid tasks leave in chunks keyed by a
-   shard of (source, task_id)            [GroupByKey: repeated ids]
-2. first of each id; content hash; chunks keyed by a shard of the hash
-                                          [GroupByKey: exact dedup]
-3. per hash shard: pick_survivor per hash, MinHash of all survivors at
-   once, bucket records split by bucket shard: one element per shard;
+1. read+validate+normalise+hash per source file: tasks leave in chunks
+   keyed by a shard of their content hash, and small id records (the
+   (source, task_id), file, line, hash shard and a row ref) in chunks
+   keyed by a shard of the id
+2. per id shard: the later rows of each repeated id (first_by_position's
+   order), as refs sent to their hash shards   [GroupByKey: repeated ids]
+3. per hash shard, tasks and those refs together [GroupByKey: exact dedup]:
+   the refs quarantined, pick_survivor per hash, MinHash of all survivors
+   at once, bucket records split by bucket shard: one element per shard;
    the survivors themselves are held for the route step (batch_near.py).
+
+Rows cross one GroupByKey before exact dedup, not two: only the id
+records go through the repeated-id check (at 1M tasks, one pickling and
+unpickling of every task fewer; bench/README.md, sixteenth round).
 
 Only Map/FlatMap and keyed GroupByKey are used (no finish_bundle outputs,
 no side inputs), so it runs on the DaskRunner too. Memory: no step holds
@@ -42,7 +49,7 @@ from tasksieve.transforms import read as reader  # looked up per call: one reade
 from tasksieve.transforms.same_problem.rules import Rules
 from tasksieve.transforms.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.stage import DROPPED, KEPT
-from tasksieve.transforms.validate import first_by_position, quarantine_row, repeat_entry, validate_row
+from tasksieve.transforms.validate import quarantine_row, repeat_entry, validate_row
 
 SHARDS = 32  # id, hash and bucket shards: enough for 2-16 workers, 1/32 of a pool per group
 # Near dedup's edge shards (batch_near): a row travels to each edge shard
@@ -55,23 +62,43 @@ EDGE_TASKS, MIN_EDGE_SHARDS = 125_000, 8
 POOL_SRC = 1 << 20  # reference-pool row group i is held under POOL_SRC + i; hash shards are below it
 POSITION_BITS = 32  # node_ids: the holder above these bits, the row's position in its list below
 CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanishes
-ROWS, QUARANTINE, TASKS = "rows", "quarantine", "tasks"
+ROWS, QUARANTINE, TASKS, IDS, REPEATS = "rows", "quarantine", "tasks", "ids", "repeats"
+ID_BYTES = 192  # an id record in memory: two tuples and an int (its strings are its task's)
+REF_BITS = 40  # read_validated's row refs: the input's index above these bits, the row number below
 BUCKETS, BATCH, SEMANTIC = "buckets", "batch", "semantic"
 
 
 
-def _flush(buf: dict, shard: int, chunk: int, spill: Spill | None, force: bool = False):
+class IdRecords(list):
+    """A chunk of id records (read_validated): a list, whose estimate for
+    the memory budget (chunks.Spill.memory_bytes) is ID_BYTES a record,
+    not a task's ROW_BYTES: a million of them must not crowd tasks out."""
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * ID_BYTES
+
+
+def _flush(buf: dict, shard: int, chunk: int, spill: Spill | None, tag: str = TASKS, force: bool = False):
     if buf.get(shard) and (force or len(buf[shard]) >= chunk):
-        yield TASKS, (shard, pack(buf.pop(shard), spill))
+        yield tag, (shard, (tag, pack(buf.pop(shard), spill)))
 
 
-def read_validated(path: str, max_row_bytes: int, limits: tuple, spill: Spill | None = None, shards: int = SHARDS,
+def read_validated(item: tuple, max_row_bytes: int, limits: tuple, spill: Spill | None = None, shards: int = SHARDS,
                    chunk: int = CHUNK):
-    """One source file -> (ROWS, n) counts, (QUARANTINE, entry) per bad row,
-    (TASKS, (id shard, [tasks])) chunks. Parsing and validating are per row
-    (each row can fail on its own); everything after is per chunk."""
-    buf: dict = {}
-    n = 0
+    """One source file, (its index among the inputs, its path) -> (ROWS, n)
+    counts, (QUARANTINE, entry) per bad row, and for the valid tasks both
+    (TASKS, (hash shard, (TASKS, [(task, normalised prompt, ref)]))) chunks
+    and (IDS, (id shard, (IDS, [((source, task_id), source_file, line,
+    hash shard, ref)]))) chunks: the tasks go straight to their content hash's shard,
+    and only these small id records to the repeated-id check
+    (repeated_ids). `ref` names a row within the run: its input's index
+    and its row number. Parsing and validating are per row (each row can
+    fail on its own)."""
+    index, path = item
+    tasks: dict = {}
+    ids: dict = {}
+    n, base = 0, index << REF_BITS
     for raw in reader.read_source(path, max_row_bytes):
         n += 1
         if n % chunk == 0:
@@ -80,42 +107,64 @@ def read_validated(path: str, max_row_bytes: int, limits: tuple, spill: Spill | 
         if task is None:
             yield QUARANTINE, quarantine_row(raw, reason)
             continue
-        s = shard_of(f"{task['source']}\x1f{task['task_id']}", shards)
-        buf.setdefault(s, []).append(task)
-        yield from _flush(buf, s, chunk, spill)
+        task, text = hashed_with_text(task)
+        hs = shard_of(task["content_hash"], shards)
+        tasks.setdefault(hs, []).append((task, text, base | n))
+        yield from _flush(tasks, hs, chunk, spill)
+        # The key is the pair, not the joined string: ids may hold \x1f,
+        # and ("a", "b\x1fc") and ("a\x1fb", "c") are two ids in one shard.
+        key = (task["source"], task["task_id"])
+        s = shard_of(f"{key[0]}\x1f{key[1]}", shards)
+        ids.setdefault(s, IdRecords()).append((key, task["source_file"], task["line"], hs, base | n))
+        yield from _flush(ids, s, chunk, spill, IDS)
     if n % chunk:
         yield ROWS, n % chunk
-    for s in sorted(buf):
-        yield from _flush(buf, s, chunk, spill, force=True)
+    for buf, tag in ((tasks, TASKS), (ids, IDS)):
+        for s in sorted(buf):
+            yield from _flush(buf, s, chunk, spill, tag, force=True)
 
 
-def first_and_hash(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK):
-    """One id shard -> the first row of each (source, task_id) (later ones
-    quarantined, as validate.ValidateRows), hashed, in hash-shard chunks
-    of (task, normalised prompt): the text is made once, here, with the hash."""
-    by_id: dict = {}
-    for tasks in kv[1]:
-        for t in unpack(tasks):
-            by_id.setdefault((t["source"], t["task_id"]), []).append(t)
-    buf: dict = {}
-    for group in by_id.values():
-        first, rest = first_by_position(group)
-        for t in rest:
-            yield QUARANTINE, repeat_entry(first, t)
-        first, text = hashed_with_text(first)
-        s = shard_of(first["content_hash"], shards)
-        buf.setdefault(s, []).append((first, text))
-        yield from _flush(buf, s, chunk, spill)
-    for s in sorted(buf):
-        yield from _flush(buf, s, chunk, spill, force=True)
+def repeated_ids(kv):
+    """One id shard's id records -> (hash shard, (REPEATS, [(ref, first's
+    source_file, first's line)])) for each row whose (source, task_id) an
+    earlier row of the delivery has: first_by_position's order, (file,
+    line). Those rows are quarantined in their hash shard (exact_and_bands),
+    as validate.ValidateRows quarantines them; the tasks themselves never
+    pass through here."""
+    records = [r for packed in kv[1] for r in unpack(packed[1])]
+    if len(set(r[0] for r in records)) == len(records):  # most shards: no id repeats
+        return
+    by_key: dict = {}
+    for r in records:
+        by_key.setdefault(r[0], []).append(r)
+    out: dict = {}
+    for group in by_key.values():
+        if len(group) > 1:
+            group.sort(key=lambda r: (r[1], r[2], r[4]))  # (file, line) is unique; the ref only makes the order total
+            first = group[0]
+            for r in group[1:]:
+                out.setdefault(r[3], []).append((r[4], first[1], first[2]))
+    for hs in sorted(out):
+        yield hs, (REPEATS, out[hs])
 
 
-def exact_survivors(chunks) -> tuple[list[dict], list[str], list[dict]]:
-    """(survivors, their normalised prompts, dropped) of one hash shard's
-    chunks of (task, text): exact.pick_survivor per hash."""
+def exact_survivors(values: list) -> tuple[list[dict], list[str], list[dict], list[dict]]:
+    """(survivors, their normalised prompts, dropped, quarantined) of one
+    hash shard's values: chunks of (task, text, ref) (TASKS) and the refs
+    of repeated ids (REPEATS, quarantined here: repeat_entry); then
+    exact.pick_survivor per hash."""
+    repeats = {ref: first for tag, v in values if tag == REPEATS for ref, *first in v}
     by_hash: dict = {}
-    for pairs in chunks:
-        for t, text in unpack(pairs):
+    quarantined = []
+    for tag, packed in values:
+        if tag != TASKS:
+            continue
+        for t, text, ref in unpack(packed):
+            if repeats and ref in repeats:
+                first_file, first_line = repeats[ref]
+                first = {"source": t["source"], "task_id": t["task_id"], "source_file": first_file, "line": first_line}
+                quarantined.append(repeat_entry(first, t))
+                continue
             by_hash.setdefault(t["content_hash"], []).append((t, text))
     kept, texts, dropped = [], [], []
     for group in by_hash.values():
@@ -127,7 +176,7 @@ def exact_survivors(chunks) -> tuple[list[dict], list[str], list[dict]]:
         kept.append(keep)
         texts.append(next(text for t, text in group if t is keep))
         dropped.extend(drop)
-    return kept, texts, dropped
+    return kept, texts, dropped, quarantined
 
 
 def node_ids(src: int, start: int, n: int) -> np.ndarray:
@@ -202,8 +251,10 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
     """One hash shard -> exact-dedup drops, and either kept chunks (no near
     dedup) or the survivors' bucket records (+ semantic texts) and the
     survivors themselves, held for the route step under this shard."""
-    src, chunks = kv
-    kept, texts, dropped = exact_survivors(chunks)
+    src, values = kv
+    kept, texts, dropped, quarantined = exact_survivors(values)
+    for entry in quarantined:
+        yield QUARANTINE, entry
     if dropped:
         yield DROPPED, as_chunk(dropped, spill)
     if near is None:
