@@ -40,6 +40,53 @@ def test_last_number_rule_ignores_numbers_the_prompt_states(prompt, completion, 
     assert extract_final_answer(completion, prompt=prompt)[0] == expected
 
 
+def _last_number_plainly(completion: str, prompt: str):
+    """Rule 3 read plainly: every sentence, every number of the last one
+    holding any, every equation result, every number of the prompt."""
+    import re
+
+    number = r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?"
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", completion) if x and re.search(number, x)]
+    if not sentences:
+        return None
+    numbers = re.findall(number, sentences[-1])
+    results = re.findall(r"(?:=|\bequals?\b|\bis equal to\b)\s*\$?\s*(" + number + ")", sentences[-1])
+    found = numbers[0] if len(numbers) == 1 else results[0] if len(results) == 1 else None
+
+    def key(n):
+        n = n.replace(",", "")
+        try:
+            return repr(float(n)) if "/" not in n else n
+        except ValueError:
+            return n
+
+    if found is None or key(found) in {key(n) for n in re.findall(number, prompt)}:
+        return None
+    return found.replace(",", "")
+
+
+def test_last_number_rule_reads_at_most_what_it_needs_and_decides_the_same():
+    """The rule stops at the second number of the last sentence (a model
+    output listing thousands costs what two do) and caches each prompt's
+    numbers: neither may change an answer."""
+    from tasksieve.transforms.verify.math_answers import _last_number_answer
+
+    rng = random.Random(7)
+    tokens = ["5", "-3", "1,234", "2/3", "0.5", "12", "=", "equals", "is equal to", "$", "x", "so", "cats", ".", "!",
+              "?", "\n", ",", "and", "7.", "8!", "1,000,000", "3/4."]
+    prompts = ["", "Add 5 and 12.", "What is 2/3 of 1,234?", "Compute 0.5 + 7.", "No numbers here."]
+    cases = 0
+    for _ in range(4000):
+        completion = " ".join(rng.choice(tokens) for _ in range(rng.randint(0, 14)))
+        prompt = rng.choice(prompts)
+        assert _last_number_answer(completion, prompt) == _last_number_plainly(completion, prompt), (completion, prompt)
+        cases += _last_number_plainly(completion, prompt) is not None
+    assert cases > 400  # the rule answered often enough for the comparison to mean something
+    many = " ".join(str(i) for i in range(-10, 50_000)) + "."
+    assert _last_number_answer(many, "") is None and _last_number_plainly(many, "") is None
+    assert _last_number_answer(many + " So it is 60000.", "") == "60000"
+
+
 @pytest.mark.parametrize("reference,completion,ok", [
     ("8", "5 + 3 = 8", True),
     ("8", "The answer is \\boxed{8}", True),
