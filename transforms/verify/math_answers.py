@@ -148,10 +148,12 @@ def _first_two(matches, group: int) -> list[str]:
     return [m.group(group) for m in islice(matches, 2)]
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=16)
 def _stated_numbers(prompt: str) -> frozenset:
-    """The numbers a prompt states, as _number_key: asked once per probe,
-    so once per task per probe without the cache."""
+    """The numbers a prompt states, as _number_key: read once per task,
+    not once per probe. A few tasks are checked at once (`[verify]
+    parallel`), so a few prompts are enough; 16 prompts at the field limit
+    (100,000 characters, ~18,500 numbers: 1.5 MiB each) hold ~25 MiB."""
     return frozenset(_number_key(n) for n in _NUMBER.findall(prompt))
 
 
