@@ -68,7 +68,8 @@ def _kernel_windows(texts, p, table, first, mult):
     codes, offsets = _codes(texts, p)
     out = np.empty(offsets[-1] + len(texts), dtype=np.uint32)
     nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-    kernels.get().window_hashes(codes, offsets, p.size, out, nwin, lens, *table[:2], first, mult, table[2])
+    kernels.get().window_hashes(codes, offsets, p.size, out, nwin, lens, *table[:2], first, mult, table[2],
+                                np.zeros((0, 128), dtype=np.uint8))
     starts = offsets[:-1] + np.arange(len(texts))
     return [np.unique(out[s : s + n]).astype(np.uint64) for s, n in zip(starts, nwin)], lens.tolist()
 
@@ -149,7 +150,7 @@ def test_signatures_and_sizes_are_the_one_text_signature_and_set_size(monkeypatc
             sigs, sizes = sg.signatures_and_sizes(texts, p)
             assert np.array_equal(sigs, want_sigs) and sizes.tolist() == want_sizes, (p, enabled)
             assert sg.set_sizes(texts, p).tolist() == want_sizes, (p, enabled)
-            keys, sizes = shards.text_bands_and_sizes(texts, p)
+            keys, sizes, _ = shards.text_bands_sizes_sketches(texts, p)
             assert np.array_equal(keys, shards.text_bands(texts, p)) and sizes.tolist() == want_sizes
 
 

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tasksieve.transforms.dedup import kernels, kernels_build
+from tasksieve.transforms.dedup import kernels, kernels_build, sketch
 from tasksieve.transforms.dedup import signatures as sg
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.normalize import normalize_text
@@ -50,13 +50,14 @@ def _all_kernels(texts, p):
     """What every caller of the kernels computes from them: signatures and
     set sizes, window counts, and the block Jaccards of many pairs (runs of
     a node, a node with itself, repeated pairs)."""
-    sigs, sizes = sg.signatures_and_sizes(texts, p)
+    sigs, sizes, sketches = sg.signatures_sizes_sketches(texts, p)
     rng = random.Random(7)
     n = len(texts)
     pairs = sorted((rng.randrange(n), rng.randrange(n)) for _ in range(2000)) + [(0, 0), (n - 1, n - 2), (n - 3, 5)]
     ea, eb = (np.array(x, dtype=np.int64) for x in zip(*pairs))
     inter, lens = sg.jaccard_counts(texts, ea, eb, p)
-    return sigs, sizes, sg.set_sizes(texts, p), inter, lens
+    shared = sketch.shared_at_most(sketches, ea, eb)
+    return (sigs, sizes, sg.set_sizes(texts, p), inter, lens, sketches, *sg.sizes_and_sketches(texts, p), shared)
 
 
 def test_prebuilt_kernels_give_the_jit_bits(built, use, monkeypatch):
@@ -81,9 +82,10 @@ def test_prebuilt_kernels_give_the_jit_bits(built, use, monkeypatch):
         keys, stamp, shift = sg._table(texts)
         out = np.zeros(offsets[-1] + len(texts), dtype=np.uint32)
         nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-        k.window_hashes(codes, offsets, 5, out, nwin, lens, keys, stamp, 1, np.uint64(0), shift)
-        outs.append((out, nwin, lens))
-    assert all(np.array_equal(a, b) for a, b in zip(*outs))
+        sketches = np.zeros((len(texts), sketch.BUCKETS), dtype=np.uint8)
+        k.window_hashes(codes, offsets, 5, out, nwin, lens, keys, stamp, 1, np.uint64(0), shift, sketches)
+        outs.append((out, nwin, lens, sketches))
+    assert all(np.array_equal(a, b) for a, b in zip(*outs)) and outs[0][3].any()
 
 
 def test_other_argument_types_take_the_jit_kernel(built, use):
@@ -97,7 +99,8 @@ def test_other_argument_types_take_the_jit_kernel(built, use):
         keys, stamp, shift = sg._table(texts)
         out = np.zeros(offsets[-1] + len(texts), dtype=np.uint32)
         nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-        kernels.get().window_hashes(codes, offs, 5, out, nwin, lens, keys, stamp, 1, sg._SLOT_MULT, shift)
+        kernels.get().window_hashes(codes, offs, 5, out, nwin, lens, keys, stamp, 1, sg._SLOT_MULT, shift,
+                                    sketch.NO_SKETCHES)
         got.append((out, nwin, lens))
     assert all(np.array_equal(a, b) for a, b in zip(*got)) and got[0][2].min() > 0
 

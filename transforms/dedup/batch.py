@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasksieve.transforms.dedup import sketch
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
-from tasksieve.transforms.dedup.shards import StringColumn, exact_keys, shard_of, split_by_shard, text_bands_and_sizes
-from tasksieve.transforms.dedup.signatures import set_sizes
+from tasksieve.transforms.dedup.shards import (StringColumn, exact_keys, shard_of, split_by_shard,
+                                               text_bands_sizes_sketches)
+from tasksieve.transforms.dedup.signatures import sizes_and_sketches
 from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
 from tasksieve.transforms.same_problem.rules import Rules
@@ -261,18 +263,24 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
         for i in range(0, len(kept), chunk):
             yield KEPT, as_chunk(kept[i : i + chunk], spill)
         return
-    yield from task_records(src, kept, texts, near, spill)
-    yield BATCH, (src, ("task", pack((kept, texts), spill)))
+    sketches = []
+    yield from task_records(src, kept, texts, near, spill, sketches)
+    sketches = np.concatenate(sketches) if sketches else sketch.NO_SKETCHES
+    yield BATCH, (src, ("task", pack((kept, texts, sketches), spill)))
 
 
-def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None = None):
+def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None = None,
+                 sketches: list | None = None):
     """Bucket (and semantic) records of a shard's survivors, whose normalised
     prompts (minhash.text_of) are `texts`, per chunk so the signature
-    matrices stay small."""
+    matrices stay small. Each chunk's sketches (sketch.py) are appended to
+    `sketches`: they are held with the rows, for the edge shards."""
     for i in range(0, len(kept), CHUNK):
         part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
         nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
-        keys, sizes = text_bands_and_sizes(part_texts, near.p)
+        keys, sizes, part_sketches = text_bands_sizes_sketches(part_texts, near.p)
+        if sketches is not None:
+            sketches.append(part_sketches)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
         yield from bucket_records(nodes, ids, keys, sizes, spill)
@@ -295,9 +303,10 @@ def pool_unit_records(indexed_unit: tuple, near: NearSettings, spill: Spill | No
     nodes, ids, texts = [r["node"] for r in rows], node_ids(src, 0, len(rows)), [r["text"] for r in rows]
     bands = np.array([r["bands"] for r in rows], dtype=np.uint64)
     keys = np.concatenate([bucket_keys(bands), exact_keys([r["content_hash"] for r in rows])[:, None]], axis=1)
-    yield from bucket_records(nodes, ids, keys, set_sizes(texts, near.p), spill)
+    sizes, sketches = sizes_and_sketches(texts, near.p)
+    yield from bucket_records(nodes, ids, keys, sizes, spill)
     if near.semantic:
         yield from semantic_records(nodes, ids, texts, spill)
-    yield BATCH, (src, ("pool", pack(rows, spill)))
+    yield BATCH, (src, ("pool", pack((rows, sketches), spill)))
 
 

@@ -43,6 +43,10 @@ _SHIFT = np.uint64(32)
 _ONE = np.uint64(1)
 _LOW = np.uint64(0xFFFFFFFF)
 _MAX32 = np.uint32(0xFFFFFFFF)
+# Sketches (sketch.py): 2 ** (32 - SKETCH_SHIFT) buckets by a window hash's
+# top bits (the hash is already mixed by MUL), one uint8 count each.
+SKETCH_SHIFT = np.uint32(25)
+SKETCH_FULL = np.uint8(255)
 
 
 def _find_slot(keys, stamp, x, g, mult, shift, mask):
@@ -96,12 +100,13 @@ def _rolled(h, codes, k, w, top, i):
 _top, _roll = _power_top, _rolled  # compiled by jit_callees(), as _find
 
 
-def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shift, mask):
+def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shift, mask, sketch, row):
     """The 32-bit hashes of the windows of the non-empty text codes[start:end]
     into out[base:], duplicates kept, each also put in the table under stamp
     g: (how many windows, how many distinct). A text shorter than `size` is
     one window. _window_hashes and _signatures both make a text's windows
-    this way."""
+    this way. With row >= 0, sketch[row] counts the distinct hashes per
+    bucket (sketch.py), each count stopping at SKETCH_FULL."""
     w = size if end - start >= size else end - start
     n = end - start - w + 1
     top = _top(w)
@@ -111,31 +116,50 @@ def _text_windows(codes, start, end, size, out, base, keys, stamp, g, mult, shif
         h = _roll(h, codes, start + k, w, top, k)
         x = np.uint32((h * MUL) >> _SHIFT)
         out[base + k] = x
-        m += _add(keys, stamp, x, g, mult, shift, mask)
+        if _add(keys, stamp, x, g, mult, shift, mask):
+            m += 1
+            if row >= 0:
+                _count(sketch, row, x)
     return n, m
+
+
+def _sketch_count(sketch, row, x):
+    """One more distinct hash x in its bucket of sketch[row], up to SKETCH_FULL."""
+    b = x >> SKETCH_SHIFT
+    if sketch[row, b] < SKETCH_FULL:
+        sketch[row, b] += np.uint8(1)
+
+
+_count = _sketch_count  # compiled by jit_callees(), as _find
 
 
 _windows_of = _text_windows  # compiled by jit_callees(), as _find
 
 
-def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift):
+def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mult, shift, sketch):
     """The 32-bit hash of every `size`-long window of each text's codes
     (minhash._to32(minhash._rolling)), in text order, duplicates kept: text
     t's windows are out[offsets[t] + t :][: nwin[t]] (a text of L codes has
     at most L + 1 windows, so the regions never overlap; the empty text is
     the one window 0, a text shorter than `size` is one window). lens[t]:
     how many distinct hashes, counted in an open-addressing table (`keys`,
-    a slot is taken when stamp[slot] is this text's stamp, first + t)."""
+    a slot is taken when stamp[slot] is this text's stamp, first + t).
+    sketch: each text's sketch (sketch.py) in row t, or no rows for none."""
     mask = np.uint64(keys.shape[0] - 1)  # unsigned throughout: mixing in int64 would make floats
+    sketched = sketch.shape[0] > 0
     for t in range(offsets.shape[0] - 1):
         start, end = offsets[t], offsets[t + 1]
         base = start + t
+        row = t if sketched else -1
         if end == start:
             out[base] = 0
             nwin[t] = 1
             lens[t] = 1
+            if sketched:
+                _count(sketch, t, np.uint32(0))
             continue
-        nwin[t], lens[t] = _windows_of(codes, start, end, size, out, base, keys, stamp, first + t, mult, shift, mask)
+        nwin[t], lens[t] = _windows_of(codes, start, end, size, out, base, keys, stamp, first + t, mult, shift, mask,
+                                       sketch, row)
 
 
 def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, first, mult, shift):
@@ -173,12 +197,12 @@ def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, f
         out[k] = count
 
 
-def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, stamp, first, mult, shift):
+def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, stamp, first, mult, shift, sketch):
     """out[t] = MinHash of text t, whose codes are codes[offsets[t]:offsets[t+1]],
-    and lens[t] = how many distinct window hashes it has (_window_hashes'
-    lens, counted in the same pass under stamp first + t: the size bound
-    needs them for every text, and a pass of their own made every window
-    again).
+    lens[t] = how many distinct window hashes it has and sketch[t] their
+    sketch (_window_hashes' lens and sketch, counted in the same pass under
+    stamp first + t: the size bound and the sketch bound need them for
+    every text, and a pass of their own made every window again).
 
     ((a*x + b) mod 2^64) >> 32 for a 32-bit x, computed from 32-bit halves
     (a = a_hi*2^32 + a_lo, each half a uint32 array): with lo = a_lo*x + b_lo
@@ -200,10 +224,11 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
             for i in range(num_perm):
                 out[t, i] = b_hi[i]
             lens[t] = 1
+            _count(sketch, t, np.uint32(0))
             continue
         if end - start + 1 > xs.shape[0]:  # at most one window per code
             xs = np.empty(2 * (end - start + 1), dtype=np.uint32)
-        n, lens[t] = _windows_of(codes, start, end, size, xs, 0, keys, stamp, first + t, mult, shift, mask)
+        n, lens[t] = _windows_of(codes, start, end, size, xs, 0, keys, stamp, first + t, mult, shift, mask, sketch, t)
         for i in range(num_perm):
             al, bl, ah, bh = np.uint64(a_lo[i]), np.uint64(b_lo[i]), a_hi[i], b_hi[i]
             best = _MAX32
@@ -214,17 +239,37 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
             out[t, i] = best
 
 
+def _sketch_bounds(sketch, ea, eb, out):
+    """out[k] = sum over buckets of min(sketch[ea[k]], sketch[eb[k]]): at
+    least how many distinct hashes the two texts share (sketch.py), or -1
+    where a bucket is full in both (its count is then not a bound)."""
+    for k in range(ea.shape[0]):
+        a, b = ea[k], eb[k]
+        u = 0
+        for i in range(sketch.shape[1]):
+            x, y = sketch[a, i], sketch[b, i]
+            if x < y:
+                u += x
+            elif y == SKETCH_FULL:
+                u = -1
+                break
+            else:
+                u += y
+        out[k] = u
+
+
 # Each kernel's Python function, by the name callers use: what _compile()
 # JIT-compiles and kernels_build.py compiles ahead of time.
 SOURCES = {"signatures_into": _signatures, "window_hashes": _window_hashes,
-           "hashed_intersections": _hashed_intersections}
+           "hashed_intersections": _hashed_intersections, "sketch_bounds": _sketch_bounds}
 
 
 def jit_callees(jit) -> None:
     """Compile the functions the kernels call, each after those it calls:
     numba finds them by name (the module globals) when it compiles a caller."""
-    global _find, _add, _top, _roll, _windows_of
+    global _find, _add, _top, _roll, _count, _windows_of
     _find, _add, _top, _roll = jit(_find_slot), jit(_add_slot), jit(_power_top), jit(_rolled)
+    _count = jit(_sketch_count)
     _windows_of = jit(_text_windows)
 
 
@@ -277,15 +322,18 @@ def prebuilt_path(name: str, folder: Path | None = None) -> Path:
 # The numba types an ahead-of-time build takes (kernels_build.py), as
 # signatures.py calls the kernels: uint32 codes, hashes, keys and
 # signatures; int64 offsets, counts, stamps and indices; the window size
-# and first stamp int64; the slot multiplier and shift uint64.
+# and first stamp int64; the slot multiplier and shift uint64; uint8
+# sketches.
 SIGNATURES = {
     "signatures_into": ("u4[:]", "i8[:]", "i8", "u4[:]", "u4[:]", "u4[:]", "u4[:]", "u4[:, :]", "i8[:]", "u4[:]",
-                        "i8[:]", "i8", "u8", "u8"),
-    "window_hashes": ("u4[:]", "i8[:]", "i8", "u4[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8", "u8", "u8"),
+                        "i8[:]", "i8", "u8", "u8", "u1[:, :]"),
+    "window_hashes": ("u4[:]", "i8[:]", "i8", "u4[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8", "u8", "u8",
+                      "u1[:, :]"),
     "hashed_intersections": ("u4[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8[:]", "i8",
                              "u8", "u8"),
+    "sketch_bounds": ("u1[:, :]", "i8[:]", "i8[:]", "i8[:]"),
 }
-_DTYPES = {"u4": np.dtype(np.uint32), "i8": np.dtype(np.int64)}
+_DTYPES = {"u4": np.dtype(np.uint32), "i8": np.dtype(np.int64), "u1": np.dtype(np.uint8)}
 
 
 def _takes(spec: str, x) -> bool:
@@ -331,7 +379,7 @@ def _prebuilt() -> SimpleNamespace | None:
 
 
 def get() -> SimpleNamespace | None:
-    """The compiled kernels (window_hashes, hashed_intersections, signatures_into), or None."""
+    """The compiled kernels (window_hashes, hashed_intersections, signatures_into, sketch_bounds), or None."""
     if not enabled:
         return None
     return (_prebuilt() if prebuilt else None) or _compile()

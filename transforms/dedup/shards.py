@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 
 from tasksieve.transforms.dedup.minhash import MinHashParams
-from tasksieve.transforms.dedup.signatures import signatures_and_sizes
+from tasksieve.transforms.dedup.signatures import signatures_sizes_sketches
 from tasksieve.transforms.dedup.near import EXACT_BAND
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)
@@ -60,13 +60,14 @@ def exact_keys(content_hashes: list[str]) -> np.ndarray:
 
 def text_bands(texts: list[str], p: MinHashParams) -> np.ndarray:
     """(n, bands) int64 bucket keys of normalised texts."""
-    return text_bands_and_sizes(texts, p)[0]
+    return text_bands_sizes_sketches(texts, p)[0]
 
 
-def text_bands_and_sizes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """(text_bands(texts), signatures.set_sizes(texts)) in one pass over each text's windows."""
-    sigs, sizes = signatures_and_sizes(texts, p)
-    return bucket_keys(band_matrix(sigs, p)), sizes
+def text_bands_sizes_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(text_bands(texts), signatures.set_sizes(texts), their sketches
+    (sketch.py)) in one pass over each text's windows."""
+    sigs, sizes, sketches = signatures_sizes_sketches(texts, p)
+    return bucket_keys(band_matrix(sigs, p)), sizes, sketches
 
 
 def split_by_shard(keys: np.ndarray, nodes: np.ndarray, shards: int, *cols: np.ndarray):

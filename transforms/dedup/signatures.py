@@ -22,6 +22,7 @@ import numpy as np
 
 from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.dedup.minhash import _WORD, MinHashParams, _perms, shingle_hashes, signature
+from tasksieve.transforms.dedup.sketch import BUCKETS, NO_SKETCHES, sketch_of_hashes
 
 
 def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
@@ -52,22 +53,30 @@ def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
 
 def signatures_and_sizes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
     """(signatures(texts), set_sizes(texts)), each text's windows made once."""
+    return signatures_sizes_sketches(texts, p)[:2]
+
+
+def signatures_sizes_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(signatures(texts), set_sizes(texts), their sketches (sketch.py)),
+    each text's windows made once."""
     out, sizes = np.empty((len(texts), p.num_perm), dtype=np.uint32), np.empty(len(texts), dtype=np.int64)
+    sketches = np.zeros((len(texts), BUCKETS), dtype=np.uint8)
     if not texts:
-        return out, sizes
+        return out, sizes, sketches
     compiled = kernels.get()
     if compiled is None:
         for i, t in enumerate(texts):
             hashes = shingle_hashes(t, p.shingle, p.size)
             out[i], sizes[i] = signature(hashes, p.num_perm, p.seed), hashes.shape[0]
-        return out, sizes
+            sketches[i] = sketch_of_hashes(hashes)
+        return out, sizes, sketches
     a, b = (v.ravel() for v in _perms(p.num_perm, p.seed))
     codes, offsets = _codes(texts, p)
     low, half = np.uint64(0xFFFFFFFF), np.uint64(32)
     halves = [(v & low).astype(np.uint32) for v in (a, a >> half, b, b >> half)]
     keys, stamp, shift = _table(texts)
-    compiled.signatures_into(codes, offsets, p.size, *halves, out, sizes, keys, stamp, 1, _SLOT_MULT, shift)
-    return out, sizes
+    compiled.signatures_into(codes, offsets, p.size, *halves, out, sizes, keys, stamp, 1, _SLOT_MULT, shift, sketches)
+    return out, sizes, sketches
 
 
 _TEXT_BATCH = 20_000  # texts whose code points are held at once (4 bytes each)
@@ -85,10 +94,11 @@ def _table(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.uint64]:
     return np.empty(1 << bits, dtype=np.uint32), np.zeros(1 << bits, dtype=np.int64), np.uint64(32 - bits)
 
 
-def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift):
+def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift, sketches: np.ndarray = NO_SKETCHES):
     """(every text's window hashes end to end, where each starts, how many
     it has, how many distinct): kernels.window_hashes, codes made a batch
-    of texts at a time. Text i counts its distinct hashes under stamp i + 1."""
+    of texts at a time. Text i counts its distinct hashes under stamp i + 1.
+    `sketches`: a (len(texts), BUCKETS) array to fill, or none."""
     nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
     starts, done = np.empty(len(texts), dtype=np.int64), 0
     # One buffer, each batch's windows written in place: joining per-batch
@@ -105,7 +115,7 @@ def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift):
             raise RuntimeError("window buffer too small")
         j = slice(i, i + len(batch))
         compiled.window_hashes(codes, offsets, p.size, hashes[done : done + size], nwin[j], lens[j], keys, stamp, i + 1,
-                               _SLOT_MULT, shift)
+                               _SLOT_MULT, shift, sketches[j] if sketches.shape[0] else sketches)
         starts[j] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
         done += size
     return hashes[:done], starts, nwin, lens
@@ -115,10 +125,21 @@ def set_sizes(texts: list[str], p: MinHashParams) -> np.ndarray:
     """How many distinct shingles each text has (the `lens` jaccard_counts
     gives): two texts whose sizes differ by more than the threshold allows
     can never be near duplicates (batch_near.size_bound)."""
+    return sizes_and_sketches(texts, p)[0]
+
+
+def sizes_and_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """(set_sizes(texts), their sketches (sketch.py)), one pass over each text's windows."""
+    sketches = np.zeros((len(texts), BUCKETS), dtype=np.uint8)
     compiled = kernels.get()
     if compiled is None:
-        return np.array([shingle_hashes(t, p.shingle, p.size).shape[0] for t in texts], dtype=np.int64)
-    return _windows(texts, p, compiled, *_table(texts))[3]
+        sets = [shingle_hashes(t, p.shingle, p.size) for t in texts]
+        for i, hashes in enumerate(sets):
+            sketches[i] = sketch_of_hashes(hashes)
+        return np.array([h.shape[0] for h in sets], dtype=np.int64), sketches
+    if not texts:
+        return np.zeros(0, dtype=np.int64), sketches
+    return _windows(texts, p, compiled, *_table(texts), sketches)[3], sketches
 
 
 def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
