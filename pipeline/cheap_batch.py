@@ -13,13 +13,13 @@ from tasksieve.pipeline.staging import write_count
 from tasksieve.transforms.chunks import Spill
 from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
-from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, IDS, QUARANTINE, ROWS, SEMANTIC, SHARDS, TASKS,
-                                              NearSettings, edge_shard_count, exact_and_bands, pool_unit_records,
-                                              read_validated, repeated_ids)
-from tasksieve.transforms.dedup.batch_near import (EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
+from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, IDS, QUARANTINE, ROWS, SEMANTIC, SHARDS, SKETCHES,
+                                              TASKS, NearSettings, edge_shard_count, exact_and_bands,
+                                              pool_unit_records, read_validated, repeated_ids)
+from tasksieve.transforms.dedup.batch_near import (ASKS, EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
                                                    band_shard_found, cluster_messages, edge_shard_found, judge_shard,
-                                                   resolve_clusters, route_candidates, route_clusters,
-                                                   semantic_shard_found)
+                                                   prune_shard, resolve_clusters, route_candidates, route_clusters,
+                                                   semantic_shard_found, send_sketches)
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
 from tasksieve.transforms.progress import Progress
@@ -61,14 +61,15 @@ def _kind(kind: str):
 
 def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spill: Spill | None):
     """(kept chunks, dropped chunks) of near dedup (transforms/dedup/batch_near.py)."""
-    buckets, semantic, held = [out[BUCKETS]], [out[SEMANTIC]], [out[BATCH]]
+    buckets, semantic, held, sketches = [out[BUCKETS]], [out[SEMANTIC]], [out[BATCH]], [out[SKETCHES]]
     if units:
         pool = split_tagged(p | "PoolUnits" >> beam.Create(list(enumerate(units)))
                             | "PoolRecords" >> beam.FlatMap(pool_unit_records, near, spill),
-                            "PoolSplit", (BUCKETS, SEMANTIC, BATCH))
+                            "PoolSplit", (BUCKETS, SEMANTIC, BATCH, SKETCHES))
         buckets.append(pool[BUCKETS])
         semantic.append(pool[SEMANTIC])
         held.append(pool[BATCH])
+        sketches.append(pool[SKETCHES])
     found = [tuple(buckets) | "AllBuckets" >> beam.Flatten() | "GroupBuckets" >> beam.GroupByKey()
              | "BucketProgress" >> _shards("near dedup: bucket shards")
              | "BucketEdges" >> beam.FlatMap(band_shard_found, near, spill)]
@@ -77,10 +78,19 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
                      | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill))
     candidates = (tuple(found) | "AllFound" >> beam.Flatten() | "GroupEdges" >> beam.GroupByKey()
                   | "EdgeShards" >> beam.FlatMap(edge_shard_found, spill))
-    needs = candidates | "Needs" >> beam.Filter(_kind(NEEDS))
+    # Sketches first (transforms/dedup/sketch.py): the edges they rule out
+    # never move a row.
+    asks = candidates | "Asks" >> beam.Filter(_kind(ASKS))
+    sent = ((*sketches, asks) | "SketchesAndAsks" >> beam.Flatten() | "GroupSketches" >> beam.GroupByKey()
+            | "SendSketches" >> beam.FlatMap(send_sketches, spill))
+    pruned = ((candidates | "Candidates" >> beam.Filter(_kind(EDGES)), sent) | "EdgesAndSketches" >> beam.Flatten()
+              | "GroupPrune" >> beam.GroupByKey()
+              | "PruneProgress" >> _shards("near dedup: edge shards pruned", near.edge_shards)
+              | "Prune" >> beam.FlatMap(prune_shard, near, spill))
+    needs = pruned | "Needs" >> beam.Filter(_kind(NEEDS))
     routed = split_tagged((*held, needs) | "HeldAndNeeds" >> beam.Flatten() | "GroupHeld" >> beam.GroupByKey()
                           | "RouteCandidates" >> beam.FlatMap(route_candidates, spill), "RouteSplit", (KEPT, EDGE_ROWS, PENDING))
-    edges = candidates | "Edges" >> beam.Filter(_kind(EDGES))
+    edges = pruned | "Edges" >> beam.Filter(_kind(EDGES))
     clusters = ((routed[EDGE_ROWS], edges) | "RowsAndEdges" >> beam.Flatten() | "GroupEdgeShards" >> beam.GroupByKey()
                 | "JudgeProgress" >> _shards("near dedup: edge shards judged", near.edge_shards)
                 | "Judge" >> beam.FlatMap(judge_shard, near, spill)
@@ -117,7 +127,7 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
     out = split_tagged((read[TASKS], repeats) | "TasksAndRepeats" >> beam.Flatten() | "GroupHashes" >> beam.GroupByKey()
                        | "HashProgress" >> _shards("exact dedup + signatures: hash shards")
                        | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
-                       "ExactSplit", (QUARANTINE, DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH))
+                       "ExactSplit", (QUARANTINE, DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH, SKETCHES))
     quarantined = (read[QUARANTINE], out[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()
     kept, dropped = out[KEPT], [out[DROPPED]]
     if near is not None:

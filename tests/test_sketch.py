@@ -1,6 +1,6 @@
-"""Issue 14: the sketch bound (transforms/dedup/sketch.py) refuses a
-candidate edge before its texts are read only where the exact Jaccard is
-surely under the line judge_ranked draws, so the batch path judges the
+"""Issue 14: the sketch bound (transforms/dedup/sketch.py) drops a
+candidate edge before its rows move only where the exact Jaccard is
+surely under the line judge_ranked draws, so the batch path confirms the
 same edges and keeps the same decisions. The sketch every producer makes
 (the signature kernel, the window kernel, the numpy fallback, the build
 made ahead of time) is the same bytes."""
@@ -115,17 +115,22 @@ def test_full_buckets_are_never_taken_for_counts(monkeypatch):
     assert sketch.could_reach(sk, np.array([1], dtype=np.int64), np.array([1], dtype=np.int64), 0.99)[0]
 
 
-def test_judge_ranked_with_sketches_confirms_the_same_edges_and_counts_fewer(monkeypatch):
-    """judge_ranked given the sketches confirms exactly the edges it
-    confirms without them, in the same order, at thresholds around the
-    pairs' similarities, while counting the shingles of fewer pairs; an
-    alias (one content hash on two unlike texts) is judged a copy either way."""
+def test_pruned_edge_shards_confirm_the_same_edges_and_count_fewer(monkeypatch):
+    """An edge shard pruned by the sketches (batch_near.prune_shard) keeps
+    every edge judge_ranked confirms, at thresholds around the pairs'
+    similarities, so judging what it keeps confirms the same edges in the
+    same order while counting the shingles of fewer pairs; an alias (one
+    content hash on two unlike texts) stays as a copy; meaning edges all
+    stay; and each holder is asked for exactly the rows the kept edges name."""
+    from tasksieve.transforms.chunks import pack, unpack
+    from tasksieve.transforms.dedup.batch import NearSettings, holder_of, position_of
+    from tasksieve.transforms.dedup.batch_near import EDGES, NEEDS, SKETCHED, prune_shard
     from tasksieve.transforms.dedup.near import Component, judge_ranked
+    from tasksieve.transforms.dedup.shards import exact_keys
     from tasksieve.transforms.normalize import hashed_with_text
     from tasksieve.transforms.same_problem.rules import Rules
 
     with_hash = lambda t: hashed_with_text(t)[0]  # noqa: E731
-
     texts = _texts(4)[:300]
     tasks = [with_hash({"task_id": f"t{i}", "source": "s", "prompt": t or "x", "answer": str(i % 4), "domain": "math"})
              for i, t in enumerate(texts)]
@@ -133,19 +138,41 @@ def test_judge_ranked_with_sketches_confirms_the_same_edges_and_counts_fewer(mon
                       content_hash=tasks[0]["content_hash"]))
     c = Component(tasks, [], P)
     names = sorted(c.texts)
+    by_node = {f"s\x1f{t['task_id']}": t for t in tasks}
+    ids = np.array([(i % 3) << 32 | i for i in range(len(names))], dtype=np.int64)  # three holders
     ea, eb = _pairs(len(names), 5)
-    ea, eb = np.append(ea, names.index(f"s\x1ft0")), np.append(eb, names.index("s\x1falias"))
+    alias = (names.index("s\x1ft0"), names.index("s\x1falias"))
+    ea, eb = np.append(ea, alias[0]), np.append(eb, alias[1])
+    keep = ea != eb
+    ea, eb = ea[keep], eb[keep]
+    pairs = np.unique(np.sort(np.stack([ids[ea], ids[eb]], axis=1), axis=1), axis=0)
+    meaning = [(int(ids[7]), int(ids[8]), 0.95)]
     sketches = sg.signatures_sizes_sketches([c.texts[n] for n in names], P)[2]
+    codes = exact_keys([by_node[n]["content_hash"] for n in names])
+    index = {int(x): k for k, x in enumerate(ids)}
     counted = []
     real = near_mod.jaccard_counts
     monkeypatch.setattr(near_mod, "jaccard_counts", lambda t, a, b, p: counted.append(a.shape[0]) or real(t, a, b, p))
     sims = _jaccard([c.texts[n] for n in names], ea, eb)[2]
     for threshold in [0.5, 0.7, 0.9, *random.Random(6).sample(sorted(set(sims[sims > 0.3].tolist())), 4)]:
+        sent = [(EDGES, pack((pairs, meaning)))]
+        for h in range(3):  # each holder's rows, in its own order
+            mine = np.flatnonzero(holder_of(ids) == h)[::-1]
+            sent.append((SKETCHED, pack((ids[mine], sketches[mine], codes[mine]))))
+        out = list(prune_shard((4, sent), NearSettings(P, threshold)))
+        (kept, kept_meaning), = [unpack(v) for k, (tag, v) in out if tag == EDGES]
+        asked = {k: unpack(v) for k, (tag, v) in out if tag == NEEDS}
+        assert kept_meaning == meaning and kept.shape[0] < pairs.shape[0]
+        named = np.unique(np.concatenate([kept.reshape(-1), ids[[7, 8]]]))
+        assert {h: (shard, pos.tolist()) for h, (shard, pos) in asked.items()} == {
+            h: (4, position_of(named[holder_of(named) == h]).tolist()) for h in range(3)}
+        lo, hi = (np.array([index[int(x)] for x in col], dtype=np.int64) for col in (pairs[:, 0], pairs[:, 1]))
         counted.clear()
-        want = judge_ranked(c, names, ea, eb, threshold, 0.5, 0.9, Rules())
+        want = judge_ranked(c, names, lo, hi, threshold, 0.5, 0.9, Rules())
         plain = sum(counted)
+        lo, hi = (np.array([index[int(x)] for x in col], dtype=np.int64) for col in (kept[:, 0], kept[:, 1]))
         counted.clear()
-        got = judge_ranked(c, names, ea, eb, threshold, 0.5, 0.9, Rules(), sketches=sketches)
+        got = judge_ranked(c, names, lo, hi, threshold, 0.5, 0.9, Rules())
         assert got == want and want, threshold
         assert sum(counted) < plain, threshold
         assert any(e == tuple(sorted(("s\x1ft0", "s\x1falias"))) for e, _, _ in got)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasksieve.transforms.dedup import sketch
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
@@ -67,7 +66,7 @@ CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanis
 ROWS, QUARANTINE, TASKS, IDS, REPEATS = "rows", "quarantine", "tasks", "ids", "repeats"
 ID_BYTES = 192  # an id record in memory: two tuples and an int (its strings are its task's)
 REF_BITS = 40  # read_validated's row refs: the input's index above these bits, the row number below
-BUCKETS, BATCH, SEMANTIC = "buckets", "batch", "semantic"
+BUCKETS, BATCH, SEMANTIC, SKETCHES = "buckets", "batch", "semantic", "sketches"
 
 
 
@@ -263,26 +262,30 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
         for i in range(0, len(kept), chunk):
             yield KEPT, as_chunk(kept[i : i + chunk], spill)
         return
-    sketches = []
-    yield from task_records(src, kept, texts, near, spill, sketches)
-    sketches = np.concatenate(sketches) if sketches else sketch.NO_SKETCHES
-    yield BATCH, (src, ("task", pack((kept, texts, sketches), spill)))
+    sketched: tuple = ([], [])
+    yield from task_records(src, kept, texts, near, spill, sketched)
+    yield BATCH, (src, ("task", pack((kept, texts), spill)))
+    if kept:
+        yield SKETCHES, (src, (SKETCHES, pack(tuple(map(np.concatenate, sketched)), spill)))
 
 
 def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None = None,
-                 sketches: list | None = None):
+                 sketched: tuple | None = None):
     """Bucket (and semantic) records of a shard's survivors, whose normalised
     prompts (minhash.text_of) are `texts`, per chunk so the signature
-    matrices stay small. Each chunk's sketches (sketch.py) are appended to
-    `sketches`: they are held with the rows, for the edge shards."""
+    matrices stay small. Each chunk's sketches (sketch.py) and content-hash
+    codes (exact_keys) are appended to the two lists of `sketched`: held
+    under the shard, apart from the rows, for the edge shards' pruning."""
     for i in range(0, len(kept), CHUNK):
         part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
         nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
-        keys, sizes, part_sketches = text_bands_sizes_sketches(part_texts, near.p)
-        if sketches is not None:
-            sketches.append(part_sketches)
+        keys, sizes, sketches = text_bands_sizes_sketches(part_texts, near.p)
+        codes = exact_keys([t["content_hash"] for t in part])
+        if sketched is not None:
+            sketched[0].append(sketches)
+            sketched[1].append(codes)
         if near.with_pool:  # exact copies of pool items (near.task_records)
-            keys = np.concatenate([keys, exact_keys([t["content_hash"] for t in part])[:, None]], axis=1)
+            keys = np.concatenate([keys, codes[:, None]], axis=1)
         yield from bucket_records(nodes, ids, keys, sizes, spill)
         if near.semantic:
             yield from semantic_records(nodes, ids, part_texts, spill)
@@ -302,11 +305,13 @@ def pool_unit_records(indexed_unit: tuple, near: NearSettings, spill: Spill | No
     src = POOL_SRC + i
     nodes, ids, texts = [r["node"] for r in rows], node_ids(src, 0, len(rows)), [r["text"] for r in rows]
     bands = np.array([r["bands"] for r in rows], dtype=np.uint64)
-    keys = np.concatenate([bucket_keys(bands), exact_keys([r["content_hash"] for r in rows])[:, None]], axis=1)
+    codes = exact_keys([r["content_hash"] for r in rows])
+    keys = np.concatenate([bucket_keys(bands), codes[:, None]], axis=1)
     sizes, sketches = sizes_and_sketches(texts, near.p)
     yield from bucket_records(nodes, ids, keys, sizes, spill)
     if near.semantic:
         yield from semantic_records(nodes, ids, texts, spill)
-    yield BATCH, (src, ("pool", pack((rows, sketches), spill)))
+    yield BATCH, (src, ("pool", pack(rows, spill)))
+    yield SKETCHES, (src, (SKETCHES, pack((sketches, codes), spill)))
 
 

@@ -21,7 +21,9 @@ lower node first, exactly as the row path.
 
     bucket records --GroupByKey(bucket shard)--> edges (id pairs) by edge shard
     quantity groups --GroupByKey(key shard)----> semantic edges, the same
-    edges --GroupByKey(edge shard)--> distinct edges; which positions each holder must send
+    edges --GroupByKey(edge shard)--> distinct edges; which sketches each holder must send
+    held sketches + asks --GroupByKey(holder)--> sketches to edge shards
+    edges + sketches --GroupByKey(edge shard)--> edges that could be confirmed; which rows each holder must send
     held rows + needs --GroupByKey(holder)--> rows to edge shards; the rest kept
     rows + edges --GroupByKey(edge shard)--> confirmed edges (judge_edges)
     confirmed --CombineGlobally--> cluster and best link of each member
@@ -37,17 +39,18 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
-from tasksieve.transforms.dedup import sketch
-from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, NearSettings, holder_of,
-                                              position_of)
+from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, SKETCHES, NearSettings,
+                                              holder_of, position_of)
 from tasksieve.transforms.dedup.minhash import text_of
-from tasksieve.transforms.dedup.near import (POOL_NODE, Component, UnionFind, best_links, bucket_edges,
+from tasksieve.transforms.dedup.near import (_FAR_UNDER, POOL_NODE, Component, UnionFind, best_links, bucket_edges,
                                              decide_clusters, edge_order, judge_edges, judge_ranked, sort_edges,
                                              task_node)
 from tasksieve.transforms.dedup.shards import StringColumn, bucket_runs, shard_of, text_bands_sizes_sketches
+from tasksieve.transforms.dedup.sketch import could_reach
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
+ASKS, SKETCHED = "asks", "sketched"
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -250,7 +253,8 @@ def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
 def edge_shard_found(kv, spill: Spill | None = None):
     """One edge shard's candidate edges, from every bucket and key shard ->
     (shard, (EDGES, its distinct edges)) and, per holder of rows they name,
-    (holder, (NEEDS, (this shard, the rows' positions in the holder)))."""
+    (holder, (ASKS, (this shard, the rows' positions in the holder))): the
+    rows' sketches are asked for first (send_sketches, prune_shard)."""
     shard, pair_parts, meaning = kv[0], [], set()
     for part in kv[1]:
         pairs, sem = unpack(part)
@@ -258,12 +262,67 @@ def edge_shard_found(kv, spill: Spill | None = None):
         meaning.update(sem)
     pairs = _distinct_pairs(np.concatenate(pair_parts)) if pair_parts else np.zeros((0, 2), dtype=np.int64)
     meaning = list(meaning)
-    ids = np.unique(np.concatenate([pairs.reshape(-1), np.array([i for e in meaning for i in e[:2]], dtype=np.int64)]))
     yield shard, (EDGES, pack((pairs, meaning), spill))
+    yield from _per_holder(ASKS, shard, _edge_ids(pairs, meaning), spill)
+
+
+def _edge_ids(pairs: np.ndarray, meaning: list) -> np.ndarray:
+    """The distinct node ids the edges name, sorted."""
+    return np.unique(np.concatenate([pairs.reshape(-1), np.array([i for e in meaning for i in e[:2]], dtype=np.int64)]))
+
+
+def _per_holder(tag: str, shard: int, ids: np.ndarray, spill: Spill | None):
+    """(holder, (tag, (shard, positions))) for each holder of the sorted `ids`."""
     holder = holder_of(ids)
     cuts = np.flatnonzero(np.diff(holder)) + 1
     for part in np.split(ids, cuts) if ids.shape[0] else []:
-        yield int(holder_of(part[0])), (NEEDS, pack((shard, position_of(part)), spill))
+        yield int(holder_of(part[0])), (tag, pack((shard, position_of(part)), spill))
+
+
+def send_sketches(kv, spill: Spill | None = None):
+    """One holder's sketches (sketch.py) and content-hash codes
+    (shards.exact_keys), and the positions edge shards ask for -> (edge
+    shard, (SKETCHED, (ids, sketches, codes))) of those rows. The rows
+    themselves stay where they are held until the edges are pruned."""
+    src, asks, held = kv[0], [], []
+    for tag, packed in kv[1]:
+        (held if tag == SKETCHES else asks).append(unpack(packed))
+    if len(held) != 1 and asks:
+        raise RuntimeError(f"near dedup: {len(held)} sketch arrays held under {src!r}, expected one")
+    for shard, positions in asks:
+        sketches, codes = held[0]
+        yield shard, (SKETCHED, pack(((src << POSITION_BITS) | positions, sketches[positions], codes[positions]), spill))
+
+
+def prune_shard(kv, near: NearSettings, spill: Spill | None = None):
+    """One edge shard: its candidate edges and their rows' sketches -> (shard,
+    (EDGES, the edges that could be confirmed)) and, per holder of rows
+    those name, (holder, (NEEDS, (this shard, positions))). A plain edge
+    whose sketch bound is more than 1e-3 under the threshold, and whose
+    rows are not copies, is one judge_ranked and judge_edges refuse on its
+    Jaccard (sketch.py): at 1M tasks ~92% of the candidates, whose rows
+    then never move, and a row in no edge left is kept where it is held.
+    Meaning edges are judged by the same-problem rules: all kept."""
+    shard, pairs, meaning, parts = kv[0], np.zeros((0, 2), dtype=np.int64), [], []
+    for tag, packed in kv[1]:
+        if tag == EDGES:
+            pairs, meaning = unpack(packed)
+        else:
+            parts.append(unpack(packed))
+    if pairs.shape[0]:
+        if not parts:
+            raise RuntimeError("near dedup: an edge shard holds edges without their sketches")
+        ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(ids)
+        ids, sketches, codes = ids[order], np.concatenate([p[1] for p in parts])[order], np.concatenate(
+            [p[2] for p in parts])[order]
+        at = np.minimum(np.searchsorted(ids, pairs), ids.shape[0] - 1)
+        if not (ids[at] == pairs).all():
+            raise RuntimeError("near dedup: an edge shard holds an edge without its sketches")
+        a, b = at[:, 0], at[:, 1]
+        pairs = pairs[could_reach(sketches, a, b, near.threshold - _FAR_UNDER) | (codes[a] == codes[b])]
+    yield shard, (EDGES, pack((pairs, meaning), spill))
+    yield from _per_holder(NEEDS, shard, _edge_ids(pairs, meaning), spill)
 
 
 class _PackedParts(beam.CombineFn):
@@ -298,22 +357,21 @@ def _pool_judged(row: dict) -> dict:
 
 class JudgedRows:
     """The judged fields (_JUDGED) of the tasks one holder sends one edge
-    shard, a list per field, with their ids, nodes, texts and sketches
-    (sketch.py, one row each): at 1M tasks ~2 million of these rows cross
-    to edge shards, mostly pickled to the spill, and a list of strings
-    pickles and loads at a fraction of the cost of as many dicts. A task's
-    dict is made in the edge shard only when a rule reads it (`row`), for
-    the few candidates close enough."""
+    shard, a list per field, with their ids, nodes and texts: at 1M tasks
+    ~2 million of these rows cross to edge shards, mostly pickled to the
+    spill, and a list of strings pickles and loads at a fraction of the
+    cost of as many dicts. A task's dict is made in the edge shard only
+    when a rule reads it (`row`), for the few candidates close enough."""
 
-    __slots__ = ("ids", "nodes", "texts", "fields", "sketches")
+    __slots__ = ("ids", "nodes", "texts", "fields")
 
-    def __init__(self, ids: list, nodes: list, texts: list, fields: tuple, sketches: np.ndarray):
-        self.ids, self.nodes, self.texts, self.fields, self.sketches = ids, nodes, texts, fields, sketches
+    def __init__(self, ids: list, nodes: list, texts: list, fields: tuple):
+        self.ids, self.nodes, self.texts, self.fields = ids, nodes, texts, fields
 
     @classmethod
-    def of(cls, ids: list, nodes: list, texts: list, tasks: list, sketches: np.ndarray) -> "JudgedRows":
-        """From the tasks, with their ids, nodes, texts and sketches, one list or row each."""
-        return cls(ids, nodes, texts, tuple(list(map(dict.get, tasks, repeat(k))) for k in _JUDGED), sketches)
+    def of(cls, ids: list, nodes: list, texts: list, tasks: list) -> "JudgedRows":
+        """From the tasks, with their ids, nodes and texts, one list each."""
+        return cls(ids, nodes, texts, tuple(list(map(dict.get, tasks, repeat(k))) for k in _JUDGED))
 
     def take(self, at: list) -> "JudgedRows":
         """The rows at positions `at`, in that order: a holder makes its
@@ -321,19 +379,17 @@ class JudgedRows:
         row was read field by field for each edge shard it went to (~2
         million row copies at 1M tasks)."""
         pick = lambda col: list(map(col.__getitem__, at))  # noqa: E731
-        return JudgedRows(pick(self.ids), pick(self.nodes), pick(self.texts), tuple(map(pick, self.fields)),
-                          self.sketches[at])
+        return JudgedRows(pick(self.ids), pick(self.nodes), pick(self.texts), tuple(map(pick, self.fields)))
 
     def __reduce__(self):  # pickled as its lists: no per-row object
-        return JudgedRows, (self.ids, self.nodes, self.texts, self.fields, self.sketches)
+        return JudgedRows, (self.ids, self.nodes, self.texts, self.fields)
 
     @property
     def nbytes(self) -> int:
         """The memory budget's estimate (chunks.Spill.memory_bytes): ROW_BYTES
         a row, as when each was a tuple in a list, so the budget holds and
-        spills what it did (held, the strings are the pending rows' own),
-        and the sketches."""
-        return len(self.ids) * ROW_BYTES + self.sketches.nbytes
+        spills what it did (held, the strings are the pending rows' own)."""
+        return len(self.ids) * ROW_BYTES
 
     def row(self, i: int) -> dict:
         """The i-th task's judged fields: {k: task.get(k) for k in _JUDGED}."""
@@ -362,7 +418,7 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
     """One holder's rows (a hash shard's tasks with their normalised
     prompts, or a pool row group, whose rows carry theirs) and the
     positions edge shards need -> (EDGE_ROWS, (edge shard, (JudgedRows of
-    its tasks, [(id, pool row, text, sketch bytes)]))) for rows an edge needs, (PENDING,
+    its tasks, [(id, pool row, text)]))) for rows an edge needs, (PENDING,
     (src, [(kind, row)])) the same rows kept for the cluster join, and KEPT
     chunks of tasks in no candidate edge."""
     src, wanted, held = kv[0], {}, []
@@ -377,35 +433,28 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
         raise RuntimeError(f"near dedup: {len(held)} row lists held under {src!r}, expected one")
     to_shard: dict = {}  # shard -> (positions in `sent`, pool items)
     sent: tuple = ([], [], [], [])  # ids, nodes, texts and rows of the tasks sent, each once
-    sent_at, sketches = [], sketch.NO_SKETCHES  # their positions here; the holder's sketches
     pending, rest = [], []
     base = src << POSITION_BITS  # node_ids(src, pos), one int at a time
     for kind, packed in held:
-        # tasks come as (rows, texts, sketches) from exact_and_bands, pool
-        # rows as (rows, sketches), each row with its text
-        if kind == "task":
-            rows, texts, sketches = unpack(packed)
-        else:
-            rows, sketches = unpack(packed)
-            texts = [r["text"] for r in rows]
+        rows = unpack(packed)  # tasks come as (rows, texts) from exact_and_bands
+        rows, texts = rows if kind == "task" else (rows, [r["text"] for r in rows])
         for pos, (r, text) in enumerate(zip(rows, texts)):
             shards = wanted.get(pos)
             if shards is not None:
                 pending.append((kind, r))
                 if kind == "task":
                     at = len(sent[0])
-                    sent_at.append(pos)
                     for col, value in zip(sent, (base | pos, task_node(r), text, r)):
                         col.append(value)
                     for shard in shards:
                         to_shard.setdefault(shard, ([], []))[0].append(at)
                 else:
-                    item = (base | pos, _pool_judged(r), text, sketches[pos].tobytes())
+                    item = (base | pos, _pool_judged(r), text)
                     for shard in shards:
                         to_shard.setdefault(shard, ([], []))[1].append(item)
             elif kind == "task":
                 rest.append(r)
-    table = JudgedRows.of(*sent, sketches[sent_at] if sent_at else sketch.NO_SKETCHES)
+    table = JudgedRows.of(*sent)
     for shard, (at, pool) in to_shard.items():
         yield EDGE_ROWS, (shard, (EDGE_ROWS, pack((table.take(at), pool), spill)))
     if pending:
@@ -463,10 +512,8 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges (node ids) and their rows -> packed [(edge,
     how, similarity, src of a, src of b)] of the confirmed edges, judged on
     node strings, each edge lower node first, as the row path
-    (near.judge_edges). Plain edges come with the rows' sketches, which
-    refuse most of them unread (judge_ranked, sketch.py)."""
+    (near.judge_edges)."""
     pair_parts, meaning, tasks, pool, pool_ids, node_of, texts, hashes = [], [], _LazyRows(), {}, {}, {}, {}, {}
-    sketched: tuple = ([], [])  # ids, sketches: one array of each per part
     for kind, v in kv[1]:
         if kind == EDGES:
             pairs, sem = unpack(v)
@@ -480,14 +527,10 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
         node_of.update(zip(rows.ids, rows.nodes))
         texts.update(zip(rows.nodes, rows.texts))
         hashes.update(zip(rows.nodes, rows.fields[_HASH]))
-        sketched[0].append(np.array(rows.ids, dtype=np.int64))
-        sketched[1].append(rows.sketches)
-        for rid, r, text, sk in pool_rows:
+        for rid, r, text in pool_rows:
             n = r["node"]
             pool[n], pool_ids[n] = r, rid
             node_of[rid], texts[n], hashes[n] = n, text, r["content_hash"]
-            sketched[0].append(np.array([rid], dtype=np.int64))
-            sketched[1].append(np.frombuffer(sk, dtype=np.uint8).reshape(1, -1))
     pairs = np.concatenate(pair_parts) if pair_parts else np.zeros((0, 2), dtype=np.int64)
     c = Component.of_nodes(tasks, pool, texts, near.p, hashes)
     judged = (near.threshold, near.min_numbers, near.guard_below, near.rules)
@@ -495,23 +538,12 @@ def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
         edges = sort_edges(_node_edges(pairs, node_of) + [(node_of[e[0]], node_of[e[1]], *e[2:]) for e in meaning])
         confirmed = judge_edges(c, edges, *judged)
     else:
-        confirmed = judge_ranked(c, *_id_edges(pairs, node_of), *judged, sketches=_in_id_order(sketched, node_of))
+        confirmed = judge_ranked(c, *_id_edges(pairs, node_of), *judged)
     if confirmed:
         # The holders of the confirmed edges' nodes only (~4% of the
         # candidates), each read off its id where the row came in.
         src_of = {n: holder_of(_id_in(tasks, pool_ids, n)) for e, _, _ in confirmed for n in e[:2]}
         yield pack([(e, how, s, src_of[e[0]], src_of[e[1]]) for e, how, s in confirmed], spill)
-
-
-def _in_id_order(sketched: tuple, node_of: dict) -> np.ndarray:
-    """The rows' sketches in the order of their ids: the order of the names
-    _id_edges gives, so sketch row i is node names[i]'s."""
-    if not sketched[0]:
-        return sketch.NO_SKETCHES
-    ids, first = np.unique(np.concatenate(sketched[0]), return_index=True)
-    if ids.shape[0] != len(node_of):
-        raise RuntimeError("near dedup: an edge shard holds a row without its sketch")
-    return np.concatenate(sketched[1])[first]
 
 
 def _id_in(tasks: _LazyRows, pool_ids: dict, node: str) -> int:

@@ -40,7 +40,6 @@ from tasksieve.transforms.dedup import number_guard
 from tasksieve.transforms.dedup.number_guard import numbers_in, refused_by_numbers
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
 from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
-from tasksieve.transforms.dedup.sketch import could_reach
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
 from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
@@ -390,7 +389,7 @@ _FAR_UNDER = 1e-3
 
 
 def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
-                 guard_below: float, rules: Rules, sketches: np.ndarray | None = None) -> list[tuple]:
+                 guard_below: float, rules: Rules) -> list[tuple]:
     """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
     turned lower node first as judge_edges takes it (the answer check
     compares in that order), in the order given: the same confirmed edges,
@@ -400,9 +399,7 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
     the threshold is refused on them (what judge_edges refuses it for),
     without a node pair, a dict lookup or a rounding of its own: at 1M
     tasks that is ~3 million of them. The rest are judged as judge_edges
-    judges them, with their similarity(). `sketches` (row i: names[i]'s,
-    sketch.py) refuse on the same grounds, before any shingle is counted,
-    the edges whose Jaccard surely stays under that line."""
+    judges them, with their similarity()."""
     out = []
     # Python's hash of each content hash, so copies are found with one array
     # compare: equal hashes always have equal codes, and two other hashes
@@ -410,9 +407,6 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
     # _judge_edge then judges on the hashes themselves (not a copy, and
     # under the threshold: refused, as judge_edges refuses it).
     code = np.fromiter(map(hash, map(c.hashes.__getitem__, names)), dtype=np.int64, count=len(names))
-    if sketches is not None and lo.shape[0]:
-        keep = could_reach(sketches, lo, hi, threshold - _FAR_UNDER) | (code[lo] == code[hi])
-        lo, hi = lo[keep], hi[keep]
     for i in range(0, lo.shape[0], _EDGE_BLOCK):
         a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
         used, where = np.unique(np.concatenate([a, b]), return_inverse=True)

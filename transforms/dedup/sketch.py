@@ -1,14 +1,15 @@
 """Sketches: an upper bound on two texts' Jaccard similarity from 128 bytes
-each, so an edge shard refuses most candidate edges without making the two
-texts' windows or counting what they share.
+each, so an edge shard drops most candidate edges before their rows move
+to it, and without making the two texts' windows or counting what they
+share (batch_near.prune_shard).
 
 Why: a pool's unrelated tasks share many character 5-grams (common words),
 and 20 bands of 5 rows make a candidate of ~5% of the pairs at Jaccard 0.3.
 Their number grows with the square of the pool: 0.85 candidates a task at
 100k tasks, 2.8 at 1M, of which ~3.5% come within reach of the 0.7
-threshold (bench/README.md, eighteenth round). Judging each cost its two
-texts' windows and a count of what they share: ~5 us an edge, the largest
-cost of the judgement at 1M.
+threshold (bench/README.md, eighteenth round). Each cost its two rows'
+trip to the edge shard (pickled, spilled past the memory budget, read
+back), their texts' windows and a count of what they share.
 
 What a sketch is: a text's distinct window hashes (the very 32-bit hashes
 the Jaccard counts, signatures.jaccard_counts), counted per bucket of
@@ -22,10 +23,12 @@ stopped), so
     J = |A & B| / (|A| + |B| - |A & B|) <= U / (sa + sb - U)
 
 (the numerator is no smaller, the denominator no larger). An edge whose
-bound is under the threshold is refused without a look at its texts: the
-edges that are judged are the same, so the decisions are the same
-(tests/test_sketch.py). Float division rounds monotonically, so the bound
-computed in float64 is never under the Jaccard computed in float64.
+bound is more than 1e-3 under the threshold (and whose rows are not
+copies) is one near.judge_ranked and judge_edges refuse, so dropping it
+first leaves the same confirmed edges and the same decisions
+(tests/test_sketch.py, tests/test_batch_dedup.py). Float division
+rounds monotonically, so the bound computed in float64 is never under
+the Jaccard computed in float64.
 
 Buckets come from the hash's bits, which a delivery could aim at one
 bucket: that only makes its bounds loose (more edges judged in full),
