@@ -240,8 +240,8 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
 
 
 def _sketch_bounds(sketch, ea, eb, out):
-    """out[k] = sum over buckets of min(sketch[ea[k]], sketch[eb[k]]): at
-    least how many distinct hashes the two texts share (sketch.py), or -1
+    """out[k] = sum over buckets of min(sketch[ea[k]], sketch[eb[k]]): no
+    fewer than the distinct hashes the two texts share (sketch.py), or -1
     where a bucket is full in both (its count is then not a bound)."""
     for k in range(ea.shape[0]):
         a, b = ea[k], eb[k]

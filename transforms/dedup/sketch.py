@@ -55,7 +55,7 @@ def sketch_of_hashes(hashes: np.ndarray) -> np.ndarray:
 
 
 def shared_at_most(sketches: np.ndarray, ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
-    """U of each pair (ea[k], eb[k]) of rows of `sketches`: at least how many
+    """U of each pair (ea[k], eb[k]) of rows of `sketches`: no fewer than the
     distinct hashes the two texts share, or -1 where no bound is known."""
     out = np.empty(ea.shape[0], dtype=np.int64)
     compiled = kernels.get()
