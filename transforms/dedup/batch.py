@@ -269,8 +269,8 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
         yield SKETCHES, (src, (SKETCHES, pack(tuple(map(np.concatenate, sketched)), spill)))
 
 
-def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None = None,
-                 sketched: tuple | None = None):
+def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None,
+                 sketched: tuple):
     """Bucket (and semantic) records of a shard's survivors, whose normalised
     prompts (minhash.text_of) are `texts`, per chunk so the signature
     matrices stay small. Each chunk's sketches (sketch.py) and content-hash
@@ -281,9 +281,8 @@ def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, sp
         nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
         keys, sizes, sketches = text_bands_sizes_sketches(part_texts, near.p)
         codes = exact_keys([t["content_hash"] for t in part])
-        if sketched is not None:
-            sketched[0].append(sketches)
-            sketched[1].append(codes)
+        sketched[0].append(sketches)
+        sketched[1].append(codes)
         if near.with_pool:  # exact copies of pool items (near.task_records)
             keys = np.concatenate([keys, codes[:, None]], axis=1)
         yield from bucket_records(nodes, ids, keys, sizes, spill)

@@ -287,10 +287,12 @@ def send_sketches(kv, spill: Spill | None = None):
     src, asks, held = kv[0], [], []
     for tag, packed in kv[1]:
         (held if tag == SKETCHES else asks).append(unpack(packed))
-    if len(held) != 1 and asks:
+    if not asks:
+        return
+    if len(held) != 1:
         raise RuntimeError(f"near dedup: {len(held)} sketch arrays held under {src!r}, expected one")
+    sketches, codes = held[0]
     for shard, positions in asks:
-        sketches, codes = held[0]
         yield shard, (SKETCHED, pack(((src << POSITION_BITS) | positions, sketches[positions], codes[positions]), spill))
 
 
@@ -312,10 +314,9 @@ def prune_shard(kv, near: NearSettings, spill: Spill | None = None):
     if pairs.shape[0]:
         if not parts:
             raise RuntimeError("near dedup: an edge shard holds edges without their sketches")
-        ids = np.concatenate([p[0] for p in parts])
+        ids, sketches, codes = (np.concatenate([p[k] for p in parts]) for k in range(3))
         order = np.argsort(ids)
-        ids, sketches, codes = ids[order], np.concatenate([p[1] for p in parts])[order], np.concatenate(
-            [p[2] for p in parts])[order]
+        ids, sketches, codes = ids[order], sketches[order], codes[order]
         at = np.minimum(np.searchsorted(ids, pairs), ids.shape[0] - 1)
         if not (ids[at] == pairs).all():
             raise RuntimeError("near dedup: an edge shard holds an edge without its sketches")
