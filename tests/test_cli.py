@@ -1,8 +1,11 @@
 """The command line as a person meets it: exit codes and one-line errors,
 all raised before any model is loaded or any money is spent."""
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
@@ -77,3 +80,36 @@ def test_every_repeated_path_flag_adds_its_paths():
     assert p.parse_args(["run", "-i", "a", "-o", "o", "--replay", "r1", "--replay", "r2"]).replay == ["r1", "r2"]
     args = p.parse_args(["validate", "x", "y", "--against", "p", "--against", "q", "r"])
     assert args.deliveries == ["x", "y"] and args.against == ["p", "q", "r"]
+
+
+_POOL_AFTER_DEDUP = """
+import os, sys
+from tasksieve.pipeline import cli
+assert "pyarrow" not in sys.modules, "importing the CLI imported pyarrow: too late to pick its allocator"
+code = cli.main(["dedup", "--input", sys.argv[1], "--out", sys.argv[2]])
+import pyarrow as pa
+print(code, pa.default_memory_pool().backend_name)
+"""
+
+
+def _pool_after_dedup(tmp_path, env_pool):
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"task_id": "a", "prompt": "Calculate 1 + 1.", "answer": "2"}\n'
+                    '{"task_id": "b", "prompt": "Calculate 2 + 3.", "answer": "5"}\n')
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if env_pool:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = env_pool
+    out = tmp_path / f"o-{env_pool}"
+    p = subprocess.run([sys.executable, "-c", _POOL_AFTER_DEDUP, str(data), str(out)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.split()[-2:]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="jemalloc is chosen on Linux only")
+def test_cli_runs_arrow_on_jemalloc_unless_the_user_chose_a_pool(tmp_path):
+    """The CLI picks Arrow's allocator before pyarrow is first imported (it
+    is read once, then): jemalloc, whose freed pages are not zeroed afresh
+    on every reuse as mimalloc's huge pages were; a pool the user set is kept."""
+    assert _pool_after_dedup(tmp_path, None) == ["0", "jemalloc"]
+    assert _pool_after_dedup(tmp_path, "system") == ["0", "system"]
