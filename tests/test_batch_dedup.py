@@ -133,7 +133,8 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
 
 def test_signatures_and_sizes_are_the_one_text_signature_and_set_size(monkeypatch):
     """The batch path's signatures and shingle-set sizes, made in one pass
-    (signatures.signatures_and_sizes), are each text's numpy signature and
+    (signatures.signatures_sizes_sketches; sizes_and_sketches for rows whose
+    signatures are saved), are each text's numpy signature and
     distinct shingle count, compiled or not: the empty text, texts under one
     shingle, repeated shingles, astral-plane characters, a long text, and
     word shingles."""
@@ -147,9 +148,10 @@ def test_signatures_and_sizes_are_the_one_text_signature_and_set_size(monkeypatc
         assert len(set(want_sizes)) > 20
         for enabled in (True, False):
             monkeypatch.setattr(kernels, "enabled", enabled)
-            sigs, sizes = sg.signatures_and_sizes(texts, p)
+            sigs, sizes, _ = sg.signatures_sizes_sketches(texts, p)
             assert np.array_equal(sigs, want_sigs) and sizes.tolist() == want_sizes, (p, enabled)
-            assert sg.set_sizes(texts, p).tolist() == want_sizes, (p, enabled)
+            assert np.array_equal(sg.signatures(texts, p), want_sigs), (p, enabled)
+            assert sg.sizes_and_sketches(texts, p)[0].tolist() == want_sizes, (p, enabled)
             keys, sizes, _ = shards.text_bands_sizes_sketches(texts, p)
             assert np.array_equal(keys, shards.text_bands(texts, p)) and sizes.tolist() == want_sizes
 
@@ -160,9 +162,10 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
     threshold. Pairs are built near the bound: a text and a copy with words
     added or cut (one shingle set nearly inside the other, the case where
     Jaccard meets min/max), at thresholds where rounding to 4 places
-    matters; and set_sizes must be the sizes the judgement uses."""
+    matters; and the sizes the signatures' pass counts must be the sizes the
+    judgement uses."""
     from tasksieve.transforms.dedup.batch_near import size_bound
-    from tasksieve.transforms.dedup.signatures import jaccard_counts, set_sizes
+    from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures_sizes_sketches, sizes_and_sketches
 
     rng = random.Random(5)
     base = _texts(6, 300)
@@ -177,7 +180,7 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
     ea = np.concatenate([ea, rng.choices(range(len(texts)), k=2000)]).astype(np.int64)
     eb = np.concatenate([eb, rng.choices(range(len(texts)), k=2000)]).astype(np.int64)
     inter, lens = jaccard_counts(texts, ea, eb, p)
-    assert set_sizes(texts, p).tolist() == lens.tolist()
+    assert signatures_sizes_sketches(texts, p)[1].tolist() == lens.tolist() == sizes_and_sketches(texts, p)[0].tolist()
     pruned = 0
     for threshold in (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0):
         for x, a, b in zip(inter.tolist(), ea.tolist(), eb.tolist()):

@@ -57,7 +57,7 @@ def _all_kernels(texts, p):
     ea, eb = (np.array(x, dtype=np.int64) for x in zip(*pairs))
     inter, lens = sg.jaccard_counts(texts, ea, eb, p)
     shared = sketch.shared_at_most(sketches, ea, eb)
-    return (sigs, sizes, sg.set_sizes(texts, p), inter, lens, sketches, *sg.sizes_and_sketches(texts, p), shared)
+    return (sigs, sizes, sg.signatures(texts, p), inter, lens, sketches, *sg.sizes_and_sketches(texts, p), shared)
 
 
 def test_prebuilt_kernels_give_the_jit_bits(built, use, monkeypatch):

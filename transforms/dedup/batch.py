@@ -186,7 +186,12 @@ def node_ids(src: int, start: int, n: int) -> np.ndarray:
     bits, the position in the low 32. Near dedup moves these, not the node
     strings, between its shards: where a row is held is read off its id,
     and an edge is two int64s."""
-    return (np.int64(src) << POSITION_BITS) | np.arange(start, start + n, dtype=np.int64)
+    return node_ids_at(src, np.arange(start, start + n, dtype=np.int64))
+
+
+def node_ids_at(src: int, positions: np.ndarray) -> np.ndarray:
+    """node_ids of the rows at `positions` (int64) of the list held under `src`."""
+    return (np.int64(src) << POSITION_BITS) | positions
 
 
 def holder_of(ids):
@@ -203,7 +208,7 @@ def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: n
                    spill: Spill | None = None, shards: int = SHARDS):
     """(BUCKETS, (bucket shard, (keys, nodes, ids, sizes))) per shard: `keys`
     is (n, k) bucket keys of the n `nodes` (node_ids `ids`), `sizes` their
-    shingle-set sizes (signatures.set_sizes). The node strings ride along,
+    shingle-set sizes (signatures.signatures_sizes_sketches). The node strings ride along,
     as a shards.StringColumn, for the few buckets too large to pair whole
     (near.bucket_pairs orders their members by node)."""
     k = keys.shape[1]

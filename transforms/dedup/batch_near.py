@@ -40,7 +40,7 @@ import numpy as np
 
 from tasksieve.transforms.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
 from tasksieve.transforms.dedup.batch import (CHUNK, POOL_SRC, POSITION_BITS, SHARDS, SKETCHES, NearSettings,
-                                              holder_of, position_of)
+                                              holder_of, node_ids_at, position_of)
 from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import (_FAR_UNDER, POOL_NODE, Component, UnionFind, best_links, bucket_edges,
                                              decide_clusters, edge_order, judge_edges, judge_ranked, sort_edges,
@@ -293,7 +293,7 @@ def send_sketches(kv, spill: Spill | None = None):
         raise RuntimeError(f"near dedup: {len(held)} sketch arrays held under {src!r}, expected one")
     sketches, codes = held[0]
     for shard, positions in asks:
-        yield shard, (SKETCHED, pack(((src << POSITION_BITS) | positions, sketches[positions], codes[positions]), spill))
+        yield shard, (SKETCHED, pack((node_ids_at(src, positions), sketches[positions], codes[positions]), spill))
 
 
 def prune_shard(kv, near: NearSettings, spill: Spill | None = None):

@@ -64,8 +64,9 @@ def text_bands(texts: list[str], p: MinHashParams) -> np.ndarray:
 
 
 def text_bands_sizes_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(text_bands(texts), signatures.set_sizes(texts), their sketches
-    (sketch.py)) in one pass over each text's windows."""
+    """(text_bands(texts), their shingle-set sizes, their sketches
+    (sketch.py)) in one pass over each text's windows
+    (signatures.signatures_sizes_sketches)."""
     sigs, sizes, sketches = signatures_sizes_sketches(texts, p)
     return bucket_keys(band_matrix(sigs, p)), sizes, sketches
 

@@ -47,18 +47,15 @@ def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
-    """(len(texts), num_perm) uint32 MinHash signatures of normalised texts."""
-    return signatures_and_sizes(texts, p)[0]
-
-
-def signatures_and_sizes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """(signatures(texts), set_sizes(texts)), each text's windows made once."""
-    return signatures_sizes_sketches(texts, p)[:2]
+    """(len(texts), num_perm) uint32 MinHash signatures of normalised texts
+    (the row path's; its sizes and sketches cost ~1% of the pass)."""
+    return signatures_sizes_sketches(texts, p)[0]
 
 
 def signatures_sizes_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(signatures(texts), set_sizes(texts), their sketches (sketch.py)),
-    each text's windows made once."""
+    """(signatures(texts), how many distinct shingles each text has (the
+    `lens` jaccard_counts gives), their sketches (sketch.py)), each text's
+    windows made once."""
     out, sizes = np.empty((len(texts), p.num_perm), dtype=np.uint32), np.empty(len(texts), dtype=np.int64)
     sketches = np.zeros((len(texts), BUCKETS), dtype=np.uint8)
     if not texts:
@@ -121,15 +118,13 @@ def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift, s
     return hashes[:done], starts, nwin, lens
 
 
-def set_sizes(texts: list[str], p: MinHashParams) -> np.ndarray:
-    """How many distinct shingles each text has (the `lens` jaccard_counts
-    gives): two texts whose sizes differ by more than the threshold allows
-    can never be near duplicates (batch_near.size_bound)."""
-    return sizes_and_sketches(texts, p)[0]
-
-
 def sizes_and_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """(set_sizes(texts), their sketches (sketch.py)), one pass over each text's windows."""
+    """(how many distinct shingles each text has, their sketches
+    (sketch.py)), one pass over each text's windows: what
+    signatures_sizes_sketches gives but the signatures, for rows whose
+    signatures are saved already (a reference pool's). Two texts whose
+    sizes differ by more than the threshold allows can never be near
+    duplicates (batch_near.size_bound)."""
     sketches = np.zeros((len(texts), BUCKETS), dtype=np.uint8)
     compiled = kernels.get()
     if compiled is None:
