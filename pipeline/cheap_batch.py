@@ -15,7 +15,7 @@ from tasksieve.transforms.decontam.batch import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_options
 from tasksieve.transforms.dedup.batch import (BATCH, BUCKETS, IDS, QUARANTINE, ROWS, SEMANTIC, SHARDS, SKETCHES,
                                               TASKS, NearSettings, edge_shard_count, exact_and_bands,
-                                              pool_unit_records, read_validated, repeated_ids)
+                                              pool_unit_records, read_validated, repeated_ids, shard_count)
 from tasksieve.transforms.dedup.batch_near import (ASKS, EDGE_ROWS, EDGES, MEMBERS, NEEDS, PENDING, ClustersFn,
                                                    band_shard_found, cluster_messages, edge_shard_found, judge_shard,
                                                    prune_shard, resolve_clusters, route_candidates, route_clusters,
@@ -28,16 +28,17 @@ from tasksieve.transforms.same_problem.rules import rules_from_config
 from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged
 
 
-def near_settings(cfg, with_pool: bool, tasks: int | None = None) -> NearSettings | None:
-    """NearDedup's arguments, as the row path passes them, and the edge
-    shards for `tasks` input tasks; None when the near stage does not run."""
+def near_settings(cfg, with_pool: bool, tasks: int | None = None, shards: int = SHARDS) -> NearSettings | None:
+    """NearDedup's arguments, as the row path passes them, the edge shards
+    for `tasks` input tasks and the bucket and cluster shards (`shards`,
+    the hash shards' number); None when the near stage does not run."""
     if not (cfg.dedup.near or with_pool):
         return None
     return NearSettings(params_from_config(cfg.dedup), cfg.dedup.threshold, cfg.dedup.max_bucket_pairs,
                         within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
                         guard_below=cfg.dedup.number_guard_below, semantic=cfg.dedup.semantic,
                         rules=rules_from_config(cfg.decontam, cfg.dedup), with_pool=with_pool,
-                        edge_shards=edge_shard_count(cfg.dedup.edge_shards, tasks))
+                        edge_shards=edge_shard_count(cfg.dedup.edge_shards, tasks), shards=shards)
 
 
 def _input_rows(paths: list[str], max_row_bytes: int) -> int | None:
@@ -71,7 +72,7 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
         held.append(pool[BATCH])
         sketches.append(pool[SKETCHES])
     found = [tuple(buckets) | "AllBuckets" >> beam.Flatten() | "GroupBuckets" >> beam.GroupByKey()
-             | "BucketProgress" >> _shards("near dedup: bucket shards")
+             | "BucketProgress" >> _shards("near dedup: bucket shards", near.shards)
              | "BucketEdges" >> beam.FlatMap(band_shard_found, near, spill)]
     if near.semantic:
         found.append(tuple(semantic) | "AllSemantic" >> beam.Flatten() | "GroupQuantities" >> beam.GroupByKey()
@@ -101,10 +102,10 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
                 | "Clusters" >> beam.CombineGlobally(ClustersFn()).without_defaults()
                 | "ClusterMessages" >> beam.FlatMap(cluster_messages, spill))
     members = split_tagged((routed[PENDING], clusters) | "PendingAndClusters" >> beam.Flatten()
-                           | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill),
+                           | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill, near.shards),
                            "MemberSplit", (KEPT, MEMBERS))
     resolved = split_tagged(members[MEMBERS] | "GroupClusters" >> beam.GroupByKey()
-                            | "ResolveProgress" >> _shards("near dedup: cluster shards decided")
+                            | "ResolveProgress" >> _shards("near dedup: cluster shards decided", near.shards)
                             | "Resolve" >> beam.FlatMap(resolve_clusters, near, spill), "ResolveSplit", (KEPT, DROPPED))
     kept = (routed[KEPT], members[KEPT], resolved[KEPT]) | "NearKept" >> beam.Flatten()
     return kept, resolved[DROPPED]
@@ -117,15 +118,16 @@ def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read
     limits = (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd)
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
     total = _input_rows(spec.inputs, lim.max_row_bytes)  # every stage sees at most this many
-    near = near_settings(cfg, bool(units), total)
+    shards = shard_count(cfg.dedup.shards, total, bool(units))
+    near = near_settings(cfg, bool(units), total, shards)
     read = split_tagged(p | "Paths" >> beam.Create(list(enumerate(spec.inputs))) | "Spread" >> beam.Reshuffle()
-                        | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits, spill),
+                        | "ReadValidate" >> beam.FlatMap(read_validated, lim.max_row_bytes, limits, spill, shards),
                         "ReadSplit", (ROWS, QUARANTINE, TASKS, IDS))
     # Only the id records go to the id shards; the tasks go straight to
     # their hash shards, where the repeated ids found are quarantined.
     repeats = read[IDS] | "GroupIds" >> beam.GroupByKey() | "RepeatedIds" >> beam.FlatMap(repeated_ids)
     out = split_tagged((read[TASKS], repeats) | "TasksAndRepeats" >> beam.Flatten() | "GroupHashes" >> beam.GroupByKey()
-                       | "HashProgress" >> _shards("exact dedup + signatures: hash shards")
+                       | "HashProgress" >> _shards("exact dedup + signatures: hash shards", shards)
                        | "ExactAndBands" >> beam.FlatMap(exact_and_bands, near, spill),
                        "ExactSplit", (QUARANTINE, DROPPED, KEPT, BUCKETS, SEMANTIC, BATCH, SKETCHES))
     quarantined = (read[QUARANTINE], out[QUARANTINE]) | "AllQuarantine" >> beam.Flatten()

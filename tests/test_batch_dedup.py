@@ -425,6 +425,18 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
         assert got == want, trial
 
 
+def test_shards_grow_with_the_pool_unless_configured_or_against_a_pool():
+    from tasksieve.transforms.dedup.batch import MIN_SHARDS, SHARD_TASKS, SHARDS, shard_count
+
+    assert shard_count(0, None, False) == SHARDS  # inputs that could not be counted
+    assert shard_count(0, 0, False) == shard_count(0, 98, False) == shard_count(0, MIN_SHARDS * SHARD_TASKS, False) \
+        == MIN_SHARDS
+    assert shard_count(0, MIN_SHARDS * SHARD_TASKS + 1, False) == MIN_SHARDS + 1
+    assert shard_count(0, SHARDS * SHARD_TASKS * 10, False) == SHARDS  # never more than SHARDS
+    assert shard_count(0, 100, True) == SHARDS  # a reference pool's buckets share the bucket shards
+    assert shard_count(5, None, True) == shard_count(5, 10**7, False) == 5  # `[dedup] shards` wins
+
+
 def test_edge_shards_grow_with_the_pool_unless_configured():
     from tasksieve.transforms.dedup.batch import EDGE_TASKS, MIN_EDGE_SHARDS, SHARDS, edge_shard_count
 
@@ -503,6 +515,7 @@ def test_batch_path_same_decisions_on_the_bundled_sample(sample_dir, tmp_path):
     assert "row accounting" in proc.stdout and "OK" in proc.stdout
     assert "rows/s" in proc.stderr  # the progress lines
     assert "near dedup: edge shards judged (done)" in proc.stderr  # the steps between reading and kept rows
+    assert "hash shards (done): 8 shards" in proc.stderr  # 98 rows: the fewest id, hash and bucket shards
 
 
 @pytest.fixture(scope="module")
@@ -516,8 +529,11 @@ def bench_pool(tmp_path_factory):
 
 def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
     # The meaning stage is off here (embedding 5,000 prompts is the slow part);
-    # the sample and the hard cases run it.
-    rows, _ = _compare([bench_pool], tmp_path, "[dedup]\nsemantic = false\n[decontam]\nbenchmarks = ['gsm8k']\n")
+    # the sample and the hard cases run it. 32 id, hash and bucket shards,
+    # where 5,000 tasks would get 8: the decisions must not depend on how many.
+    rows, proc = _compare([bench_pool], tmp_path,
+                          "[dedup]\nsemantic = false\nshards = 32\n[decontam]\nbenchmarks = ['gsm8k']\n")
+    assert "hash shards (done): 32 shards" in proc.stderr
     assert len(rows) == 5000
     stages = {r["drop_stage"] for r in rows if r["status"] == "dropped"}
     assert {"exact_dedup", "near_dedup"} <= stages
@@ -525,8 +541,10 @@ def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
 
 def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     files = sorted(bench_pool.glob("*.jsonl"))
-    # Three edge shards (not the default): the decisions must not depend on how many.
-    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\nedge_shards = 3\n", "--dedup-against",
+    # Three edge shards and five bucket shards (not the defaults): the
+    # decisions must not depend on how many; the pool's bucket records go to
+    # the delivery's bucket shards.
+    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\nedge_shards = 3\nshards = 5\n", "--dedup-against",
                        str(files[1]), memory_mib=1)
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
@@ -542,8 +560,9 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
                          if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")})
     delivery = tmp_path / "hard.jsonl"
     delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    # The meaning stage on (the default); every edge judged in one edge shard.
-    got, _ = _compare([delivery], tmp_path, "[dedup]\nedge_shards = 1\n")
+    # The meaning stage on (the default); every edge judged in one edge
+    # shard, and ids, hashes, buckets and meaning keys in three shards.
+    got, _ = _compare([delivery], tmp_path, "[dedup]\nedge_shards = 1\nshards = 3\n")
     assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
 
 
