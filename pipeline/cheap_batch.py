@@ -102,7 +102,8 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
                 | "Clusters" >> beam.CombineGlobally(ClustersFn()).without_defaults()
                 | "ClusterMessages" >> beam.FlatMap(cluster_messages, spill))
     members = split_tagged((routed[PENDING], clusters) | "PendingAndClusters" >> beam.Flatten()
-                           | "GroupPending" >> beam.GroupByKey() | "RouteClusters" >> beam.FlatMap(route_clusters, spill, near.shards),
+                           | "GroupPending" >> beam.GroupByKey()
+                           | "RouteClusters" >> beam.FlatMap(route_clusters, spill, near.shards),
                            "MemberSplit", (KEPT, MEMBERS))
     resolved = split_tagged(members[MEMBERS] | "GroupClusters" >> beam.GroupByKey()
                             | "ResolveProgress" >> _shards("near dedup: cluster shards decided", near.shards)
