@@ -48,7 +48,8 @@ def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
 
 def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     """(len(texts), num_perm) uint32 MinHash signatures of normalised texts
-    (the row path's; its sizes and sketches cost ~1% of the pass)."""
+    (the row path's; the sizes and sketches made in the same pass are
+    dropped)."""
     return signatures_sizes_sketches(texts, p)[0]
 
 
