@@ -72,7 +72,7 @@ class DedupConfig(_Section):
     shards: int = Field(0, ge=0, le=1024, description="batch path: the shards of ids, content hashes and LSH "
                         "buckets, each grouped on its own. 0: one per 12,500 input tasks, 8 to 32 (32 against a "
                         "reference pool). The decisions are the same for any number")
-    memory_mib: int = Field(768, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
+    memory_mib: int = Field(1536, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
                             "path hands between its stages as objects instead of pickling them to a spill file: "
                             "faster; past it, values spill to disk, so memory stays bounded. 0: always spill")
     against: list[str] = Field(default_factory=list,
