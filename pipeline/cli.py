@@ -11,6 +11,8 @@
                        [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
     tasksieve prepare-model
+Every command takes --verbose: the libraries' own warnings and logs too
+(pipeline/console.py); without it the console shows tasksieve's lines only.
 
 Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load, output folder in use or not writable, unknown
@@ -34,6 +36,8 @@ import os
 import signal
 import sys
 import threading
+
+from tasksieve.pipeline import console
 
 
 def _offline_env() -> None:
@@ -63,19 +67,13 @@ EXIT_VALIDATE_INTERNAL = 3
 
 
 class _QuietLogs(logging.Filter):
-    """Keeps a one-line error one line: drops the warning Beam prints on
-    import when Google's apitools is absent, and Beam's own ERROR traceback
+    """Keeps a one-line error one line: drops Beam's own ERROR traceback
     for the stops tasksieve reports itself in one line (a backend that went
-    away, Ctrl-C)."""
+    away, Ctrl-C). Beam's import warning: pipeline/console.py."""
 
     QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            if record.getMessage().startswith("apitools not found"):
-                return False
-        except Exception:
-            return True
         exc = record.exc_info[1] if record.exc_info else None
         seen = set()
         while exc is not None and id(exc) not in seen:
@@ -91,7 +89,7 @@ def _quiet_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(format="%(levelname)s:%(name)s:%(message)s")
-    root.addFilter(quiet)  # records logged on the root logger itself (the apitools warning)
+    root.addFilter(quiet)  # records logged on the root logger itself
     for handler in root.handlers:
         handler.addFilter(quiet)  # records of every other logger that reach the root's handlers
 
@@ -144,6 +142,10 @@ def _parser() -> argparse.ArgumentParser:
     _run_and_dedup_parsers(sub)
     _analyst_parsers(sub)
     _vendor_and_setup_parsers(sub)
+    verbose_help = "also show the libraries' own warnings and logs (torch, vLLM, Beam), which are filtered out otherwise"
+    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    for command in sub.choices.values():  # after the command too; SUPPRESS keeps one given before it
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     return p
 
 
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    console.set_verbose(args.verbose)
+    console.quiet_program_env()  # before anything imports torch or datasets
     try:
         return _main(args, extra)
     except KeyboardInterrupt:
