@@ -53,7 +53,7 @@ def _arrow_allocator() -> None:
     (staged files read back, compute results) kept faulting in fresh
     transparent huge pages, freed again soon after, and the kernel zeroed
     each 2 MiB page: 11% of a 100k `dedup`'s time, ~1.3 s of its system
-    time (bench/README.md, nineteenth round). pyarrow reads the variable
+    time (bench/README.md, "Measured design choices"). pyarrow reads the variable
     when it is first imported: main() calls this before anything imports
     it (tests/test_cli.py). Only speed depends on it. Linux only:
     pyarrow's Linux wheels carry jemalloc, others may not (Arrow would
@@ -390,8 +390,8 @@ def entry() -> None:
     """The `tasksieve` program (pyproject's console script; `python -m`
     too): main(), then exit without a last collection of every object the
     run left (a 100k-task dedup leaves ~300,000: 0.7-0.9 s of its exit,
-    0.13 s frozen; bench/README.md). Freezing moves them out of the collector's reach;
-    atexit handlers still run and every output is closed by then. Not in
+    0.13 s frozen; bench/README.md, "Measured design choices"). Freezing
+    moves them out of the collector's reach; atexit handlers still run and every output is closed by then. Not in
     main(), which tests call in one long-lived process."""
     code = main()
     import gc
