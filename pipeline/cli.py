@@ -11,6 +11,8 @@
                        [--probe-model M --probe-k K] [--config FILE]
     tasksieve sample-data OUT
     tasksieve prepare-model
+Every command takes --verbose: the libraries' own warnings and logs too
+(pipeline/console.py); without it the console shows tasksieve's lines only.
 
 Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load, output folder in use or not writable, unknown
@@ -35,6 +37,8 @@ import signal
 import sys
 import threading
 
+from tasksieve.pipeline import console
+
 
 def _offline_env() -> None:
     # No hub, ever: models and datasets come from disk or installed packages.
@@ -49,7 +53,7 @@ def _arrow_allocator() -> None:
     (staged files read back, compute results) kept faulting in fresh
     transparent huge pages, freed again soon after, and the kernel zeroed
     each 2 MiB page: 11% of a 100k `dedup`'s time, ~1.3 s of its system
-    time (bench/README.md, nineteenth round). pyarrow reads the variable
+    time (bench/README.md, "Measured design choices"). pyarrow reads the variable
     when it is first imported: main() calls this before anything imports
     it (tests/test_cli.py). Only speed depends on it. Linux only:
     pyarrow's Linux wheels carry jemalloc, others may not (Arrow would
@@ -63,19 +67,13 @@ EXIT_VALIDATE_INTERNAL = 3
 
 
 class _QuietLogs(logging.Filter):
-    """Keeps a one-line error one line: drops the warning Beam prints on
-    import when Google's apitools is absent, and Beam's own ERROR traceback
+    """Keeps a one-line error one line: drops Beam's own ERROR traceback
     for the stops tasksieve reports itself in one line (a backend that went
-    away, Ctrl-C)."""
+    away, Ctrl-C). Beam's import warning: pipeline/console.py."""
 
     QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            if record.getMessage().startswith("apitools not found"):
-                return False
-        except Exception:
-            return True
         exc = record.exc_info[1] if record.exc_info else None
         seen = set()
         while exc is not None and id(exc) not in seen:
@@ -91,7 +89,7 @@ def _quiet_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(format="%(levelname)s:%(name)s:%(message)s")
-    root.addFilter(quiet)  # records logged on the root logger itself (the apitools warning)
+    root.addFilter(quiet)  # records logged on the root logger itself
     for handler in root.handlers:
         handler.addFilter(quiet)  # records of every other logger that reach the root's handlers
 
@@ -144,6 +142,10 @@ def _parser() -> argparse.ArgumentParser:
     _run_and_dedup_parsers(sub)
     _analyst_parsers(sub)
     _vendor_and_setup_parsers(sub)
+    verbose_help = "also show the libraries' own warnings and logs (torch, vLLM, Beam), which are filtered out otherwise"
+    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    for command in sub.choices.values():  # after the command too; SUPPRESS keeps one given before it
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     return p
 
 
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    console.set_verbose(args.verbose)
+    console.quiet_program_env()  # before anything imports torch or datasets
     try:
         return _main(args, extra)
     except KeyboardInterrupt:
@@ -386,8 +390,8 @@ def entry() -> None:
     """The `tasksieve` program (pyproject's console script; `python -m`
     too): main(), then exit without a last collection of every object the
     run left (a 100k-task dedup leaves ~300,000: 0.7-0.9 s of its exit,
-    0.13 s frozen; bench/README.md). Freezing moves them out of the collector's reach;
-    atexit handlers still run and every output is closed by then. Not in
+    0.13 s frozen; bench/README.md, "Measured design choices"). Freezing
+    moves them out of the collector's reach; atexit handlers still run and every output is closed by then. Not in
     main(), which tests call in one long-lived process."""
     code = main()
     import gc

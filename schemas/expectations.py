@@ -77,7 +77,7 @@ def delivery_frame(raw_rows: list[dict]):
     # index's values of the failing rows as one list (and Data Docs show
     # them), where with a named index or an index column it reads them row
     # by row with DataFrame.at, ~10 s on a 100k delivery whose every row
-    # misses a license (bench/README.md, fourteenth round). Set last: the
+    # misses a license (bench/README.md, "Measured design choices"). Set last: the
     # columns above were aligned on the default index.
     frame.index = pd.Index([f"{r['source_file']}:{r['line']}" for r in recs], dtype=object)
     return frame
