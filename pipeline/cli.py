@@ -9,6 +9,8 @@
     tasksieve select OUT (--budget-tasks N | --budget-usd X) [--by DIM...] [--dry-run] [--run-id ID] [--config FILE]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
+    tasksieve export OUT --format verl|trl|openrlhf|hf --to DIR [--selection ID] [--run-id ID]
+                     [--split-by none|source|domain] [--system-prompt TEXT] [--licenses ID...] [--force]
     tasksieve sample-data OUT
     tasksieve prepare-model
 Every command takes --verbose: the libraries' own warnings and logs too
@@ -26,6 +28,9 @@ itself failed (an internal error, one line on stderr: the delivery was not judge
 Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
 OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
 budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
+Exit codes (export): 0 written; 1 nothing to export or not writable (no run, unknown
+run or selection, OUT in use, every row refused by --licenses); 2 usage error (--to
+not empty without --force, a link, or the run folder itself). One line on stderr.
 """
 
 from __future__ import annotations
@@ -202,6 +207,22 @@ def _analyst_parsers(sub) -> None:
     se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write no selection")
     se.add_argument("--run-id", help="whose model is current (default: the latest run that sampled)")
     se.add_argument("--config", "-c", metavar="FILE", help="run config TOML: its [select] section applies")
+    ex = sub.add_parser("export", help="write the learnable set (or a selection) for verl, TRL, OpenRLHF or as a "
+                                       "Hugging Face datasets folder")
+    ex.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
+    ex.add_argument("--format", required=True, choices=["verl", "trl", "openrlhf", "hf"], help="the trainer's format")
+    ex.add_argument("--to", required=True, metavar="DIR", help="the folder to write (replaced whole with --force)")
+    ex.add_argument("--selection", metavar="ID", help="export a `tasksieve select` selection instead of the learnable set")
+    ex.add_argument("--run-id", help="whose learnable set (default: the latest run that sampled)")
+    ex.add_argument("--split-by", choices=["none", "source", "domain"], default="none",
+                    help="one split (file) per source or domain (default: one 'train' split)")
+    ex.add_argument("--system-prompt", metavar="TEXT",
+                    help="the system message of every prompt (default: the one curation sampled with, per domain; "
+                         "'' for none)")
+    ex.add_argument("--licenses", nargs="+", metavar="ID",
+                    help="keep only tasks under these licence ids; 'commercial' keeps every licence that does not "
+                         "forbid commercial use (rows without a licence are then left out)")
+    ex.add_argument("--force", action="store_true", help="replace a non-empty --to")
 
 
 def _vendor_and_setup_parsers(sub) -> None:
@@ -244,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args, extra: list[str]) -> int:
     handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate, "select": _select,
+                "export": _export,
                 "prepare-model": _prepare_model}
     if args.command in handlers:
         return handlers[args.command](args)
@@ -283,6 +305,12 @@ def _report(args) -> int:
 
 def _select(args) -> int:
     from tasksieve.pipeline.select_cmd import command
+
+    return command(args)
+
+
+def _export(args) -> int:
+    from tasksieve.pipeline.export.command import command
 
     return command(args)
 
