@@ -39,7 +39,7 @@ import json
 import logging
 import os
 import pwd
-import selectors
+import secrets
 import shutil
 import signal
 import stat
@@ -50,6 +50,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tasksieve.transforms.verify.sandbox import isolation
+from tasksieve.transforms.verify.sandbox.processes import kill_group, read_verdict, tail
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,7 @@ class _Setup:
     python: str
     drop: tuple[int, int] | None
     private_tmp: bool  # bwrap: the work dir is the sandbox's own /tmp
+    confine: str = "require"  # landlock (guard.confine): require (refuse without it), try, off
 
 
 _CACHE: dict[str, _Setup | str] = {}
@@ -232,7 +236,7 @@ def _find_setup(mode: str) -> _Setup | str:
     if mode == "bwrap":
         if not shutil.which("bwrap"):
             return "bubblewrap (bwrap) is not installed"
-        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True)
+        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True, "try")
         why = _probe(setup)
         return setup if why is None else f"bubblewrap failed its start-up probe ({why})"
     prefix = tuple(_unshare_prefix())
@@ -240,16 +244,18 @@ def _find_setup(mode: str) -> _Setup | str:
     if mode == "unsafe-root" and ids is not None:
         _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
                    "seccomp filter only; it can read every file on this machine")
-        return _Setup("unsafe-root", prefix, PYTHON, None, False)
-    if ids is None:  # not root: the attempt runs as us
-        return _Setup(mode, (), PYTHON, None, False)
+        return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
+    if ids is None:  # not root: the attempt runs as us, so only landlock keeps it off our files
+        setup = _Setup(mode, (), PYTHON, None, False)
+        why = _probe(setup) or isolation.leaks(setup, _run_case)
+        return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
     for python in _python_candidates():
         if not _world_reachable(python):
             tried.append(f"{python} (not readable by {NOBODY})")
             continue
         setup = _Setup(mode, prefix, python, ids, False)
-        why = _probe(setup)
+        why = _probe(setup) or isolation.leaks(setup, _run_case)
         if why is None:
             return setup
         tried.append(f"{python} ({why})")
@@ -312,7 +318,8 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
 
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
     return json.dumps({
-        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook, "message_cap": MESSAGE_CAP,
+        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
+        "confine": setup.confine, "message_cap": MESSAGE_CAP,
         "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
                    "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
     }).encode("utf-8", "surrogatepass")
@@ -352,6 +359,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
     host_tmp = tempfile.mkdtemp(prefix="tasksieve-sbx-")
     if setup.drop:
         os.chmod(host_tmp, 0o711)  # nobody may pass through to its own directory
+    key = secrets.token_hex(16)  # only the harness learns it: a verdict without it is forged
     c2a, a2c, res = os.pipe(), os.pipe(), os.pipe()
     child_ends = [c2a[0], a2c[1], c2a[1], a2c[0], res[1]]
     procs = []
@@ -360,7 +368,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
         a_dir, h_dir = _workdir(setup, host_tmp, "a"), _workdir(setup, host_tmp, "h")
         a_req = _request(setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry,
                          code=case["solution"])
-        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1],
+        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1], verdict_key=key,
                          entry_point=entry, tests=case["tests"], call_check=bool(case.get("call_check")),
                          support=case.get("support") or "")
         attempt = _spawn(setup, "sandbox_attempt", a_dir, host_tmp, "attempt", (c2a[0], a2c[1]))
@@ -372,7 +380,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
         child_ends = []
         _feed(attempt, a_req)
         _feed(harness, h_req)
-        line, timed_out = _read_verdict(res[0], limits.wall_seconds + STARTUP_MARGIN_S)
+        line, timed_out = read_verdict(res[0], limits.wall_seconds + STARTUP_MARGIN_S)
         try:  # an attempt that died on its own (CPU limit, ...) has its exit status read before the kill
             attempt.wait(timeout=0.5 if line and b"exited_early" in line else 0)
         except subprocess.TimeoutExpired:
@@ -382,33 +390,15 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
             os.close(fd)
         os.close(res[0])
         for p in procs:
-            _kill_group(p)
+            kill_group(p)
         files = {n: os.path.join(host_tmp, n) for n in ("attempt.out", "attempt.err", "harness.err")}
         sizes = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in files.items()}
-        tails = {n: _tail(p) if os.path.exists(p) else "" for n, p in files.items()}
+        tails = {n: tail(p) if os.path.exists(p) else "" for n, p in files.items()}
         shutil.rmtree(host_tmp, ignore_errors=True)
-    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"])
+    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"], key)
     if sizes["attempt.out"] >= limits.output_bytes or sizes["attempt.err"] >= limits.output_bytes:
         result = CaseResult(False, "output_too_large")
     return result, tails["attempt.out"], tails["attempt.err"]
-
-
-def _read_verdict(fd: int, deadline_s: float) -> tuple[bytes | None, bool]:
-    buf = b""
-    end = time.monotonic() + deadline_s
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while b"\n" not in buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                return None, True
-            if not sel.select(timeout=left):
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk or len(buf) > 1 << 16:
-                return None, False
-            buf += chunk
-    return buf.partition(b"\n")[0], False
 
 
 def _signal_of(rc: int | None, setup: _Setup) -> int | None:
@@ -422,15 +412,19 @@ def _signal_of(rc: int | None, setup: _Setup) -> int | None:
 
 
 def _verdict(line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup,
-             harness_err: str) -> CaseResult:
+             harness_err: str, key: str) -> CaseResult:
     attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
     if line is not None:
         try:
             d = json.loads(line)
             passed, error = d["passed"] is True, d.get("error")
             error = None if error is None else str(error)[:300]
-        except (ValueError, KeyError, TypeError):
+            forged = not secrets.compare_digest(str(d.get("key")), key)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return CaseResult(False, "harness_error: unreadable verdict")
+        if forged:  # someone but the harness wrote on its pipe: the sandbox failed
+            log.warning("sandbox: a verdict without the harness's key; the case fails")
+            return CaseResult(False, "harness_error: forged verdict")
         if error == "exited_early" and attempt_sig:
             error = _by_signal(attempt_sig, limits)
         return CaseResult(passed and error is None, error)
@@ -455,47 +449,3 @@ def _by_signal(sig: int, limits: Limits) -> str:
     if sig == signal.SIGSYS:
         return "blocked: system call"
     return f"killed: signal {sig}"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group, reap its leader, and wait until no member
-    is left, so no process of a case outlives its verdict."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    end = time.monotonic() + 5
-    while _live_members(proc.pid) and time.monotonic() < end:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.01)
-
-
-def _live_members(pgid: int) -> bool:
-    """Does any process of group `pgid` still run? Zombies do not: they wait
-    for the host's init to reap them, which can take a second."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-def _tail(path: str, n: int = 2000) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(max(0, os.path.getsize(path) - n))
-        return fh.read().decode("utf-8", "replace")
-
