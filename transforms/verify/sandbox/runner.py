@@ -67,6 +67,9 @@ NOBODY = "nobody"
 # Largest message either side may send (one call's arguments or answer).
 MESSAGE_CAP = 8 * 2**20
 STARTUP_MARGIN_S = 10.0
+# The rlimit fallback has no mount or PID namespace: landlock (guard.confine) is
+# what keeps the host out, so the guard refuses to run without it there.
+FALLBACK_CONFINE = "require"
 
 
 def _boot(role: str) -> str:
@@ -246,7 +249,7 @@ def _find_setup(mode: str) -> _Setup | str:
                    "seccomp filter only; it can read every file on this machine")
         return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
     if ids is None:  # not root: the attempt runs as us, so only landlock keeps it off our files
-        setup = _Setup(mode, (), PYTHON, None, False)
+        setup = _Setup(mode, (), PYTHON, None, False, FALLBACK_CONFINE)
         why = _probe(setup) or isolation.leaks(setup, _run_case)
         return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
@@ -254,7 +257,7 @@ def _find_setup(mode: str) -> _Setup | str:
         if not _world_reachable(python):
             tried.append(f"{python} (not readable by {NOBODY})")
             continue
-        setup = _Setup(mode, prefix, python, ids, False)
+        setup = _Setup(mode, prefix, python, ids, False, FALLBACK_CONFINE)
         why = _probe(setup) or isolation.leaks(setup, _run_case)
         if why is None:
             return setup
