@@ -42,11 +42,15 @@ except runner.NoSafeSandbox as e:
     print(json.dumps({"refused": str(e)}))
     sys.exit(0)
 lim = runner.Limits(cpu_seconds=3, wall_seconds=6, memory_mb=256)
+# With a PID namespace no other process may even be seen to exist; Landlock
+# alone (where unshare is refused) lets stat() tell that a pid exists, no more.
+pid_ns = mode == "bwrap" or "--pid" in runner._setup_for(req["mode"]).prefix
 out = {}
 for name, case, hook in req["cases"]:
+    case = {k: v.replace("'__PIDNS__'", repr(pid_ns)) if isinstance(v, str) else v for k, v in case.items()}
     r = runner.run_cases([case], lim, mode=req["mode"], audit_hook=hook).results[0]
     out[name] = [r.passed, r.error]
-print(json.dumps({"mode": mode, "results": out}))
+print(json.dumps({"mode": mode, "pid_ns": pid_ns, "results": out}))
 """
 
 # Everything a program in the sandbox can try to learn about the host. CONF
@@ -84,6 +88,8 @@ def _leaks():
         if p not in ('self', me, '1') and any(_read('/proc/%s/%s' % (p, e)) is not None
                                                for e in ('cmdline', 'stat', 'status', 'environ')):
             found.append('process:' + p)
+        if CONF['pid_ns'] and p.isdigit() and p not in (me, '1') and os.path.exists('/proc/' + p):
+            found.append('exists:' + p)
         if cmd and marker in cmd:
             found.append('cmdline:' + p)
             args = cmd.split('\0')
@@ -203,7 +209,7 @@ def planted():
 
 
 def _conf(planted, parent):
-    return {"key_rev": KEY[::-1], "marker": planted["delivery"], "parent": parent,
+    return {"key_rev": KEY[::-1], "marker": planted["delivery"], "parent": parent, "pid_ns": "__PIDNS__",
             "planted": planted["files"], "writable": planted["writable"]}
 
 

@@ -8,7 +8,13 @@ Layers, strongest first (README, "The code sandbox", says which guarantees
 what):
 1. `drop_privileges`: from root to the sandbox uid before anything else;
    refuses to go on as uid 0 or with any capability left.
-2. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
+2. `confine` (Landlock, kernel 5.13+, no privilege needed): the process
+   may open only the interpreter's and the system's library folders, its
+   work dir, its own /proc entry and a few devices; no other process's
+   /proc entry, descriptors, environment or memory (Landlock's ptrace
+   rule). Required under the rlimit fallback, tried under bwrap.
+   `leave_init` first, in a PID namespace of the fallback's own.
+2b. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
    process creation, exec, signals to other processes, ptrace, mounts,
    namespaces, bpf, keyrings, io_uring and module loading fail with EPERM.
    It is inherited and cannot be removed, so native code (ctypes) cannot
@@ -432,9 +438,35 @@ def install_audit_hook(workdir, readable):
     sys.addaudithook(hook)
 
 
+def leave_init():
+    """In a PID namespace of its own (the fallback's `unshare --pid`), this
+    process is the namespace's init, which the kernel spares every signal it
+    has no handler for: SIGXCPU, the CPU limit, would do nothing. So init
+    forks once: the child goes on; init closes every descriptor (the pipes
+    then end with the child) and exits with the child's status, a signal
+    as 128 + its number, as bwrap reports it."""
+    if os.getpid() != 1:
+        return
+    child = os.fork()
+    if child == 0:
+        return
+    os.closerange(0, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
 def lock_down(req):
     """Everything above, in order, from the request's settings. Returns the
     seccomp state word."""
+    leave_init()
     os.chdir(req["workdir"])
     drop_privileges(req.get("drop"), req.get("allow_root", False))
     lim = req["limits"]

@@ -28,6 +28,8 @@ def _leaks():
             found.append('other processes in /proc')
     except OSError:
         pass
+    if PID_NS and os.path.exists('/proc/%d' % PARENT):
+        found.append('the parent in /proc')
     for what in ('environ', 'cmdline'):
         try:
             with open('/proc/%d/%s' % (PARENT, what), 'rb') as fh:
@@ -68,7 +70,8 @@ def leaks(setup, run_case) -> str | None:
         with open(planted, "w") as fh:
             fh.write("host data")
         os.chmod(planted, 0o644)
-        head = f"PARENT = {os.getpid()}\nPLANTED = {planted!r}\n" + _CHECKS
+        pid_ns = "--pid" in setup.prefix  # then not even the parent's pid may be seen to exist
+        head = f"PARENT = {os.getpid()}\nPLANTED = {planted!r}\nPID_NS = {pid_ns}\n" + _CHECKS
         case = {"solution": head + "print(_leaks(), flush=True)\ndef f():\n    return _leaks()\n",
                 "tests": head + "assert _leaks() == []\nassert f() == []\n", "entry_point": "f", "call_check": False}
         try:

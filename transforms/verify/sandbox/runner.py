@@ -11,9 +11,11 @@ processes that share nothing but two pipes:
   that only it holds. It never runs attempt code; the attempt never sees
   the tests.
 
-Both are started by this module, stdlib-only, as `python -I -S -B`, locked
-down by `guard.py` (drop to a non-root uid, seccomp filter, rlimits,
-audit hook). Around them, one of three modes:
+Both are started by this module, stdlib-only, as `python -I -S -B` with an
+empty environment, locked down by `guard.py` (drop to a non-root uid,
+Landlock, seccomp filter, rlimits, audit hook). The harness signs its
+verdict with a key only it is given, so a line anyone else writes on that
+pipe fails the case. Around them, one of three modes:
 
 - `bwrap` (bubblewrap): a new mount namespace holding only /usr, the
   library folders and the interpreter's prefix, read-only, a private
@@ -22,10 +24,14 @@ audit hook). Around them, one of three modes:
   every capability dropped but the two the runner needs to drop to
   `nobody`; die-with-parent, empty environment, in a session and process
   group of its own without a terminal (one killpg ends all of it).
-- `rlimit` (fallback): a plain subprocess (as root: in new network and IPC
-  namespaces through `unshare`, dropped to `nobody`, with an interpreter
-  `nobody` can read). Refuses to run as root. No filesystem isolation
-  beyond file permissions and the audit hook.
+  Landlock on top where the kernel has it.
+- `rlimit` (fallback): a subprocess, as root dropped to `nobody` with an
+  interpreter `nobody` can read, through `unshare` (own PID namespace and
+  /proc, mount, network, IPC; not root: in a user namespace) where it
+  works. Landlock is required: it alone keeps host files, other
+  processes' /proc entries and the parent's descriptors and environment
+  out. Used only after an isolation probe (isolation.py) with the audit
+  hook off finds nothing of the host. Refuses to run as root.
 - `unsafe-root`: the fallback even where it cannot drop root. Named, never
   chosen by `auto`.
 
@@ -222,16 +228,27 @@ def _probe(setup: _Setup) -> str | None:
 
 
 def _unshare_prefix() -> list[str]:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
+    """Namespaces for the fallback, the most that works here: its own PID
+    namespace with a fresh /proc (only the sandbox's processes exist there),
+    mount, network and IPC namespaces; not root: inside a user namespace of
+    its own. The sandboxed interpreter is then its namespace's init, which
+    forks once (guard.leave_init) so that the CPU limit's signal still ends
+    it. Landlock holds the host's files and processes out either way."""
+    if not shutil.which("unshare"):
         return []
-    # No --pid: the attempt would be its namespace's init, which ignores
-    # SIGXCPU (the CPU limit); seccomp already refuses signals and ptrace.
-    prefix = ["unshare", "--net", "--ipc", "--"]
-    try:
-        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    return prefix if ok else []
+    pid_ns = ["--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
+    user_ns = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]
+    tries = [["unshare", *user_ns, *pid_ns, "--net", "--ipc", "--"]]
+    if os.geteuid() == 0:
+        tries.append(["unshare", "--net", "--ipc", "--"])
+    for prefix in tries:
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env={}).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return prefix
+    return []
 
 
 def _find_setup(mode: str) -> _Setup | str:
@@ -248,8 +265,8 @@ def _find_setup(mode: str) -> _Setup | str:
         _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
                    "seccomp filter only; it can read every file on this machine")
         return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
-    if ids is None:  # not root: the attempt runs as us, so only landlock keeps it off our files
-        setup = _Setup(mode, (), PYTHON, None, False, FALLBACK_CONFINE)
+    if ids is None:  # not root: the attempt runs as our uid; landlock keeps it off our files and processes
+        setup = _Setup(mode, prefix, PYTHON, None, False, FALLBACK_CONFINE)
         why = _probe(setup) or isolation.leaks(setup, _run_case)
         return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
@@ -277,9 +294,10 @@ def _setup_for(requested: str) -> _Setup:
             found = _CACHE[mode]
             if isinstance(found, _Setup):
                 if requested == "auto" and mode != "bwrap":
-                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the weaker rlimit "
-                               "sandbox (no filesystem isolation: see README, 'The code sandbox'). Install "
-                               "bubblewrap (apt-get install bubblewrap) for the full sandbox.")
+                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the rlimit fallback "
+                               "(Landlock keeps host files and processes out; it passed its isolation probe: "
+                               "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
+                               "bubblewrap) for the full sandbox.")
                 return found
             reasons.append(f"{mode}: {found}")
         raise NoSafeSandbox("; ".join(reasons))
@@ -298,7 +316,10 @@ def describe(requested: str = "auto") -> str:
     except NoSafeSandbox as e:
         return f"none usable ({e}): code tasks are dropped with no_safe_sandbox"
     who = "nobody" if setup.drop else ("ROOT" if os.geteuid() == 0 else "the current user")
-    return f"{setup.mode} (attempts run as {who})"
+    if setup.mode == "bwrap":
+        return f"bwrap (attempts run as {who})"
+    pids = "own PID namespace" if "--pid" in setup.prefix else "no PID namespace"
+    return f"{setup.mode} (attempts run as {who}; Landlock, {pids})"
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -409,7 +430,7 @@ def _signal_of(rc: int | None, setup: _Setup) -> int | None:
         return None
     if rc < 0:
         return -rc
-    if setup.mode == "bwrap" and rc > 128:
+    if (setup.mode == "bwrap" or "--pid" in setup.prefix) and rc > 128:  # an init's report of its child
         return rc - 128
     return None
 
