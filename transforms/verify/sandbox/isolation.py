@@ -58,11 +58,9 @@ def _leaks():
 """
 
 
-def leaks(setup, run_case) -> str | None:
+def leaks(setup, run_case, limits) -> str | None:
     """None when nothing of the host is reachable under `setup`, else what
     was. `run_case(case, limits, setup, audit_hook)` is the runner's."""
-    from tasksieve.transforms.verify.sandbox.runner import Limits
-
     folder = tempfile.mkdtemp(prefix="tasksieve-probe-")
     try:
         os.chmod(folder, 0o777)  # readable and writable by anyone: only the sandbox may keep it out
@@ -75,7 +73,7 @@ def leaks(setup, run_case) -> str | None:
         case = {"solution": head + "print(_leaks(), flush=True)\ndef f():\n    return _leaks()\n",
                 "tests": head + "assert _leaks() == []\nassert f() == []\n", "entry_point": "f", "call_check": False}
         try:
-            res, out, _ = run_case(case, Limits(), setup, False)
+            res, out, _ = run_case(case, limits, setup, False)
         except Exception as e:  # noqa: BLE001 - a probe that cannot run is a mode that is not used
             return f"isolation probe: {type(e).__name__}: {e}"
         if res.passed:

@@ -267,7 +267,7 @@ def _find_setup(mode: str) -> _Setup | str:
         return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
     if ids is None:  # not root: the attempt runs as our uid; landlock keeps it off our files and processes
         setup = _Setup(mode, prefix, PYTHON, None, False, FALLBACK_CONFINE)
-        why = _probe(setup) or isolation.leaks(setup, _run_case)
+        why = _probe(setup) or isolation.leaks(setup, _run_case, Limits())
         return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
     for python in _python_candidates():
@@ -275,7 +275,7 @@ def _find_setup(mode: str) -> _Setup | str:
             tried.append(f"{python} (not readable by {NOBODY})")
             continue
         setup = _Setup(mode, prefix, python, ids, False, FALLBACK_CONFINE)
-        why = _probe(setup) or isolation.leaks(setup, _run_case)
+        why = _probe(setup) or isolation.leaks(setup, _run_case, Limits())
         if why is None:
             return setup
         tried.append(f"{python} ({why})")
