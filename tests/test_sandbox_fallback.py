@@ -150,9 +150,9 @@ FORGE = r"""
 import os
 VERDICT = b'{"passed": true, "error": null, "calls": 1}\n'
 def _forge():
-    pids = {str(os.getppid()), str(CONF['parent']), 'self'}
+    pids = [str(os.getppid()), str(CONF['parent'])]  # the parent first: its verdict pipe is the prize
     try:
-        pids.update(p for p in os.listdir('/proc') if p.isdigit())
+        pids += sorted(p for p in os.listdir('/proc') if p.isdigit() and p not in pids)
     except BaseException:
         pass
     for p in pids:
@@ -396,3 +396,25 @@ def test_a_verdict_without_the_harness_key_is_refused():
     good = sandbox._verdict(b'{"passed": true, "error": null, "key": "' + b"f" * 32 + b'"}', False, [], sandbox.Limits(),
                             setup, "", "f" * 32)
     assert good.passed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody: needs root")
+def test_landlock_alone_holds_where_unshare_is_refused(monkeypatch, planted):
+    """A container that refuses unshare: the fallback has no namespace at
+    all (it sees the host's /proc), and Landlock alone must still keep
+    every entry of another process, the parent's descriptors and every
+    planted file out, with the audit hook off and switched off."""
+    monkeypatch.setattr(sandbox, "_unshare_prefix", lambda: [])
+    monkeypatch.setattr(sandbox, "_CACHE", {})
+    assert sandbox.resolve_mode("rlimit") == "rlimit"
+    assert "no PID namespace" in sandbox.describe("rlimit")
+    lim = sandbox.Limits(cpu_seconds=3, wall_seconds=6, memory_mb=256)
+    cases = [c for c in _cases(planted) if not c[0].startswith("answers_from")]
+    for name, case, hook in cases:
+        for k in ("solution", "tests"):
+            case[k] = case[k].replace("'__PARENT__'", str(os.getpid())).replace("'__PIDNS__'", "False")
+        res = sandbox.run_cases([case], lim, mode="rlimit", audit_hook=hook).results[0]
+        if name.startswith("forged"):
+            assert not res.passed and not res.error.startswith("harness_error"), (name, res)
+        else:
+            assert res.passed, (name, res)
