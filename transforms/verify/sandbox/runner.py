@@ -316,8 +316,8 @@ def describe(requested: str = "auto") -> str:
     except NoSafeSandbox as e:
         return f"none usable ({e}): code tasks are dropped with no_safe_sandbox"
     who = "nobody" if setup.drop else ("ROOT" if os.geteuid() == 0 else "the current user")
-    if setup.mode == "bwrap":
-        return f"bwrap (attempts run as {who})"
+    if setup.mode != "rlimit":
+        return f"{setup.mode} (attempts run as {who})"
     pids = "own PID namespace" if "--pid" in setup.prefix else "no PID namespace"
     return f"{setup.mode} (attempts run as {who}; Landlock, {pids})"
 
