@@ -232,6 +232,17 @@ def _cases(planted):
             (f"forged_verdict[{tag}]", {"solution": conf + FORGE, "tests": "assert f(2) == 4"}, hook),
             (f"answers_from_delivery[{tag}]", {"solution": cheat, "tests": f"assert f(0) == {SECRET!r}"}, hook),
         ]
+        # /proc/self/environ: empty, or not even readable (a non-dumpable
+        # process's /proc entries belong to root). os.environ: empty but for
+        # the LC_CTYPE Python itself sets in a C locale (PEP 538) and bwrap's PWD.
+        env = ("import os\ndef _env():\n"
+               "    mine = {k: v for k, v in os.environ.items() if (k, v) not in (('LC_CTYPE', 'C.UTF-8'), ('PWD', '/tmp'))}\n"
+               "    try:\n        with open('/proc/self/environ', 'rb') as fh:\n"
+               "            return [mine, fh.read()]\n    except PermissionError:\n"
+               "        return [mine, b'']\n")
+        cases.append((f"environment_is_empty[{tag}]",
+                      {"solution": env + "def f(x):\n    return _env()\n",
+                       "tests": env + "assert _env() == [{}, b'']\nassert f(0) == [{}, b'']\n"}, hook))
     # With the hook on, but switched off by the attempt itself first.
     cases += [("leaks_in_attempt[unhooked]", {"solution": conf + UNHOOK + COLLECT + "def f(x):\n    return _leaks()\n",
                                               "tests": "assert f(0) == []"}, True),
@@ -282,7 +293,8 @@ def cell(request, planted):
 
 
 ATTACKS = ["leaks_in_attempt[with_hook]", "leaks_in_attempt[kernel_only]", "leaks_in_attempt[unhooked]",
-           "leaks_in_tests[with_hook]", "leaks_in_tests[kernel_only]"]
+           "leaks_in_tests[with_hook]", "leaks_in_tests[kernel_only]", "environment_is_empty[with_hook]",
+           "environment_is_empty[kernel_only]"]
 CHEATS = ["forged_verdict[with_hook]", "forged_verdict[kernel_only]", "forged_verdict[unhooked]",
           "answers_from_delivery[with_hook]", "answers_from_delivery[kernel_only]",
           "answers_from_delivery[unhooked]"]

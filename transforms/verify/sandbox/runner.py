@@ -76,6 +76,10 @@ STARTUP_MARGIN_S = 10.0
 # The rlimit fallback has no mount or PID namespace: landlock (guard.confine) is
 # what keeps the host out, so the guard refuses to run without it there.
 FALLBACK_CONFINE = "require"
+# The whole environment every sandboxed process (bwrap, unshare, the
+# interpreter) starts with: the allow-list is empty, so no variable of the run
+# (API keys, tokens, paths) reaches one. `-I` makes Python ignore PYTHON* anyway.
+SANDBOX_ENV: dict[str, str] = {}
 
 
 def _boot(role: str) -> str:
@@ -243,7 +247,7 @@ def _unshare_prefix() -> list[str]:
         tries.append(["unshare", "--net", "--ipc", "--"])
     for prefix in tries:
         try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env={}).returncode == 0
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode == 0
         except (OSError, subprocess.SubprocessError):
             ok = False
         if ok:
@@ -364,7 +368,7 @@ def _spawn(setup: _Setup, role: str, workdir: str, host_tmp: str, name: str, fds
     out = open(os.path.join(host_tmp, f"{name}.out"), "wb")
     err = open(os.path.join(host_tmp, f"{name}.err"), "wb")
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env={},
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=dict(SANDBOX_ENV),
                                 cwd="/" if setup.private_tmp else workdir, pass_fds=fds, start_new_session=True)
     finally:
         out.close()
