@@ -14,15 +14,15 @@ what):
    /proc entry, descriptors, environment or memory (Landlock's ptrace
    rule). Required under the rlimit fallback, tried under bwrap.
    `leave_init` first, in a PID namespace of the fallback's own.
-2b. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
+3. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
    process creation, exec, signals to other processes, ptrace, mounts,
    namespaces, bpf, keyrings, io_uring and module loading fail with EPERM.
    It is inherited and cannot be removed, so native code (ctypes) cannot
    get around it.
-3. rlimits: CPU seconds, address space, file size (output), open files,
+4. rlimits: CPU seconds, address space, file size (output), open files,
    no new processes (RLIMIT_NPROC = 0), no core dumps; non-dumpable, so a
    process of the same uid cannot read this one's memory or descriptors.
-4. `install_audit_hook`: a Python-level check (network, processes, ctypes,
+5. `install_audit_hook`: a Python-level check (network, processes, ctypes,
    writes outside the work dir, reads outside the work dir and the
    interpreter's own files). Defence in depth only: Python code in the same
    process can get around a Python-level hook, so nothing relies on it.
@@ -309,7 +309,10 @@ def install_landlock(read_only, read_write, files):
     domain also denies ptrace-type access (/proc/<pid>/fd, environ, mem) to
     every process outside it, and from ABI 4/6 on, TCP and signals out of
     it. Returns 'on (abi N)' or why it is off."""
-    import ctypes
+    try:
+        import ctypes
+    except ImportError:
+        return "off (no ctypes)"
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long

@@ -73,8 +73,9 @@ NOBODY = "nobody"
 # Largest message either side may send (one call's arguments or answer).
 MESSAGE_CAP = 8 * 2**20
 STARTUP_MARGIN_S = 10.0
-# The rlimit fallback has no mount or PID namespace: landlock (guard.confine) is
-# what keeps the host out, so the guard refuses to run without it there.
+# The rlimit fallback has namespaces only where unshare is allowed, and never a
+# mount namespace holding just the interpreter: Landlock (guard.confine) is what
+# keeps the host out, so the guard refuses to run without it there.
 FALLBACK_CONFINE = "require"
 # The whole environment every sandboxed process (bwrap, unshare, the
 # interpreter) starts with: the allow-list is empty, so no variable of the run
