@@ -227,7 +227,8 @@ class VerifyConfig(_Section):
     parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
     math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")
     # auto: bubblewrap when usable, else the rlimit fallback (with a warning) when it can run attempts
-    # as a non-root user, else none: code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
+    # as a non-root user under Landlock and its isolation probe sees nothing of the host, else none:
+    # code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
     # fallback even as root, and is never chosen for you (README, "The code sandbox").
     sandbox: Literal["auto", "bwrap", "rlimit", "unsafe-root"] = "auto"
     code_cpu_seconds: int = Field(5, gt=0, description="CPU seconds per code attempt")
