@@ -311,6 +311,22 @@ class RunConfig(_Section):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)
 
 
+def config_warnings(cfg: RunConfig, bwrap_works=None) -> list[str]:
+    """Settings that validate but defeat a check without a word: one line
+    each. `run` and `dedup` print them and record them in the run's row of
+    the `runs` table (column `warnings`). `bwrap_works`, a callable, says
+    whether the full sandbox is usable here (asked only when the config
+    names a weaker one)."""
+    out = []
+    if cfg.verify.rubric_pass_threshold <= 0:
+        out.append(f"verify.rubric_pass_threshold = {cfg.verify.rubric_pass_threshold:g}: every rubric attempt "
+                   "passes (a score of 0 meets it), so no rubric task can be judged learnable or all_fail")
+    if cfg.verify.sandbox in ("rlimit", "unsafe-root") and bwrap_works is not None and bwrap_works():
+        out.append(f"verify.sandbox = {cfg.verify.sandbox!r} while bubblewrap works here: model-written code runs "
+                   "with less isolation than available (no filesystem isolation); use 'auto' or 'bwrap'")
+    return out
+
+
 class ConfigError(Exception):
     """A config that cannot be used; the message is one line for a person."""
 
