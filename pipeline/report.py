@@ -10,6 +10,8 @@ out: the browser test reads both.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from pathlib import Path
@@ -201,6 +203,13 @@ document.body.setAttribute('data-report-ready', 'yes');
 """
 
 
+# Defence in depth: were a value ever to reach the page unescaped, the
+# browser would still run no script but the probe above (by its hash), load
+# nothing and submit nothing.
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'; "
+       f"script-src 'sha256-{base64.b64encode(hashlib.sha256(RENDER_PROBE.encode()).digest()).decode()}'")
+
+
 def _card(key: str, label: str, value, text: str) -> str:
     return (f'<div class="card"><span class="figure" data-key="{_esc(key)}" data-value="{_esc(value)}">'
             f'{_esc(text)}</span><span class="muted">{_esc(label)}</span></div>')
@@ -247,7 +256,8 @@ def render_html(d: dict) -> str:
                           [[c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
                            for c in d["compare"]], "table-runs")
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>tasksieve report {e(run['run_id'])}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run['run_id'])}</title>
 <style>{CSS}</style></head><body>
 <h1>Where the money went</h1>
 <div class="muted">run {e(run['run_id'])} &middot; model {e(run['model_id'])} &middot; {e(str(run['started_at']))} &middot;

@@ -77,6 +77,9 @@ def render_html(summary: dict) -> str:
     d = summary["delivery"]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        # No script at all, nothing loaded: defence in depth behind the escaping.
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:; form-action 'none'; base-uri 'none'\">",
         "<title>Delivery validation report</title><style>", _CSS, "</style></head><body>",
         "<h1>Delivery validation report</h1>",
         f"<p class='verdict {'ok' if ok else 'bad'}'>VERDICT: {_e(summary['verdict'])}"
