@@ -129,7 +129,7 @@ def assert_inert(pages: list[Path], tmp_path: Path) -> dict[Path, str]:
 
 def hostile_rows(prefix: str = "") -> list[dict]:
     """One delivery row per payload, with the payload in every field a row
-    has (and an unknown `vendor` column); every third row breaks its
+    has (and in an unknown `vendor` column, and as a column's name); every third row breaks its
     contract (created_at, then expert_minutes), so quarantine reasons carry
     payloads too. Math rows are `Calculate a - b.`: the scripted model gets
     them right on even seeds only, so most become learnable."""
@@ -144,6 +144,8 @@ def hostile_rows(prefix: str = "") -> list[dict]:
                        reference_solution=f"def add(a, b):\n    return a + b  # {p}\n", answer=None)
         elif i % 5 == 4:
             row.update(domain="rubric", rubric=[p, f"mentions {p}"], answer=None)
+        elif i % 5 == 2:
+            row.update(domain="exact", answer=p, **{f"col {p}": p})  # a payload answer, and as a column name
         if i % 3 == 2:
             row["created_at"] = p
         elif i % 7 == 6:

@@ -59,6 +59,7 @@ def test_validate_pages_are_inert(tmp_path):
     # The values are shown, as text, not dropped: exactly in report.html,
     # with look-alike characters in the Data Docs.
     assert "license is one of" in doms[out / "report.html"]
+    assert "Content-Security-Policy" in doms[out / "report.html"]
     assert PAYLOADS[0].replace("<", "&lt;").replace(">", "&gt;") in doms[out / "report.html"]
     docs = "".join(d for p, d in doms.items() if "data_docs" in str(p))
     assert "\u2039script\u203a" in docs and "<script>document" not in docs
@@ -91,3 +92,5 @@ def test_run_and_select_report_is_inert(tmp_path):
     (dom,) = assert_inert([path], tmp_path).values()
     assert 'data-report-ready="yes"' in dom and 'id="selection"' in dom  # the page's own script still runs
     assert "onerror=" in dom  # the payloads are on the page, as text
+    assert "onerror=" in dom[dom.index('id="selection"'):]  # in the selection's prompts and task ids too
+    assert "Content-Security-Policy" in dom
