@@ -256,8 +256,7 @@ def render_html(d: dict) -> str:
                           [[c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
                            for c in d["compare"]], "table-runs")
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run['run_id'])}</title>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run['run_id'])}</title>
 <style>{CSS}</style></head><body>
 <h1>Where the money went</h1>
 <div class="muted">run {e(run['run_id'])} &middot; model {e(run['model_id'])} &middot; {e(str(run['started_at']))} &middot;
