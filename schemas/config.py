@@ -270,14 +270,16 @@ class SelectConfig(_Section):
     group_size: int | None = Field(None, ge=1, description="rollouts per task at training, for the price and G; "
                                    "unset = the run's k")
     diversity: bool = Field(True, description="embed prompts, cluster them and discount tasks like chosen ones")
-    clusters: int = Field(0, ge=0, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
+    # Upper bounds: a config file must not make `select` hang or fill memory
+    # (k-means holds tasks x clusters scores; each random draw is a pass over the pool).
+    clusters: int = Field(0, ge=0, le=1024, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
     redundancy: float = Field(0.5, ge=0, le=1, description="lambda: share of a task's value lost per unit of "
                               "cosine likeness to the nearest chosen task")
     max_cluster_share: float = Field(0.5, gt=0, le=1, description="most of the budget one cluster may take")
     max_source_share: float = Field(1.0, gt=0, le=1, description="most of the budget one source may take")
     max_domain_share: float = Field(1.0, gt=0, le=1, description="most of the budget one domain may take")
     representatives: int = Field(3, ge=1, le=20, description="prompts shown per cluster")
-    random_draws: int = Field(200, ge=1, description="random subsets the selection is compared with")
+    random_draws: int = Field(200, ge=1, le=10_000, description="random subsets the selection is compared with")
     seed: int = Field(0, description="k-means seeding and the random subsets")
 
     @field_validator("value")

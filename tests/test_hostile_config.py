@@ -74,6 +74,26 @@ def test_value_bounds_are_checked_when_the_config_loads(tmp_path):
         task_values([1], [2], formula="p" * (MAX_FORMULA_CHARS + 1))
 
 
+def test_select_sizes_are_bounded(tmp_path):
+    cfg = tmp_path / "c.toml"
+    for key, value in [("random_draws", 10**9), ("clusters", 10**6)]:
+        cfg.write_text(f"[select]\n{key} = {value}\n")
+        with pytest.raises(ConfigError, match=f"select.{key}"):
+            load_config(cfg)
+
+
+def test_validate_config_warns_too(tmp_path, capsys):
+    from tasksieve.pipeline.validate_delivery import load_run_config
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[verify]\nrubric_pass_threshold = 0.0\n")
+    load_run_config(str(cfg))
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("tasksieve: warning: verify.rubric_pass_threshold = 0")
+    load_run_config(None)  # the defaults: nothing to say
+    assert not capsys.readouterr().err
+
+
 def test_config_warnings_name_settings_that_defeat_a_check():
     assert config_warnings(RunConfig()) == []
     zero = RunConfig.model_validate({"verify": {"rubric_pass_threshold": 0}})
