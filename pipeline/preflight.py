@@ -27,7 +27,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
-from tasksieve.schemas.config import RunConfig
+from tasksieve.schemas.config import RunConfig, config_warnings
 from tasksieve.schemas.rates import Rates, load_rates
 from tasksieve.transforms.backends.base import Backend, ModelLoadError
 from tasksieve.transforms.backends.factory import get_backend
@@ -304,6 +304,24 @@ def _sandbox_preflight(cfg: RunConfig) -> str:
 
 
 
+def bwrap_works() -> bool:
+    from tasksieve.transforms.verify.sandbox import runner as sandbox
+
+    try:
+        return sandbox.resolve_mode("bwrap") == "bwrap"
+    except sandbox.NoSafeSandbox:
+        return False
+
+
+def warn_about_config(cfg: RunConfig) -> tuple[str, ...]:
+    """schemas/config.config_warnings, each printed as one line now; the
+    run records them (runs.warnings)."""
+    found = tuple(config_warnings(cfg, bwrap_works))
+    for line in found:
+        print(f"tasksieve: warning: {line}", file=sys.stderr)
+    return found
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -341,6 +359,8 @@ class RunContext:
     backend_factory: Callable[[], Backend] | None = None
     judge_factory: Callable[[], Backend] | None = None
     sandbox_note: str | None = None
+    # Suspicious settings (schemas/config.config_warnings), recorded in runs.warnings.
+    warnings: tuple[str, ...] = ()
 
 
 def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocation) -> None:
@@ -358,7 +378,7 @@ def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation) 
     rates = load_rates(how.rates_path or cfg.rates)
     pools = prepare_pools(cfg, out / "_staging" / run_id)
     return RunContext(command="dedup", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
-                      pools=pools)
+                      pools=pools, warnings=warn_about_config(cfg))
 
 
 def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
@@ -401,6 +421,7 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
     factory, model_id = _sampling_engine(cfg, backend_factory)
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
     sandbox_note = _sandbox_preflight(cfg)
+    warnings = warn_about_config(cfg)
     judge_factory = judge_factory_for(cfg, judge_factory)
     if judge_factory is not None:
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
@@ -414,4 +435,4 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": how.dask_workers})})
     return RunContext(command="run", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
                       pools=pools, model_id=model_id, plan=plan, cache_dir=cache_dir, backend_factory=factory,
-                      judge_factory=judge_factory, sandbox_note=sandbox_note)
+                      judge_factory=judge_factory, sandbox_note=sandbox_note, warnings=warnings)
