@@ -106,6 +106,21 @@ def _from_cache(rec: dict) -> GenResult:
                      rec["gen_seconds"], None)
 
 
+def checked(res: GenResult) -> GenResult:
+    """The result, or a failed request when its completion is not text (a
+    lone surrogate, not a string), whatever backend produced it: such text
+    cannot be verified, stored or cached."""
+    text = res.completion
+    try:
+        ok = isinstance(text, str) and (text.encode("utf-8") is not None)
+    except UnicodeEncodeError:
+        ok = False
+    if ok:
+        return res
+    return GenResult("", 0, 0, REQUEST_FAILED, res.gen_seconds,
+                     error="the completion is not valid text (a lone surrogate such as \\ud800, or not a string)")
+
+
 def is_generation(res: GenResult) -> bool:
     """Whether a backend's answer is an attempt that may be cached: not a
     failed request, not a replay miss, not an error of any kind."""
@@ -234,6 +249,7 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
         def persist(j: int, res: GenResult) -> None:
             # Called as each generation finishes, so a run killed mid-wave
             # keeps every attempt it already paid for.
+            res = checked(res)
             if cache is not None and is_generation(res):
                 cache.write(cache_record(plan, batch[j], res))
                 persisted.add(j)
@@ -244,6 +260,7 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
         finally:
             stats.engine_seconds += time.perf_counter() - t0
             stats.engine_calls += 1
+        results = [checked(r) for r in results]
         for j, res in enumerate(results):
             if j not in persisted and res.origin is None:
                 persist(j, res)  # a backend that reports only at the end
