@@ -8,6 +8,7 @@ Modes of a chat request (`mode`, or one per request from `script`):
     empty       200 with `choices: []`
     status:NNN  that status with a JSON error body (any code)
     drip        a good reply sent one byte every `drip_s` seconds
+    slow_headers  the status line and headers sent one byte every `drip_s` seconds
     stall       headers and half the body, then silence until the client leaves
     break_off   a Content-Length longer than the body, then the connection closes
     gzip_bomb   a gzip-encoded completion of `bomb_bytes` once unpacked
@@ -96,6 +97,18 @@ class FakeOpenAI:
                 server.arrived.set()
                 server.permits.acquire(timeout=120)
                 if self._status(mode):
+                    return
+                if mode == "slow_headers":  # the status line and headers, a byte at a time, without end
+                    head = b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * 10_000
+                    for i in range(len(head)):
+                        if server.closing.is_set():
+                            return
+                        try:
+                            self.wfile.write(head[i:i + 1])
+                            self.wfile.flush()
+                        except OSError:
+                            return
+                        time.sleep(server.drip_s)
                     return
                 if mode == "html":
                     return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")

@@ -101,7 +101,7 @@ def test_401_on_the_model_list_fails_before_the_run_with_a_hint(server):
 
 # --- body faults -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mode", ["drip", "stall"])
+@pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers"])
 def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
     srv = FakeOpenAI(mode=mode, drip_s=0.3)
     try:
@@ -112,7 +112,8 @@ def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
         srv.close()
 
 
-@pytest.mark.parametrize("mode", ["drip", "stall", "break_off", "malformed", "nontext", "deep", "html", "empty"])
+@pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers", "break_off", "malformed", "nontext", "deep", "html",
+                                  "empty"])
 def test_a_body_fault_is_retried_and_a_good_answer_then_counts(mode):
     srv = FakeOpenAI(drip_s=0.3)
     srv.script = [mode]

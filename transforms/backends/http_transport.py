@@ -21,6 +21,7 @@ import http.client
 import json
 import socket
 import threading
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -123,13 +124,31 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if seconds is not None and 0 <= seconds < 1e6 else None
 
 
+def _connection(parts, timeout_s: float):
+    """(connection, request path) for the URL, through the proxy the
+    environment names (HTTP_PROXY/HTTPS_PROXY, NO_PROXY), as the `openai`
+    client did: an https URL is tunnelled (CONNECT), an http one is asked
+    of the proxy by its full URL."""
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    https = parts.scheme == "https"
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
+        p = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        if p.hostname:
+            if https:
+                conn = http.client.HTTPSConnection(p.hostname, p.port or 3128, timeout=timeout_s)
+                conn.set_tunnel(parts.hostname, parts.port or 443)
+                return conn, path
+            return http.client.HTTPConnection(p.hostname, p.port or 3128, timeout=timeout_s), parts.geturl()
+    conn_type = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    return conn_type(parts.hostname, parts.port, timeout=timeout_s), path
+
+
 def request(method: str, url: str, body: dict | None, headers: dict, timeout_s: float, max_bytes: int) -> Reply:
     """One exchange, done within `timeout_s` of wall-clock time, with a
     2xx status and a body of at most `max_bytes` decompressed; else ReplyError."""
     parts = urlsplit(url)
-    conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = conn_type(parts.hostname, parts.port, timeout=timeout_s)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn, path = _connection(parts, timeout_s)
     data = json.dumps(body, ensure_ascii=True).encode() if body is not None else None
     expired = threading.Event()
 
