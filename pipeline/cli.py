@@ -329,8 +329,10 @@ def _config_from_args(args):
     if args.k is not None:
         from tasksieve.schemas.config import MAX_K
 
-        if not 1 <= args.k <= MAX_K:
-            raise ConfigError(f"-k must be from 1 to {MAX_K} (attempts per task)")
+        if args.k < 1:
+            raise ConfigError("-k must be at least 1")
+        if args.k > MAX_K:
+            raise ConfigError(f"-k must be at most {MAX_K} (attempts per task)")
         cfg.sampling.k = args.k
     return cfg
 

@@ -93,9 +93,9 @@ class FakeOpenAI:
             def do_POST(self):
                 req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.hits += 1
-                mode = server.script.pop(0) if server.script else server.mode
                 server.arrived.set()
                 server.permits.acquire(timeout=120)
+                mode = server.script.pop(0) if server.script else server.mode  # read once let through
                 if self._status(mode):
                     return
                 if mode == "slow_headers":  # the status line and headers, a byte at a time, without end
