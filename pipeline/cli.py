@@ -20,7 +20,10 @@ Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missi
 input, model that does not load, output folder in use or not writable, unknown
 runner: one line on stderr); 2 usage error (unknown option); 3 the
 row-accounting check failed; 4 the run stopped mid-way (the model server went
-away): finished attempts are saved, the same command resumes; 130 interrupted
+away): finished attempts are saved, the same command resumes; 5 the model
+server refused the requests (401/403: the key; 404: the model name or URL;
+another status no retry mends) or more than model.max_failed_share of them
+failed: nothing is reported as complete, the same command resumes once fixed; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
@@ -76,7 +79,7 @@ class _QuietLogs(logging.Filter):
     for the stops tasksieve reports itself in one line (a backend that went
     away, Ctrl-C). Beam's import warning: pipeline/console.py."""
 
-    QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
+    QUIET = ("BackendUnavailable", "ServerRefused", "KeyboardInterrupt", "RunInterrupted")
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -335,6 +338,13 @@ def _config_from_args(args):
         raise ConfigError("--dask-workers must be at least 1")
     if args.command == "dedup":
         return cfg
+    if args.base_url is not None:
+        from tasksieve.pipeline.preflight import UsageError
+        from tasksieve.transforms.backends.http_transport import check_base_url
+
+        why = check_base_url(args.base_url)
+        if why:
+            raise UsageError(f"--base-url: {why}")
     overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
                  (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
                  (args.attempt_cache, ("attempt_cache",))]
@@ -349,8 +359,12 @@ def _config_from_args(args):
     # Overrides are validated like the file (replay without paths, ...).
     cfg = type(cfg).model_validate(cfg.model_dump())
     if args.k is not None:
+        from tasksieve.schemas.config import MAX_K
+
         if args.k < 1:
             raise ConfigError("-k must be at least 1")
+        if args.k > MAX_K:
+            raise ConfigError(f"-k must be at most {MAX_K} (attempts per task)")
         cfg.sampling.k = args.k
     return cfg
 
@@ -358,6 +372,7 @@ def _config_from_args(args):
 def _run_or_dedup(args, extra: list[str]) -> int:
     from pydantic import ValidationError
 
+    from tasksieve.pipeline.execute import RunRefused
     from tasksieve.pipeline.outputs import AccountingError
     from tasksieve.pipeline.preflight import RunError, RunInterrupted, RunStopped, UsageError
     from tasksieve.pipeline.run import dedup, run
@@ -381,6 +396,9 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except RunStopped as e:
         _say(f"STOPPED: {e}")
         return 4
+    except RunRefused as e:
+        _say(f"REFUSED: {e}")
+        return 5
     except AccountingError as e:
         _say(f"ACCOUNTING FAILED: {e}")
         return 3
