@@ -47,7 +47,7 @@ import threading
 import time
 from itertools import islice
 
-from tasksieve.transforms.verify import answer_memo
+from tasksieve.transforms.verify import answer_form, answer_memo
 
 # We switch math-verify's signal-based timeouts off on purpose (see above);
 # its warning about that on every call is noise.
@@ -129,6 +129,8 @@ def _last_number_answer(completion: str, prompt: str) -> str | None:
     last = next((x for x in reversed(_SENTENCE_END.split(completion)) if x and _NUMBER.search(x)), None)
     if last is None:
         return None
+    if answer_form.invisible_near_digit(last):
+        return last.strip()  # kept whole, so that the check refuses it (answer_form.py)
     # Only "exactly one" matters, so at most two of each are read: a
     # sanity probe or a completion listing thousands of numbers costs the
     # same as one listing two (the verifier sanity check asks ~10 probes
@@ -377,7 +379,9 @@ def _timed_out(timeout_s: float) -> dict:
 
 
 def _math_request(reference: str, answer: str) -> dict:
-    return {"op": "math", "reference": reference, "candidate": answer}
+    """A percent is read as hundredths on both sides (answer_form.py)."""
+    return {"op": "math", "reference": answer_form.percent_value(reference),
+            "candidate": answer_form.percent_value(answer)}
 
 
 @contextlib.contextmanager
@@ -410,7 +414,8 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
         for a in found[0]:
             request = _math_request(reference, a)
             key = _request_key(request)
-            if len(a) > MAX_CANDIDATE_CHARS or key in batch or answer_memo.holds(key):
+            if len(a) > MAX_CANDIDATE_CHARS or key in batch or answer_memo.holds(key) \
+                    or answer_form.refusal(a, reference):
                 continue  # (an answer the memo holds is found there by _ask_with_deadline)
             n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
             if size + n > AHEAD_MAX_BYTES:
@@ -483,6 +488,15 @@ def all_answers_pass(answers: list[str], check) -> dict:
     return {"ok": True, "error": None}
 
 
+def _check_one(reference: str, answer: str, timeout_s: float) -> dict:
+    if len(answer) > MAX_CANDIDATE_CHARS:
+        return {"ok": False, "error": "answer_too_long"}
+    refused = answer_form.refusal(answer, reference)  # not a value: never compared (answer_form.py)
+    if refused:
+        return {"ok": False, "error": refused}
+    return _ask_with_deadline(_math_request(reference, answer), timeout_s)
+
+
 def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, prompt: str = "") -> dict:
     """passed, score, extracted_answer, error, verify_seconds for one attempt."""
     t0 = time.perf_counter()
@@ -490,9 +504,7 @@ def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIME
     try:
         answers, _rule = _final_answers(completion, prompt)
         out["extracted_answer"] = " | ".join(answers) if answers else None
-        ans = all_answers_pass(answers, lambda a: {"ok": False, "error": "answer_too_long"}
-                               if len(a) > MAX_CANDIDATE_CHARS else
-                               _ask_with_deadline(_math_request(reference, a), timeout_s))
+        ans = all_answers_pass(answers, lambda a: _check_one(reference, a, timeout_s))
         out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     except Exception as e:  # a verifier crash marks the attempt, never the run
         out["error"] = f"verifier_error: {type(e).__name__}"
