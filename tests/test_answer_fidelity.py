@@ -59,6 +59,14 @@ def test_a_percent_is_compared_as_a_percent(spelling):
     assert _passes("3/50", f"\\boxed{{{spelling}}}")
 
 
+@pytest.mark.parametrize("spelling,number,value", [
+    ("5‰", "5", "0.005"), ("5 per mille", "5", "0.005"), ("5\\permil", "5", "0.005"), ("25 bps", "25", "0.0025"),
+    ("3‱", "3", "0.0003")])
+def test_per_mille_and_basis_points_are_read_as_such(spelling, number, value):
+    assert not _passes(number, f"\\boxed{{{spelling}}}")
+    assert _passes(value, f"\\boxed{{{spelling}}}")
+
+
 def test_a_percent_reference_is_a_percent_too():
     for candidate in ("6\\%", "6%", "0.06", "\\frac{3}{50}", "6 percent"):
         assert _passes("6\\%", f"\\boxed{{{candidate}}}"), candidate
@@ -74,7 +82,8 @@ HEDGES = ["5 \\text{ (or 6)}", "5 \\text{ or } 6", "5 \\textbf{ or } 6", "5 \\mb
           "5 or 6", "5 \\textit{(maybe 6)}", "5 \\lor 6", "5 \\vee 6", "5 \\text{ possibly } 6", "5\\ (\\text{or } 6)",
           "5 \\quad \\text{(alternatively 6)}", "5 \\text{ (approx. } 6)", "5 \\textrm{ or perhaps } 6",
           "5 \\operatorname{or} 6", "6 \\text{ or } 5", "5 \\text{ (6 if repeats are allowed)}", "5 \\text{ else } 6",
-          "5 \\ \\text{or}\\ 6", "5 \\textsf{ either way, } 6"]
+          "5 \\ \\text{or}\\ 6", "5 \\textsf{ either way, } 6", "5–6", "5 — 6", "5 \\pm 1", "5 ± 1",
+          "5\\ \\text{(}6\\text{)}", "5 \\text{ to } 6", "5 \\,\\text{or}\\, 6", "5 \\ \\mathrm{vs.}\\ 6", "5 \\text{ or }"]
 
 
 @pytest.mark.parametrize("hedge", HEDGES)

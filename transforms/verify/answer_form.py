@@ -17,7 +17,7 @@ of verifier_sanity (hack_probes.py):
   in the reference too: "6\\%" == "6%" == "0.06" != "6" (percent_value).
 - restating the question: `1234*5678`, `\\binom{10}{3}`, `10!` were
   evaluated and graded right. An answer that still holds a computation
-  (unevaluated_kind) is refused unless the reference holds that kind of
+  (kinds_of) is refused unless the reference holds that kind of
   operator itself, or a variable: then the task asks for an expression.
   Value forms stay allowed: integers, decimals, a reduced fraction 3/4, a
   surd \\sqrt{2}, pi, a sign, scientific notation 1.2 \\times 10^{5}, units.
@@ -28,11 +28,15 @@ before they get here): no regular expression below can backtrack badly.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 from math import gcd, isqrt
 
+# A reference is analysed on its first this many characters (a field may hold
+# 100,000; an answer compared at all holds at most 200).
+MAX_ANALYSED_CHARS = 2000
 # Invisible but not of a format/control category.
 _BLANK_FILLERS = {0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2800, 0x3164, 0xFFA0}
 _INVISIBLE_CATEGORIES = ("Cf", "Co", "Cn", "Cc")
@@ -109,9 +113,23 @@ def _flatten_text(text: str, repl: str | None = None) -> str:
     return "".join(parts + [text[last:]])
 
 
+_RANGE = re.compile(r"\d\s*(?:[–—‒―‐‑﹣－]|--|\\text(?:en|em)dash(?![a-z])|\\(?:pm|mp)(?![a-z])|±|∓)\s*[-+−(]?\s*\d")
+_SPACES = re.compile(r"(?:\\[,;:! ]|\\q?quad(?![a-z])|~|\s)*")
+
+
+def _between_values(text: str, start: int, end: int) -> bool:
+    """A text group with a value on each side: `5 \\text{(}6\\text{)}`, not a unit."""
+    before = _SPACES.sub("", text[max(0, start - 64):start])
+    after = _SPACES.sub("", text[end:end + 64])
+    return bool(before) and before[-1] in "0123456789)" and re.match(r"[-+−(\[]?\d", after) is not None
+
+
 def is_hedge(answer: str) -> bool:
-    """A second value in a text group, a hedge word or a logical or."""
+    """A second value in a text group or on its far side, a hedge word, a
+    range (5–6, 5 \\pm 1) or a logical or."""
     groups = _groups(answer)
+    if any(_between_values(answer, start, end) for start, end, _ in groups) or _RANGE.search(answer):
+        return True
     outside = _flatten_text(answer, repl=" ")
     if any(_NUM.search(inner) for *_, inner in groups) and (_NUM.search(outside) or
                                                             sum(bool(_NUM.search(g[2])) for g in groups) > 1):
@@ -124,8 +142,9 @@ def is_hedge(answer: str) -> bool:
 
 # --- percent -------------------------------------------------------------------------------
 
-_PERCENT = re.compile(r"(?:\\,|\\;|\\:|\\!|\\ |~|\s)*(?:\{\s*\\%\s*\}|\\%|%|％|﹪|\\percent(?![a-z])|"
-                      r"\\(?:text|mathrm|mbox)\s*\{\s*(?:\\%|%|per\s?cent)\s*\}|\bper\s?cent\b|\bpct\b)", re.I)
+_PERCENT = re.compile(r"(?:\{\s*\\%\s*\}|\\%|%|％|﹪|\\percent(?![a-z])|"
+                      r"\\(?:text|mathrm|mbox)\s*\{\s*(?:\\%|%|per\s?cent)\s*\}|\bper\s?cent\b|\bpct\b"
+                      r"|(?P<mille>‰|\\permil(?![a-z])|\bper\s?mill?e\b)|(?P<myriad>‱|\bbasis points?\b|\bbps\b))", re.I)
 _PLAIN_NUMBER = re.compile(r"[-+−]?\d[\d,]*(?:\.\d*)?|[-+−]?\.\d+")
 
 
@@ -133,19 +152,28 @@ def percent_value(text: str) -> str:
     """`text` with a percent read as hundredths: "6\\%" -> "0.06", "12.5 percent"
     -> "0.125", "\\frac{1}{3}\\%" -> "\\frac{\\frac{1}{3}}{100}". A text
     without a percent sign comes back unchanged."""
+    if len(text) > MAX_ANALYSED_CHARS:
+        return text
     m = _PERCENT.search(text)
     if not m:
         return text
     if m.end() < len(text.rstrip(" .$")) or _PERCENT.search(text, m.end()):
         return text  # a percent in the middle: left to the comparison (and usually failing)
-    body = text[:m.start()].strip().strip("$").strip()
+    body = text[:m.start()]
+    while True:  # spacing before the sign: "6\\,\\%", "6 \\%"
+        cut = next((t for t in ("\\,", "\\;", "\\:", "\\!", "\\ ", "~", " ", "$") if body.endswith(t)), None)
+        if cut is None:
+            break
+        body = body[:-len(cut)]
+    body = body.strip().strip("$").strip()
+    per = 1000 if m.group("mille") else 10000 if m.group("myriad") else 100
     if _PLAIN_NUMBER.fullmatch(body):
         try:
-            value = Decimal(body.replace(",", "").replace("−", "-")) / 100
+            value = Decimal(body.replace(",", "").replace("−", "-")) / per
             return format(value.normalize(), "f")
         except InvalidOperation:
             pass
-    return f"\\frac{{{body}}}{{100}}" if body else text
+    return f"\\frac{{{body}}}{{{per}}}" if body else text
 
 
 # --- unevaluated computation ---------------------------------------------------------------
@@ -241,23 +269,28 @@ def kinds_of(text: str) -> set:
     return kinds
 
 
-def unevaluated_kind(answer: str, reference: str) -> str | None:
-    """The first kind of computation the answer holds that the reference
-    does not; None when the answer is a value (or the reference is itself
-    an expression with variables, so the task asks for one)."""
-    if _has_variable(reference):
-        return None
-    extra = kinds_of(answer) - kinds_of(reference)
-    return min(extra) if extra else None
+_NAN = re.compile(r"(?<![a-z])nan(?![a-z])", re.I)
+
+
+@functools.lru_cache(maxsize=64)
+def _reference_form(reference: str) -> tuple[bool, bool, bool, frozenset]:
+    """(hedges, says NaN, has a variable, kinds): read once per reference
+    (a task's sanity check asks ~25 probes against one reference)."""
+    ref = reference[:MAX_ANALYSED_CHARS]
+    return is_hedge(ref), bool(_NAN.search(ref)), _has_variable(ref), frozenset(kinds_of(ref))
 
 
 def refusal(answer: str, reference: str) -> str | None:
     """Why `answer` is not compared with `reference` at all, or None."""
+    answer = answer[:MAX_ANALYSED_CHARS]
+    ref_hedges, ref_nan, ref_variable, ref_kinds = _reference_form(reference)
     if has_invisible(answer):
         return "invisible_character"
-    if is_hedge(answer) and not is_hedge(reference):
+    if is_hedge(answer) and not ref_hedges:
         return "hedged_answer"
-    if re.search(r"(?<![a-z])nan(?![a-z])", answer, re.I) and not re.search(r"(?<![a-z])nan(?![a-z])", reference, re.I):
+    if _NAN.search(answer) and not ref_nan:
         return "not_a_number"
-    kind = unevaluated_kind(answer, reference)
-    return f"unevaluated_expression: {kind}" if kind else None
+    if ref_variable:
+        return None  # the task asks for an expression
+    extra = kinds_of(answer) - ref_kinds
+    return f"unevaluated_expression: {min(extra)}" if extra else None

@@ -16,6 +16,9 @@ the bundled sample are in docs/verification.md.
 
 The extracted text and the reference are parsed and compared by
 math-verify (symbolic equivalence: 1/2 == 0.5, 12 == 12.0, sets, intervals).
+An answer that is not a value as displayed (an invisible character in it,
+a hedge, NaN, a computation left undone) is refused before it is parsed,
+and a percent is read as hundredths on both sides (answer_form.py).
 
 math-verify's own timeouts use signal.alarm, which fails outside the main
 thread (Beam runs DoFns on worker threads), so they are switched off and the
