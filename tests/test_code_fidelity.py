@@ -48,6 +48,8 @@ HUMANEVAL = _task("sorted_copy", "def check(candidate):\n    a = [3, 1, 2]\n    
                   "def sorted_copy(xs):\n    return sorted(xs)\n")
 NESTED_DICT = _task("bump", "d = {'k': [1]}\nassert bump(d) == {'k': [1, 2]}\nassert d == {'k': [1]}\n",
                     "def bump(d):\n    return {k: v + [2] for k, v in d.items()}\n")
+TWICE = _task("concat", "a = [1]\nassert concat(a, a) == [1, 1]\nassert a == [1]\n",
+              "def concat(x, y):\n    return x + y\n")
 
 # (case, task, an attempt that breaks what the tests forbid). Each passed before.
 MUTATIONS = [
@@ -68,6 +70,7 @@ MUTATIONS = [
     ("mutate_a_list_inside_a_tuple", IN_TUPLE, "def total(t):\n    t[0].append(t[1])\n    return sum(t[0])\n"),
     ("return_a_nested_element", FIRST, "def first_row(m):\n    return m[0]\n"),
     ("humaneval_check_of_the_argument", HUMANEVAL, "def sorted_copy(xs):\n    xs.sort()\n    return xs[:]\n"),
+    ("same_list_passed_twice", TWICE, "def concat(x, y):\n    x.extend(y)\n    return list(x)\n"),
     ("mutate_a_list_inside_a_dict", NESTED_DICT, "def bump(d):\n    for v in d.values():\n        v.append(2)\n"
                                                  "    return {k: list(v) for k, v in d.items()}\n"),
 ]

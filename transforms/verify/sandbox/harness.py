@@ -182,7 +182,7 @@ class Harness:
         if "bad" in msg:
             self.fail(f"not_plain_data: {guard.safe_name(msg['bad'])}")
         try:
-            self.mirror_arguments(msg.get("after"), args, kwargs)
+            self.mirror_arguments(msg.get("after"), args, kwargs, payload)
             if "ret" in msg:
                 return self.aliased(guard.decode(msg["ret"]), msg.get("alias"), args, kwargs)
         except (guard.NotPlainData, RecursionError) as e:
@@ -190,16 +190,22 @@ class Harness:
         raise self.rebuilt_exception(msg)
 
     @staticmethod
-    def mirror_arguments(after, args, kwargs):
-        """The call's changes to its arguments, made to the tests' objects."""
+    def mirror_arguments(after, args, kwargs, sent):
+        """The call's changes to its arguments, made to the tests' objects:
+        only to those whose state changed (the same list passed twice must
+        not be put back by its unchanged second copy)."""
         if after is None:
             return
         new = [guard.decode(t) for t in after] if type(after) is list and len(after) == 2 else None
         if new is None or type(new[0]) is not list or type(new[1]) is not dict or len(new[0]) != len(args) \
-                or list(new[1]) != list(kwargs):
+                or list(new[1]) != list(kwargs) or len(after[1][1]) != len(kwargs):
             raise guard.NotPlainData("malformed arguments")
-        for orig, changed in zip(list(args) + list(kwargs.values()), new[0] + list(new[1].values())):
-            _sync(orig, changed)
+        trees_before = sent["args"][1] + [v for _, v in sent["kwargs"][1]]
+        trees_after = after[0][1] + [v for _, v in after[1][1]]
+        for orig, changed, before, now in zip(list(args) + list(kwargs.values()), new[0] + list(new[1].values()),
+                                              trees_before, trees_after):
+            if now != before:
+                _sync(orig, changed)
 
     @staticmethod
     def aliased(ret, alias, args, kwargs):
