@@ -55,20 +55,18 @@ def has_invisible(text: str) -> bool:
 
 
 def invisible_near_digit(text: str) -> bool:
-    """An invisible character touching a digit (through other invisibles)."""
-    chars = [c for c in text]
-    for i, ch in enumerate(chars):
-        if ch.isascii() and " " <= ch != "\x7f" or not _invisible(ch):
+    """A run of invisible characters touching a digit. One pass: a prompt
+    echoed by a probe may hold 100,000 of them."""
+    before, run = "", False
+    for ch in text:
+        if (not ch.isascii() or ch < " " or ch == "\x7f") and _invisible(ch):
+            if not run:
+                run, run_before = True, before
             continue
-        j = i - 1
-        while j >= 0 and _invisible(chars[j]):
-            j -= 1
-        k = i + 1
-        while k < len(chars) and _invisible(chars[k]):
-            k += 1
-        if (j >= 0 and chars[j].isdigit()) or (k < len(chars) and chars[k].isdigit()):
+        if run and (run_before.isdigit() or ch.isdigit()):
             return True
-    return False
+        run, before = False, ch
+    return run and run_before.isdigit()
 
 
 # --- text groups and hedges ----------------------------------------------------------------
