@@ -39,6 +39,18 @@ def test_an_invisible_character_inside_a_number_is_refused(ch):
     assert not verify_exact("6", f"Final answer: 6{ch}5")["passed"]
 
 
+@pytest.mark.parametrize("mark", ["\u0301", "\u20e3", "\u0338", "\u20dd", "\u0335", "\u0336", "\u0489"],
+                         ids=["acute", "keycap", "long_solidus", "enclosing_circle", "short_stroke", "long_stroke",
+                              "cyrillic_millions"])
+def test_a_combining_mark_on_a_digit_is_refused(mark):
+    """`6\u0301 5` displays as a marked digit; it was graded 6."""
+    for completion in (f"\\boxed{{6{mark}5}}", f"\\boxed{{6{mark}}}", f"The answer is 6{mark}.",
+                       f"We are done. It is 6{mark}."):
+        v = verify_one(_math("6"), completion, SETTINGS)
+        assert not v["passed"], (completion, v)
+    assert _passes("6", "\\boxed{6 \\text{ caf\u00e9s}}")  # a mark on a letter is not on a digit
+
+
 def test_invisible_characters_next_to_the_last_number_are_refused():
     v = verify_one(_math("5"), "We add them up. So the total is 5\u200b.", SETTINGS)
     assert not v["passed"] and v["error"] == "invisible_character"

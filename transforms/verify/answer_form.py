@@ -54,9 +54,23 @@ def has_invisible(text: str) -> bool:
     return any(_invisible(ch) for ch in text if not ch.isascii() or ch < " " or ch == "\x7f")
 
 
+def mark_on_digit(text: str) -> bool:
+    """A combining mark on a digit: `6\u0301` or a keycap `6\u20e3` is not the digit 6."""
+    before = ""
+    for ch in text:
+        if not ch.isascii() and unicodedata.category(ch).startswith("M"):
+            if before.isdigit():
+                return True
+            continue  # a mark on a mark on a digit is still on the digit
+        before = ch
+    return False
+
+
 def invisible_near_digit(text: str) -> bool:
-    """A run of invisible characters touching a digit. One pass: a prompt
-    echoed by a probe may hold 100,000 of them."""
+    """A run of invisible characters touching a digit, or a combining mark
+    on one. One pass: a prompt echoed by a probe may hold 100,000 of them."""
+    if mark_on_digit(text):
+        return True
     before, run = "", False
     for ch in text:
         if (not ch.isascii() or ch < " " or ch == "\x7f") and _invisible(ch):
@@ -284,6 +298,8 @@ def refusal(answer: str, reference: str) -> str | None:
     ref_hedges, ref_nan, ref_variable, ref_kinds = _reference_form(reference)
     if has_invisible(answer):
         return "invisible_character"
+    if mark_on_digit(answer):
+        return "combining_mark_on_digit"
     if is_hedge(answer) and not ref_hedges:
         return "hedged_answer"
     if _NAN.search(answer) and not ref_nan:
