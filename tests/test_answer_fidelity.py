@@ -147,6 +147,8 @@ UNEVALUATED = [
     ("3", "\\sqrt[3]{27}", "Find the cube root of 27."),
     ("8", "\\left(\\frac{1}{2}\\right)^{-3}", "Compute (1/2)^(-3)."),
     ("1", "\\frac{7}{7}", "Divide 7 by 7."),
+    ("7006652", "7006652 = 1234 \\times 5678", "Compute 1234 times 5678."),
+    ("120", "P(10,3) / 3!", "In how many ways can 3 of 10 people be chosen?"),
 ]
 
 
@@ -162,7 +164,8 @@ def test_an_unevaluated_expression_is_not_an_answer(reference, answer, prompt):
     ("120000", "1.2 \\times 10^{5}"), ("120000", "1.2 \\cdot 10^{5}"), ("x^2+1", "x^2+1"), ("2+\\sqrt{3}", "2+\\sqrt{3}"),
     ("2^{10}", "2^{10}"), ("2^{10}", "1024"), ("-\\frac{3}{4}", "-\\frac{3}{4}"), ("(-3, 5)", "(-3, 5)"),
     ("42", "42^\\circ"), ("7006652", "7,006,652"), ("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),
-    ("\\frac{1+\\sqrt{5}}{2}", "\\frac{1+\\sqrt{5}}{2}"),
+    ("\\frac{1+\\sqrt{5}}{2}", "\\frac{1+\\sqrt{5}}{2}"), ("7006652", "1234 \\times 5678 = 7006652"),
+    ("5", "x = 5"),
 ])
 def test_value_forms_still_pass(reference, answer):
     v = verify_one(_math(reference), f"\\boxed{{{answer}}}", SETTINGS)

@@ -110,7 +110,7 @@ def _groups(text: str):
         pos = i
 
 
-_FUNCTION_NAME = re.compile(r"\s*(?:C|binom|choose|gcd|lcm|mod|log|ln|exp|floor|ceil|max|min|abs|sgn|sum|prod|"
+_FUNCTION_NAME = re.compile(r"\s*(?:C|P|binom|choose|gcd|lcm|mod|log|ln|exp|floor|ceil|max|min|abs|sgn|sum|prod|"
                             r"fact|factorial|[a-z]*sin|[a-z]*cos|[a-z]*tan)\s*", re.I)
 
 
@@ -120,7 +120,7 @@ def _flatten_text(text: str, repl: str | None = None) -> str:
     parts, last = [], 0
     for start, end, inner in _groups(text):
         keep = repl is None or _FUNCTION_NAME.fullmatch(inner)
-        parts += [text[last:start], f" {inner.strip() + ' (' if keep and repl is not None else inner if keep else repl} "]
+        parts += [text[last:start], f" {inner.strip() if keep and repl is not None else inner if keep else repl} "]
         last = end
     return "".join(parts + [text[last:]])
 
@@ -207,8 +207,9 @@ _KINDS = [
     ("implicit_product", re.compile(r"[\d)]\s*\((?!\s*[-+−]?\d+\s*,)|\)\s*\d")),
     ("power", re.compile(r"[\d)\]}!]\s*(?:\^|\*\*)|[²³¹⁰⁴-⁹]|\bsquared\b|\bcubed\b|\bpower\b", re.I)),
     ("factorial", re.compile(r"!|\bfactorial\b", re.I)),
-    ("binomial", re.compile(r"\\[dt]?binom|\\choose|\bchoose\b|\b[nN]?C[rR]?\s*\(|\^\s*\{?\d+\}?\s*C|\bC_|"
+    ("binomial", re.compile(r"\\[dt]?binom|\\choose|\bchoose\b|\b[nN]?C[rR]?\s*\(|\^\s*\{?\d+\}?\s*C|\bC_|\bC\s*[\^_]\s*\{?\s*\d|"
                             r"\\mathrm\{C\}|\\(?:operatorname|mathrm)\{(?:C|binom)\}", re.I)),
+    ("permutation", re.compile(r"\bP\s*\(\s*\d|\bnPr\b|\}\s*P\s*_|\bP_\s*\{?\d")),
     ("sum", re.compile(r"\\sum|∑|\bsum\b", re.I)),
     ("product_over", re.compile(r"\\prod|∏|\bprod\b", re.I)),
     ("integral", re.compile(r"\\[io]*int|∫", re.I)),
@@ -270,9 +271,23 @@ def _sqrt_kinds(t: str) -> set:
     return kinds
 
 
+def _final_side(text: str) -> str:
+    """What follows the last top-level `=`: `1234 \\times 5678 = 7006652`
+    ends in a value (an `=` inside braces, as in `\\sum_{k=1}`, is not one)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(text):
+        if ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        elif ch == "=" and depth == 0 and text[i - 1:i] not in ("<", ">", "!", "\\"):
+            cut = i
+    return text[cut + 1:] if cut >= 0 else text
+
+
 def kinds_of(text: str) -> set:
     """The kinds of computation `text` holds (empty for a plain value)."""
-    t = _clean(text)
+    t = _clean(_final_side(text))
     kinds, t = _fraction_kinds(t)
     kinds |= _sqrt_kinds(t)
     t = _SQRT.sub(" 1 ", t)
