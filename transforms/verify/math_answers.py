@@ -52,8 +52,7 @@ import time
 from tasksieve.transforms.verify import answer_form, answer_memo
 from tasksieve.transforms.verify.answer_extract import (  # noqa: F401 - extraction lives there, re-exported
     _ANSWER_PHRASE, _HAS_MATH, _NUMBER, MAX_ANSWERS, MAX_CANDIDATE_CHARS, _boxed_all, _last_number_answer,
-    _stated_numbers,
-    extract_final_answer, extract_final_answers)
+    _stated_numbers, extract_final_answer, extract_final_answers)
 
 # We switch math-verify's signal-based timeouts off on purpose (see above);
 # its warning about that on every call is noise.
