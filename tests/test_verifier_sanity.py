@@ -105,16 +105,17 @@ def test_answers_asked_ahead_stop_at_a_deadline_and_the_rest_are_asked_when_need
     are asked one by one when verify_math needs them."""
     vm, calls = _ask_many_counted(monkeypatch)
     completions = ["\\boxed{2}", "\\boxed{9^{9^{9^{9}}}}", "\\boxed{1}", "\\boxed{2}"]
-    with vm.answered_ahead("1", completions, "", timeout_s=1):
+    # A reference written as a power: the tower is an answer form here (answer_form.py).
+    with vm.answered_ahead("2^{0}", completions, "", timeout_s=1):
         assert calls == [3]  # the repeated candidate once
-        got = [vm.verify_math("1", c, 1) for c in completions]
+        got = [vm.verify_math("2^{0}", c, 1) for c in completions]
     assert [(v["passed"], v["error"]) for v in got] == [(False, None), (False, "timeout (over 1s)"), (True, None),
                                                          (False, None)]
     assert calls == [3, 1]  # the third, asked alone after the worker was killed
     monkeypatch.setattr(vm, "AHEAD_MAX_BYTES", 100)  # one request fits, not two
     answer_memo.forget()  # "1" and "1" would be known from above
-    with vm.answered_ahead("1", ["\\boxed{1}", "\\boxed{3}"], "", timeout_s=5):
-        assert [vm.verify_math("1", c, 5)["passed"] for c in ("\\boxed{1}", "\\boxed{3}")] == [True, False]
+    with vm.answered_ahead("2^{0}", ["\\boxed{1}", "\\boxed{3}"], "", timeout_s=5):
+        assert [vm.verify_math("2^{0}", c, 5)["passed"] for c in ("\\boxed{1}", "\\boxed{3}")] == [True, False]
     assert calls == [3, 1, 1, 1]
 
 

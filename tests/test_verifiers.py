@@ -61,7 +61,9 @@ def test_math_and_exact_verifiers_pass_fail_and_hostile():
     assert verify_one(task, "so 5 + 3 = 8", FAST)["passed"]
     assert not verify_one(task, "so 5 + 3 = 9", FAST)["passed"]
     # A 21-character power tower keeps sympy busy for minutes: the deadline kills the worker.
-    tower = verify_one({"domain": "math", "answer": "1"}, "\\boxed{9^{9^{9^{9}}}}", FAST)
+    # (The reference is written as a power so that a power is an answer form here: with a
+    # plain reference the tower is refused unparsed, answer_form.py.)
+    tower = verify_one({"domain": "math", "answer": "2^{0}"}, "\\boxed{9^{9^{9^{9}}}}", FAST)
     assert not tower["passed"] and tower["error"].startswith("timeout")
     assert verify_one(task, "\\boxed{8}", FAST)["passed"]  # a fresh worker took over
     assert verify_exact("Paris", "Final answer: paris")["passed"]

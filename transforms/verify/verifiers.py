@@ -31,6 +31,7 @@ from tasksieve.transforms.backends.base import Backend, BackendUnavailable, GenR
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify import math_answers as vm
+from tasksieve.transforms.verify.answer_form import has_invisible
 from tasksieve.transforms.verify.math_answers import extract_final_answers
 
 VERIFIABLE = ("math", "exact", "code", "rubric")
@@ -77,7 +78,8 @@ def verify_exact(reference: str, completion: str, prompt: str = "", timeout_s: f
     else:
         def check(a):
             return {"ok": normalize_text(a) == normalize_text(reference), "error": None}
-    ans = vm.all_answers_pass(answers, check)
+    ans = vm.all_answers_pass(answers, lambda a: {"ok": False, "error": "invisible_character"}
+                              if has_invisible(a) and not has_invisible(reference) else check(a))
     out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     out["verify_seconds"] = time.perf_counter() - t0
     return out

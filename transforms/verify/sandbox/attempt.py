@@ -4,7 +4,12 @@ Started by runner.py inside its own sandbox, with `sandbox_guard` loaded
 as a module. It locks itself down, runs the attempt's program, says hello
 (does the entry point exist?), then answers calls: one JSON line in
 (`{"id", "args", "kwargs"}`, plain data), one JSON line out (`{"id",
-"ret"}`, `{"id", "exc": TypeName}` or `{"id", "bad": why}`).
+"ret"}`, `{"id", "exc": TypeName}` or `{"id", "bad": why}`). A reply
+also carries `after`, the arguments as the call left them, when the call
+changed them, and `alias`, where the return value holds one of the
+argument objects themselves: the harness mirrors both onto the tests' own
+objects, so a test sees what calling a function in its own process shows
+(harness.py, "Mutation and identity").
 
 Nothing here is trusted. The attempt can patch this code, the codec and
 every builtin of this process, and write anything to its answer pipe: the
@@ -24,6 +29,66 @@ def _exception_reply(call_id, e):
     reply = {"id": call_id, "exc": guard.safe_name(type(e).__name__)}
     if isinstance(e, guard.SandboxViolation) and e.why in guard.WHY:
         reply["why"] = e.why
+    return reply
+
+
+MUTABLE = (list, dict, set)
+MAX_ALIASES = 1000
+
+
+def _children(x):
+    t = type(x)
+    if t is list or t is tuple:
+        return enumerate(x)
+    if t is dict:
+        return enumerate(x.values())
+    return ()
+
+
+def alias_paths(args, kwargs, result):
+    """[[path in the result, path in [args, kwargs-values]], ...] for each
+    list, dict or set of the result that is an argument's own object (the
+    outermost one only). A path is positions: in a list or tuple, or the
+    n-th value of a dict."""
+    where, budget = {}, [guard.MAX_NODES]
+
+    def index(x, path):
+        budget[0] -= 1
+        if budget[0] < 0 or len(path) > guard.MAX_DEPTH:
+            return
+        if type(x) in MUTABLE:
+            where.setdefault(id(x), path)
+        for i, v in _children(x):
+            index(v, path + [i])
+
+    for root, values in ((0, args), (1, list(kwargs.values()))):
+        for i, v in enumerate(values):
+            index(v, [root, i])
+    found = []
+
+    def find(x, path):
+        budget[0] -= 1
+        if budget[0] < 0 or len(path) > guard.MAX_DEPTH or len(found) >= MAX_ALIASES:
+            return
+        if type(x) in MUTABLE and id(x) in where:
+            found.append([path, where[id(x)]])
+            return
+        for i, v in _children(x):
+            find(v, path + [i])
+
+    if where:
+        find(result, [])
+    return found
+
+
+def _with_arguments(reply, msg, args, kwargs):
+    """`reply` plus the arguments' state when the call changed them."""
+    try:
+        after = [guard.encode(args), guard.encode(kwargs)]
+    except guard.NotPlainData as e:
+        return {"id": reply["id"], "bad": guard.safe_name(str(e))}
+    if after != [msg["args"], msg["kwargs"]]:
+        reply["after"] = after
     return reply
 
 
@@ -49,15 +114,21 @@ def main():
         if msg is None:
             return
         call_id = msg.get("id") if isinstance(msg, dict) else None
+        args = kwargs = None
         try:
             args = guard.decode(msg["args"])
             kwargs = guard.decode(msg["kwargs"])
             result = ns[entry](*args, **kwargs)
             reply = {"id": call_id, "ret": guard.encode(result)}
+            alias = alias_paths(args, kwargs, result)
+            if alias:
+                reply["alias"] = alias
         except guard.NotPlainData as e:
             reply = {"id": call_id, "bad": guard.safe_name(str(e))}
         except BaseException as e:  # noqa: B036
             reply = _exception_reply(call_id, e)
+        if type(args) is list and type(kwargs) is dict and "bad" not in reply:
+            reply = _with_arguments(reply, msg, args, kwargs)
         guard.send(fd_out, reply)
 
 

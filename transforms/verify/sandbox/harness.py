@@ -9,6 +9,18 @@ to the attempt's process and rebuilds the answer as fresh built-in objects
 subclass, a patched builtin or a forged verdict in the attempt's process has
 nothing to act on here, and the hidden tests never leave this process.
 
+Mutation and identity: the tests hold their own argument objects, and an
+in-process function would act on those. So the attempt's reply carries the
+arguments as the call left them (`after`) and where its return value is
+an argument's own list, dict or set (`alias`); the harness changes the
+tests' objects in place to match (nested lists and dicts keep their
+identity) and returns the tests' own object where the attempt returned an
+argument. A test that keeps `orig = list(xs)` and asserts `xs == orig`
+after the call, or asserts `out is not xs`, then fails a mutating or
+argument-returning attempt exactly as in process; a test that expects an
+in-place change sees it. Forged `after`/`alias` gain nothing: they only
+say what the attempt could have done for real.
+
 Helper functions the tests use besides the entry point (HumanEval's `poly`,
 `encode_cyclic`) come from the task's reference solution, run here first,
 never from the attempt.
@@ -63,6 +75,65 @@ def _tests_line(tb, source):
     return f" (tests line {found}: {text})"
 
 
+MUTABLE = (list, dict, set)
+MAX_ALIASES = 1000
+
+
+def _sync(orig, new):
+    """Make `orig` (a tests' object) equal `new` in place, keeping the
+    identity of nested lists, dicts and sets; False when `orig` cannot
+    change in place (an int, a str, a tuple: the caller replaces it)."""
+    t = type(orig)
+    if t is not type(new) or t not in (list, dict, set, tuple):
+        return False
+    if t is set:
+        orig.clear()
+        orig.update(new)
+    elif t is list:
+        for i in range(min(len(orig), len(new))):
+            if not _sync(orig[i], new[i]):
+                orig[i] = new[i]
+        del orig[len(new):]
+        orig.extend(new[len(orig):])
+    elif t is dict:
+        for k in [k for k in orig if k not in new]:
+            del orig[k]
+        for k, v in new.items():
+            if not (k in orig and _sync(orig[k], v)):
+                orig[k] = v
+    else:  # a tuple cannot change; the lists inside it can
+        if len(orig) != len(new):
+            return False
+        for a, b in zip(orig, new):
+            _sync(a, b)
+    return True
+
+
+def _child(node, i):
+    if type(i) is not int or isinstance(i, bool):
+        raise guard.NotPlainData("malformed alias")
+    if type(node) in (list, tuple) and 0 <= i < len(node):
+        return node[i]
+    if type(node) is dict and 0 <= i < len(node):
+        return list(node.values())[i]
+    raise guard.NotPlainData("malformed alias")
+
+
+def _put(node, path, target):
+    """`node` with the value at `path` replaced by `target`."""
+    if not path:
+        return target
+    i = path[0]
+    inner = _put(_child(node, i), path[1:], target)
+    if type(node) is list:
+        node[i] = inner
+    elif type(node) is dict:
+        node[list(node)[i]] = inner
+    else:
+        node = tuple(inner if j == i else v for j, v in enumerate(node))
+    return node
+
+
 class Harness:
     def __init__(self, req):
         self.to_attempt, self.result_fd = req["fd_to"], req["fd_result"]
@@ -108,14 +179,53 @@ class Harness:
         msg = self.receive()
         if msg.get("id") != self.calls:
             self.fail("not_plain_data: answer out of turn")
-        if "ret" in msg:
-            try:
-                return guard.decode(msg["ret"])
-            except guard.NotPlainData as e:
-                self.fail(f"not_plain_data: {e}")
         if "bad" in msg:
             self.fail(f"not_plain_data: {guard.safe_name(msg['bad'])}")
+        try:
+            self.mirror_arguments(msg.get("after"), args, kwargs, payload)
+            if "ret" in msg:
+                return self.aliased(guard.decode(msg["ret"]), msg.get("alias"), args, kwargs)
+        except (guard.NotPlainData, RecursionError) as e:
+            self.fail(f"not_plain_data: {guard.safe_name(str(e))}")
         raise self.rebuilt_exception(msg)
+
+    @staticmethod
+    def mirror_arguments(after, args, kwargs, sent):
+        """The call's changes to its arguments, made to the tests' objects:
+        only to those whose state changed (the same list passed twice must
+        not be put back by its unchanged second copy)."""
+        if after is None:
+            return
+        new = [guard.decode(t) for t in after] if type(after) is list and len(after) == 2 else None
+        if new is None or type(new[0]) is not list or type(new[1]) is not dict or len(new[0]) != len(args) \
+                or list(new[1]) != list(kwargs) or len(after[1][1]) != len(kwargs):
+            raise guard.NotPlainData("malformed arguments")
+        trees_before = sent["args"][1] + [v for _, v in sent["kwargs"][1]]
+        trees_after = after[0][1] + [v for _, v in after[1][1]]
+        for orig, changed, before, now in zip(list(args) + list(kwargs.values()), new[0] + list(new[1].values()),
+                                              trees_before, trees_after):
+            if now != before:
+                _sync(orig, changed)
+
+    @staticmethod
+    def aliased(ret, alias, args, kwargs):
+        """`ret` with the tests' own objects where the attempt returned an argument."""
+        if alias is None:
+            return ret
+        if type(alias) is not list or len(alias) > MAX_ALIASES:
+            raise guard.NotPlainData("malformed alias")
+        roots = [list(args), list(kwargs.values())]
+        for pair in alias:
+            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not list or type(pair[1]) is not list \
+                    or len(pair[1]) < 2:
+                raise guard.NotPlainData("malformed alias")
+            target = roots
+            for i in pair[1]:
+                target = _child(target, i)
+            if type(target) not in MUTABLE:
+                raise guard.NotPlainData("malformed alias")
+            ret = _put(ret, pair[0], target)
+        return ret
 
     def rebuilt_exception(self, msg):
         name = guard.safe_name(msg.get("exc"))
