@@ -18,6 +18,10 @@ runner: one line on stderr); 2 usage error (unknown option); 3 the
 row-accounting check failed; 4 the run stopped mid-way (the model server went
 away): finished attempts are saved, the same command resumes; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
+Exit code 5 (every command): the disk or the quota was full; one line names the
+folder and its free space; the previous outputs stay current, paid attempts stay
+in the attempt cache. A system or home folder as an output folder is a usage
+error (2); so is a non-empty --out holding no tasksieve run, unless --force.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
@@ -173,6 +177,8 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="with --runner dask and no address: a local cluster of N worker processes (default 2)")
 
     for cmd in (r, d := sub.add_parser("dedup", help="only the dedup and decontamination stages: no model, seconds")):
+        cmd.add_argument("--force", action="store_true",
+                         help="write into a non-empty --out that holds no tasksieve run")
         cmd.add_argument("--dedup-against", nargs="+", action="extend", metavar="POOL",
                          help="earlier stages' tasks (JSONL/Parquet/datasets folders or saved indexes): drop tasks "
                               "that duplicate them; the pool is never modified")
@@ -246,12 +252,42 @@ def _main(args, extra: list[str]) -> int:
     return _run_or_dedup(args, extra)
 
 
+def _refused(path: str, flag: str) -> bool:
+    """A system or home folder as an output folder: one line (the caller exits 2)."""
+    from tasksieve.pipeline.out_guard import Refused, refuse_dangerous
+
+    try:
+        refuse_dangerous(path, flag)
+    except Refused as e:
+        _say(f"error: {e}")
+        return True
+    return False
+
+
+def _disk_full(e: BaseException, folders: list, after: str = "") -> int | None:
+    """Exit code 5 and its one line when a full disk or quota is behind `e`."""
+    from pathlib import Path
+
+    from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, disk_full_line
+
+    line = disk_full_line(e, [(what, Path(p)) for what, p in folders if p], after)
+    if line is None:
+        return None
+    _say(f"error: {line}")
+    return EXIT_DISK_FULL
+
+
 def _sample_data(args) -> int:
     from tasksieve.pipeline.sample_data import write_sample
 
+    if _refused(args.out, "OUT"):
+        return 2
     try:
         lines = write_sample(args.out)
     except OSError as e:
+        code = _disk_full(e, [("folder", args.out)])
+        if code is not None:
+            return code
         print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     for line in lines:
@@ -264,12 +300,17 @@ def _report(args) -> int:
 
     from tasksieve.pipeline.report import ReportError, write_report
 
+    if _refused(args.out, "OUT"):
+        return 2
     try:
         path, text = write_report(Path(args.out), args.run_id)
     except ReportError as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1
     except (OSError, duckdb_error()) as e:
+        code = _disk_full(e, [("output folder", args.out)])
+        if code is not None:
+            return code
         print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
         return 1
     print(text)
@@ -331,10 +372,15 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     from tasksieve.pipeline.run import dedup, run
     from tasksieve.schemas.config import ConfigError
 
+    from tasksieve.pipeline.safe_fs import NotAFolder
+
     command = dedup if args.command == "dedup" else run
+    cfg = None
     try:
-        command(args.input, args.out, _config_from_args(args), args.runner, extra, config_path=args.config,
-                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers)
+        cfg = _config_from_args(args)
+        command(args.input, args.out, cfg, args.runner, extra, config_path=args.config,
+                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers,
+                force=args.force)
     except UsageError as e:
         _say(f"error: {e}")
         return 2
@@ -352,6 +398,17 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except AccountingError as e:
         _say(f"ACCOUNTING FAILED: {e}")
         return 3
+    except NotAFolder as e:
+        _say(f"error: {e.strerror}")
+        return 1
+    except Exception as e:
+        cache = (cfg.attempt_cache or os.path.join(args.out, "attempt_cache")) if cfg and args.command == "run" \
+            else None
+        code = _disk_full(e, [("--out", args.out), ("attempt cache", cache)],
+                          f"; the attempts already saved stay in {cache} and are re-used" if cache else "")
+        if code is None:
+            raise
+        return code
     return 0
 
 
@@ -376,6 +433,9 @@ def _validate(args) -> int:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug, not a verdict: said in one line, with its own exit code
+        code = _disk_full(e, [("--out", args.out)])
+        if code is not None:
+            return code
         print(f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
               f"{' '.join(str(e).split())[:300]}", file=sys.stderr)
         return EXIT_VALIDATE_INTERNAL

@@ -16,7 +16,7 @@ from tasksieve.pipeline.execute import run_graph
 from tasksieve.pipeline.finish import finish, summarise
 from tasksieve.pipeline.graph import RunSpec
 from tasksieve.pipeline.preflight import (Invocation, RunContext, check_command, hold_output, inputs_and_output,
-                                          prepare_dedup, prepare_run)
+                                          prepare_dedup, prepare_run, refuse_foreign)
 from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import Backend
@@ -26,7 +26,7 @@ from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
         rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
-        judge_factory: Callable[[], Backend] | None = None) -> dict:
+        judge_factory: Callable[[], Backend] | None = None, force: bool = False) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one);
     `judge_factory` the rubric judge (default: the sampling engine)."""
@@ -34,19 +34,26 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     check_command("run", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
     with hold_output(out, "run"):
-        return _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory))
+        refuse_foreign(out, force)
+        with claimed_staging(out, "run") as staging:
+            done = _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory,
+                                                      staging=staging), staging)
+        return summarise(*done)
 
 
 def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = None, beam_args: list[str] | None = None,
           config_path: str | None = None, rates_path: str | None = None, dask_address: str | None = None,
-          dask_workers: int = 2) -> dict:
+          dask_workers: int = 2, force: bool = False) -> dict:
     """Only the cheap stages (read to decontaminate) on a pool: the graph of
     `run` stopped after decontamination. No model is loaded."""
     how = Invocation(runner, tuple(beam_args or ()), config_path, rates_path, dask_address, dask_workers)
     check_command("dedup", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
     with hold_output(out, "dedup"):
-        return _execute_and_finish(prepare_dedup(paths, out, cfg, how))
+        refuse_foreign(out, force)
+        with claimed_staging(out, "dedup") as staging:
+            done = _execute_and_finish(prepare_dedup(paths, out, cfg, how, staging), staging)
+        return summarise(*done)
 
 
 def _graph_spec(ctx: RunContext, staging) -> RunSpec:
@@ -71,11 +78,11 @@ def _announce(ctx: RunContext, spec: RunSpec) -> None:
           f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...", file=sys.stderr)
 
 
-def _execute_and_finish(ctx: RunContext) -> dict:
-    with claimed_staging(ctx.out, ctx.run_id) as staging:
-        spec = _graph_spec(ctx, staging)
-        _announce(ctx, spec)
-        started, t0 = datetime.now(timezone.utc), time.perf_counter()
-        run_graph(ctx, spec)
-        figures = finish(ctx, spec, started, t0)
-    return summarise(ctx, figures)
+def _execute_and_finish(ctx: RunContext, staging) -> tuple:
+    """The graph, then the shared finish (the output set's commit); returns
+    (context, figures) for the summary."""
+    spec = _graph_spec(ctx, staging)
+    _announce(ctx, spec)
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    run_graph(ctx, spec)
+    return ctx, finish(ctx, spec, started, t0)
