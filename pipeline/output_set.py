@@ -63,11 +63,11 @@ def current_set(out: Path) -> Path | None:
     return out / RUNS / name
 
 
-def _ours(out: Path, name: str) -> bool:
-    try:
-        return os.readlink(out / name) == f"{CURRENT}/{name}"
-    except OSError:
-        return False
+def visible(out: Path, name: str) -> Path:
+    """Where tasksieve itself reads OUT/name: in the current set when there
+    is one (a link planted at OUT/name is not followed), else OUT/name."""
+    cur = current_set(out)
+    return cur / name if cur is not None and os.path.lexists(cur / name) else out / name
 
 
 def _place_link(out: Path, name: str, target: str) -> None:
@@ -178,11 +178,16 @@ class OutputSet:
 
     def _point(self, final: Path, keep: set) -> None:
         present = {n for n in SET_FILES if os.path.lexists(final / n)}
+        plain = {n for n in present if _plain_file(self.out / n)}
         # Links for the new set's names first: through the old `current`
-        # they show the old set's file, or none where it had none.
-        for name in sorted(present):
+        # they show the old set's file, or none where it had none. A plain
+        # file (a folder of an earlier version, adopted: the same file as
+        # in the set) is replaced only once `current` names the set.
+        for name in sorted(present - plain):
             _place_link(self.out, name, f"{CURRENT}/{name}")
         _place_link(self.out, CURRENT, f"{RUNS}/{final.name}")  # the commit
+        for name in sorted(plain):
+            _place_link(self.out, name, f"{CURRENT}/{name}")
         for name in SET_FILES:
             if name not in present and os.path.lexists(self.out / name) and not _plain_file(self.out / name):
                 step(f"unlink {name}")

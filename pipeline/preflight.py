@@ -205,7 +205,15 @@ def refuse_system_folder(path: str | Path | None, flag: str) -> None:
 
 
 def refuse_foreign(out: Path, force: bool) -> None:
-    """Under the lock: a non-empty folder holding no tasksieve run needs --force."""
+    """A non-empty folder holding no tasksieve run needs --force. Checked
+    before the lock is taken, so a refused folder is left as it was; a
+    folder nothing can be written in says so first (an unnamed temporary
+    file proves it without leaving one)."""
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         refuse_foreign_folder(out, force)
     except Refused as e:

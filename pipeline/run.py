@@ -33,8 +33,8 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     how = Invocation(runner, tuple(beam_args), config_path, rates_path, dask_address, dask_workers)
     check_command("run", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
+    refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "run"):
-        refuse_foreign(out, force)
         with claimed_staging(out, "run") as staging:
             done = _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory,
                                                       staging=staging), staging)
@@ -49,8 +49,8 @@ def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = 
     how = Invocation(runner, tuple(beam_args or ()), config_path, rates_path, dask_address, dask_workers)
     check_command("dedup", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
+    refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "dedup"):
-        refuse_foreign(out, force)
         with claimed_staging(out, "dedup") as staging:
             done = _execute_and_finish(prepare_dedup(paths, out, cfg, how, staging), staging)
         return summarise(*done)

@@ -31,7 +31,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, disk_full, disk_full_line
+from tasksieve.pipeline.output_set import DB, visible
+from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous
 from tasksieve.pipeline.safe_fs import real_subdir, write_atomic
 from tasksieve.pipeline.select_write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
@@ -377,7 +378,7 @@ def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str |
 
 def _select_held(out: Path, budget: Budget, cfg: SelectConfig, run_id: str | None, dry_run: bool,
                  by: tuple[str, ...]) -> str:
-    prep = prepare(load_pool(out / "curation.duckdb", run_id), cfg, out)
+    prep = prepare(load_pool(visible(out, DB), run_id), cfg, out)
     head = _head_lines(prep, budget, cfg)
     if dry_run:
         return "\n".join(head + [""] + dry_run_lines(prep, budget, cfg) + ["", "dry run: no selection written"])
@@ -462,7 +463,8 @@ def command(args) -> int:
 
     try:
         budget = parse_budget(args.budget_tasks, args.budget_usd)
-    except BudgetError as e:
+        refuse_dangerous(args.out, "OUT")
+    except (BudgetError, Refused) as e:
         say(str(e))
         return EXIT_USAGE
     try:

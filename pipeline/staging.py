@@ -156,4 +156,11 @@ def claimed_staging(out: Path, prefix: str = "run"):
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield staging
     finally:
+        # Nothing in it outlives the run (finished attempts are in the
+        # attempt cache): removed however the run ended, and the root with
+        # it when no other run is staging there. A killed run's folder is
+        # removed by the next run.
+        remove_entry(staging)
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
