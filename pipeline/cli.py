@@ -33,6 +33,7 @@ budget, both budgets, a zero, negative or non-numeric budget). One line on stder
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -76,15 +77,19 @@ class _QuietLogs(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
-            if record.getMessage().startswith("apitools not found"):
+            message = record.getMessage()
+            if message.startswith("apitools not found"):
                 return False
+            if ("No space left on device" in message or "Disk quota exceeded" in message) and \
+                    "Traceback" in message:
+                return False  # a full disk: said in one line, exit 5 (out_guard.py)
         except Exception:
             return True
         exc = record.exc_info[1] if record.exc_info else None
         seen = set()
         while exc is not None and id(exc) not in seen:
             seen.add(id(exc))
-            if type(exc).__name__ in self.QUIET:
+            if type(exc).__name__ in self.QUIET or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
                 return False
             exc = exc.__cause__ or exc.__context__
         return True
