@@ -10,6 +10,10 @@ Files in OUT:
 - curation.duckdb    tables runs, tasks, attempts, drops, costs, quarantine and
                      the analyst views of pipeline/views.py; runs accumulate
                      (run_id on every row)
+
+`finalize` writes them into a new output set's folder (output_set.py),
+which becomes current in one step: OUT/<name> are links through
+OUT/current, so readers see one whole set.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tasksieve.pipeline.output_set import visible
 from tasksieve.pipeline.safe_fs import step, write_atomic
 from tasksieve.pipeline.staging import SUFFIX as STAGED_SUFFIX
 from tasksieve.pipeline.views import create_views
@@ -228,7 +233,7 @@ def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, 
 
 
 def funnel_rows(out: Path, run_id: str) -> list[dict]:
-    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    con = duckdb.connect(str(visible(out, "curation.duckdb")), read_only=True)
     try:
         cur = con.execute("SELECT stage, rows_in, removed, rows_out FROM funnel WHERE run_id = ? ORDER BY stage_order", [run_id])
         cols = [d[0] for d in cur.description]

@@ -425,6 +425,10 @@ def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
                 from None
     cache_dir = str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
     check_writable_folder(Path(cache_dir), "--attempt-cache" if cfg.attempt_cache else "attempt cache")
+    try:  # the folder the cache marks finished runs in: a real one, never a planted link's target
+        real_subdir(Path(cache_dir), "_finished")
+    except OSError as e:
+        raise RunError(f"attempt cache {cache_dir} is not usable: {e.strerror or e}") from None
     return cache_dir
 
 

@@ -34,7 +34,7 @@ OUTER = {
 # Inside folders tasksieve keeps: (folder, names); each name gets a kind of its own.
 INNER = {
     "run": [("_staging", ["dead-a", "dead-b", "dead-c"]), ("_staging/dead-run", [".lock"]),
-            ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
+            ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]), ("attempt_cache", ["_finished"])],
     "dedup": [("_staging", ["dead-a", "dead-b", "dead-c"]), ("_staging/dead-run", [".lock"]),
               ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
     "select": [("select_cache", ["embeddings.npz"]), ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
