@@ -77,9 +77,23 @@ RUN_MARKERS = frozenset({"current", "runs", "curation.duckdb"})
 _OWN_TEMP = re.compile(r"\.(" + "|".join(re.escape(n.lstrip(".")) for n in OWN_NAMES) + r")\..*")
 
 
+# Names tasksieve replaces with a link or a file (rename(2) cannot put one over a folder).
+FILE_NAMES = ("current", "learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet",
+              "costs.parquet", "selected.parquet", "curation.duckdb", "report.html")
+
+
+def refuse_folders_at_file_names(out: Path) -> None:
+    """A real folder where tasksieve keeps a file or link would stop the
+    commit after all the work: refused before any."""
+    for name in FILE_NAMES:
+        if os.path.isdir(out / name) and not os.path.islink(out / name):
+            raise Refused(f"{out / name} is a folder, where tasksieve keeps its {name}; move it away first")
+
+
 def refuse_foreign_folder(out: Path, force: bool) -> None:
     """A non-empty --out that holds no tasksieve run, and things tasksieve
     did not write, is refused unless `force`."""
+    refuse_folders_at_file_names(out)
     if force:
         return
     try:

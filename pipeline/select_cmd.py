@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from tasksieve.pipeline.output_set import DB, visible
-from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous
+from tasksieve.pipeline.out_guard import (EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous,
+                                          refuse_folders_at_file_names)
 from tasksieve.pipeline.safe_fs import real_subdir, write_atomic
 from tasksieve.pipeline.select_write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
@@ -373,6 +374,10 @@ def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str |
     # a run) into OUT refuses at once instead of choosing from a pool that
     # is about to change, and two selections never both claim selected.parquet.
     with held(out, SelectError):
+        try:
+            refuse_folders_at_file_names(out)
+        except Refused as e:
+            raise SelectError(str(e)) from None
         return _select_held(out, budget, cfg, run_id, dry_run, by)
 
 

@@ -9,6 +9,7 @@ once (50.5).
   line; the first's selection is the one in selected.parquet."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +24,25 @@ TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 
 
-def _cli(*args, env=None, timeout=600):
-    return subprocess.run([*TASKSIEVE, *args], capture_output=True, text=True, env=env or ENV, timeout=timeout)
+def _cli(*args, env=None, timeout=600, writable=None):
+    """The command line; with `writable`, inside a bubblewrap sandbox where
+    only that folder can be written, so a regression that writes into `/`
+    or a system folder fails there instead of writing it."""
+    prefix = []
+    if writable is not None and _sandbox_works(writable):
+        prefix = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(writable),
+                  str(writable), "--"]
+        env = dict(env or ENV, TMPDIR=str(writable))
+    return subprocess.run([*prefix, *TASKSIEVE, *args], capture_output=True, text=True, env=env or ENV,
+                          timeout=timeout)
+
+
+def _sandbox_works(folder) -> bool:
+    if not shutil.which("bwrap"):
+        return False
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(folder),
+                            str(folder), "--", "true"], capture_output=True)
+    return probe.returncode == 0
 
 
 def _one_line(proc) -> str:
@@ -65,7 +83,7 @@ def test_system_and_home_folders_are_refused(tmp_path, home, command):
                 "sample-data": ["sample-data", folder],
                 "report": ["report", folder],
                 "select": ["select", folder, "--budget-tasks", "3"]}[command]
-        proc = _cli(*args, env=env)
+        proc = _cli(*args, env=env, writable=tmp_path)
         assert proc.returncode == 2, (folder, proc.returncode, proc.stderr[-2000:])
         line = _one_line(proc)
         assert "system folder" in line or "home folder" in line, line
