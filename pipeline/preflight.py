@@ -28,7 +28,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
-from tasksieve.pipeline.out_guard import Refused, refuse_dangerous, refuse_foreign_folder
+from tasksieve.pipeline.out_guard import DISK_ERRNOS, Refused, refuse_dangerous, refuse_foreign_folder
 from tasksieve.pipeline.safe_fs import NotAFolder, open_plain, real_subdir, temp_path
 from tasksieve.schemas.config import RunConfig
 from tasksieve.schemas.rates import Rates, load_rates
@@ -194,6 +194,13 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
 OUT_LOCK = ".tasksieve.lock"
 
 
+def _disk_full_as_is(e: OSError) -> None:
+    """A full disk or quota is not an unwritable folder: it goes up as it is
+    (one line and exit 5 in cli.py)."""
+    if e.errno in DISK_ERRNOS:
+        raise e
+
+
 def refuse_system_folder(path: str | Path | None, flag: str) -> None:
     """`/`, a system folder or a home folder (as given or resolved) is never
     written into: a usage error (exit 2)."""
@@ -213,6 +220,7 @@ def refuse_foreign(out: Path, force: bool) -> None:
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
+        _disk_full_as_is(e)
         raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         refuse_foreign_folder(out, force)
@@ -246,6 +254,7 @@ def hold_output(out: Path, command: str):
     try:
         fh = _open_lock(out)
     except OSError as e:
+        _disk_full_as_is(e)
         raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         try:
@@ -264,6 +273,7 @@ def hold_output(out: Path, command: str):
                      f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
             fh.flush()
         except OSError as e:
+            _disk_full_as_is(e)
             raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
         yield out
     finally:
@@ -279,6 +289,7 @@ def check_writable_folder(path: Path, what: str) -> None:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as e:
+        _disk_full_as_is(e)
         raise RunError(f"{what} {path} is not a writable folder: {e.strerror or e}") from None
 
 
