@@ -156,11 +156,12 @@ def claimed_staging(out: Path, prefix: str = "run"):
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield staging
     finally:
-        # Nothing in it outlives the run (finished attempts are in the
-        # attempt cache): removed however the run ended, and the root with
-        # it when no other run is staging there. A killed run's folder is
-        # removed by the next run.
-        remove_entry(staging)
+        # A run that staged nothing (it failed in pre-flight) leaves no
+        # trace; one that stopped mid-way leaves its folder to the next run,
+        # which removes it (finished attempts are in the attempt cache).
+        with contextlib.suppress(OSError):
+            if os.listdir(staging) == [LOCK_FILE]:
+                remove_entry(staging)
         os.close(fd)
         with contextlib.suppress(OSError):
-            os.rmdir(root)
+            os.rmdir(root)  # only when empty: no other run is staging there
