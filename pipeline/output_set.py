@@ -188,10 +188,11 @@ class OutputSet:
         _place_link(self.out, CURRENT, f"{RUNS}/{final.name}")  # the commit
         for name in sorted(plain):
             _place_link(self.out, name, f"{CURRENT}/{name}")
-        for name in SET_FILES:
+        for name in SET_FILES + (DB + ".wal",):
             if name not in present and os.path.lexists(self.out / name) and not _plain_file(self.out / name):
                 step(f"unlink {name}")
-                remove_entry(self.out / name)  # a link to nothing now, or a planted one
+                remove_entry(self.out / name)  # a link to nothing now, or a planted one (DuckDB would
+                # write its WAL through OUT/curation.duckdb.wal when someone opens the database to write)
         runs = self.out / RUNS
         for entry in os.listdir(runs):
             path = runs / entry

@@ -241,6 +241,7 @@ def _open_lock(out: Path):
         if os.path.isdir(path) and not os.path.islink(path):
             raise OSError(errno.EISDIR, f"{path} is a folder")
         fresh = temp_path(out, OUT_LOCK, ".new")
+        os.chmod(fresh, 0o644)  # others read who holds the folder
         os.replace(fresh, path)
     raise OSError(errno.EBUSY, f"{path} keeps changing")
 

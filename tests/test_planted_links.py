@@ -141,10 +141,11 @@ def test_planted_links_are_never_followed(world, tmp_path, command, layout):
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     expected = 1 if command == "validate" else 0  # the six tasks have no license: not acceptable, judged
     assert proc.returncode == expected, proc.stderr[-3000:]
-    if command in ("run", "dedup"):
+    if command in ("run", "dedup", "select"):
         assert pq.read_table(out / "results.parquet").num_rows == 6
+        assert not os.path.islink(out / "curation.duckdb.wal")  # DuckDB would write its WAL through it
     if command == "select":
-        assert pq.read_table(out / "selected.parquet").num_rows == 2
+        assert 1 <= pq.read_table(out / "selected.parquet").num_rows <= 2
     if command in ("report", "validate"):
         assert not (out / "report.html").is_symlink() and "<html" in (out / "report.html").read_text()[:2000].lower()
     if command == "sample-data":
