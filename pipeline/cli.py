@@ -77,22 +77,29 @@ class _QuietLogs(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
-            message = record.getMessage()
-            if message.startswith("apitools not found"):
+            if record.getMessage().startswith("apitools not found"):
                 return False
-            if ("No space left on device" in message or "Disk quota exceeded" in message) and \
-                    "Traceback" in message:
-                return False  # a full disk: said in one line, exit 5 (out_guard.py)
         except Exception:
             return True
         exc = record.exc_info[1] if record.exc_info else None
         seen = set()
         while exc is not None and id(exc) not in seen:
             seen.add(id(exc))
-            if type(exc).__name__ in self.QUIET or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+            if type(exc).__name__ in self.QUIET or (isinstance(exc, OSError)
+                                                    and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
                 return False
             exc = exc.__cause__ or exc.__context__
-        return True
+        return not _full_disk_traceback(record)
+
+
+def _full_disk_traceback(record: logging.LogRecord) -> bool:
+    """A worker's traceback for a full disk or quota (Beam logs it as text):
+    said in one line with exit 5 (out_guard.py), so not shown."""
+    try:
+        message = record.getMessage()
+    except Exception:
+        return False
+    return "Traceback" in message and ("No space left on device" in message or "Disk quota exceeded" in message)
 
 
 def _quiet_logging() -> None:
