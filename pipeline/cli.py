@@ -9,8 +9,12 @@
     tasksieve select OUT (--budget-tasks N | --budget-usd X) [--by DIM...] [--dry-run] [--run-id ID] [--config FILE]
     tasksieve validate DELIVERY... [--against POOL...] [--profile PROFILE] [--out DIR]
                        [--probe-model M --probe-k K] [--config FILE]
+    tasksieve export OUT --format verl|trl|openrlhf|hf --to DIR [--selection ID] [--run-id ID]
+                     [--split-by none|source|domain] [--system-prompt TEXT] [--licenses ID...] [--force]
     tasksieve sample-data OUT
     tasksieve prepare-model
+Every command takes --verbose: the libraries' own warnings and logs too
+(pipeline/console.py); without it the console shows tasksieve's lines only.
 
 Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
 input, model that does not load, output folder in use or not writable, unknown
@@ -18,16 +22,18 @@ runner: one line on stderr); 2 usage error (unknown option); 3 the
 row-accounting check failed; 4 the run stopped mid-way (the model server went
 away): finished attempts are saved, the same command resumes; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
-Exit code 5 (every command): the disk or the quota was full; one line names the
-folder and its free space; the previous outputs stay current, paid attempts stay
-in the attempt cache. A system or home folder as an output folder is a usage
-error (2); so is a non-empty --out holding no tasksieve run, unless --force.
+Exit code 5 (every command): the disk or quota was full (one line: the folder, its
+free space). A system or home folder as OUT is a usage error (2), as is a non-empty
+--out holding no tasksieve run, unless --force.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
 Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
 OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
 budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
+Exit codes (export): 0 written; 1 nothing to export or not writable (no run, unknown
+run or selection, OUT in use, every row refused by --licenses); 2 usage error (--to
+not empty without --force, a link, or the run folder itself). One line on stderr.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ import os
 import signal
 import sys
 import threading
+
+from tasksieve.pipeline import console
 
 
 def _offline_env() -> None:
@@ -54,7 +62,7 @@ def _arrow_allocator() -> None:
     (staged files read back, compute results) kept faulting in fresh
     transparent huge pages, freed again soon after, and the kernel zeroed
     each 2 MiB page: 11% of a 100k `dedup`'s time, ~1.3 s of its system
-    time (bench/README.md, nineteenth round). pyarrow reads the variable
+    time (bench/README.md, "Measured design choices"). pyarrow reads the variable
     when it is first imported: main() calls this before anything imports
     it (tests/test_cli.py). Only speed depends on it. Linux only:
     pyarrow's Linux wheels carry jemalloc, others may not (Arrow would
@@ -68,19 +76,13 @@ EXIT_VALIDATE_INTERNAL = 3
 
 
 class _QuietLogs(logging.Filter):
-    """Keeps a one-line error one line: drops the warning Beam prints on
-    import when Google's apitools is absent, and Beam's own ERROR traceback
+    """Keeps a one-line error one line: drops Beam's own ERROR traceback
     for the stops tasksieve reports itself in one line (a backend that went
-    away, Ctrl-C)."""
+    away, Ctrl-C). Beam's import warning: pipeline/console.py."""
 
     QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            if record.getMessage().startswith("apitools not found"):
-                return False
-        except Exception:
-            return True
         exc = record.exc_info[1] if record.exc_info else None
         seen = set()
         while exc is not None and id(exc) not in seen:
@@ -107,7 +109,7 @@ def _quiet_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(format="%(levelname)s:%(name)s:%(message)s")
-    root.addFilter(quiet)  # records logged on the root logger itself (the apitools warning)
+    root.addFilter(quiet)  # records logged on the root logger itself
     for handler in root.handlers:
         handler.addFilter(quiet)  # records of every other logger that reach the root's handlers
 
@@ -160,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
     _run_and_dedup_parsers(sub)
     _analyst_parsers(sub)
     _vendor_and_setup_parsers(sub)
+    verbose_help = "also show the libraries' own warnings and logs (torch, vLLM, Beam), which are filtered out otherwise"
+    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    for command in sub.choices.values():  # after the command too; SUPPRESS keeps one given before it
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     return p
 
 
@@ -218,6 +224,22 @@ def _analyst_parsers(sub) -> None:
     se.add_argument("--dry-run", action="store_true", help="print what each budget level would buy; write no selection")
     se.add_argument("--run-id", help="whose model is current (default: the latest run that sampled)")
     se.add_argument("--config", "-c", metavar="FILE", help="run config TOML: its [select] section applies")
+    ex = sub.add_parser("export", help="write the learnable set (or a selection) for verl, TRL, OpenRLHF or as a "
+                                       "Hugging Face datasets folder")
+    ex.add_argument("out", metavar="OUT", help="a run's output folder (holding curation.duckdb)")
+    ex.add_argument("--format", required=True, choices=["verl", "trl", "openrlhf", "hf"], help="the trainer's format")
+    ex.add_argument("--to", required=True, metavar="DIR", help="the folder to write (replaced whole with --force)")
+    ex.add_argument("--selection", metavar="ID", help="export a `tasksieve select` selection instead of the learnable set")
+    ex.add_argument("--run-id", help="whose learnable set (default: the latest run that sampled)")
+    ex.add_argument("--split-by", choices=["none", "source", "domain"], default="none",
+                    help="one split (file) per source or domain (default: one 'train' split)")
+    ex.add_argument("--system-prompt", metavar="TEXT",
+                    help="the system message of every prompt (default: the one curation sampled with, per domain; "
+                         "'' for none)")
+    ex.add_argument("--licenses", nargs="+", metavar="ID",
+                    help="keep only tasks under these licence ids; 'commercial' keeps every licence that does not "
+                         "forbid commercial use (rows without a licence are then left out)")
+    ex.add_argument("--force", action="store_true", help="replace a non-empty --to")
 
 
 def _vendor_and_setup_parsers(sub) -> None:
@@ -246,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    console.set_verbose(args.verbose)
+    console.quiet_program_env()  # before anything imports torch or datasets
     try:
         return _main(args, extra)
     except KeyboardInterrupt:
@@ -258,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args, extra: list[str]) -> int:
     handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate, "select": _select,
+                "export": _export,
                 "prepare-model": _prepare_model}
     if args.command in handlers:
         return handlers[args.command](args)
@@ -266,14 +291,11 @@ def _main(args, extra: list[str]) -> int:
 
 def _refused(path: str, flag: str) -> bool:
     """A system or home folder as an output folder: one line (the caller exits 2)."""
-    from tasksieve.pipeline.out_guard import Refused, refuse_dangerous
+    from tasksieve.pipeline.out_guard import refusal
 
-    try:
-        refuse_dangerous(path, flag)
-    except Refused as e:
-        _say(f"error: {e}")
-        return True
-    return False
+    if message := refusal(path, flag):
+        _say(f"error: {message}")
+    return bool(message)
 
 
 def _disk_full(e: BaseException, folders: list, after: str = "") -> int | None:
@@ -332,6 +354,12 @@ def _report(args) -> int:
 
 def _select(args) -> int:
     from tasksieve.pipeline.select_cmd import command
+
+    return command(args)
+
+
+def _export(args) -> int:
+    from tasksieve.pipeline.export.command import command
 
     return command(args)
 
@@ -458,8 +486,8 @@ def entry() -> None:
     """The `tasksieve` program (pyproject's console script; `python -m`
     too): main(), then exit without a last collection of every object the
     run left (a 100k-task dedup leaves ~300,000: 0.7-0.9 s of its exit,
-    0.13 s frozen; bench/README.md). Freezing moves them out of the collector's reach;
-    atexit handlers still run and every output is closed by then. Not in
+    0.13 s frozen; bench/README.md, "Measured design choices"). Freezing
+    moves them out of the collector's reach; atexit handlers still run and every output is closed by then. Not in
     main(), which tests call in one long-lived process."""
     code = main()
     import gc

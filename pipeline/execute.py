@@ -58,7 +58,8 @@ def _without_type_check(beam_args: list[str]) -> list[str]:
     """Beam's flags with its construction-time type check off unless asked
     for (--pipeline_type_check): the graph is tasksieve's own, fixed and
     tested, and inferring every step's types cost 0.15-0.45 s of every
-    run (bench/README.md). Decisions do not depend on it."""
+    run (bench/README.md, "Measured design choices"). Decisions do not
+    depend on it."""
     if any(a.split("=", 1)[0] in ("--pipeline_type_check", "--no_pipeline_type_check") for a in beam_args):
         return beam_args
     return ["--no_pipeline_type_check", *beam_args]
@@ -153,8 +154,9 @@ def fewer_collections(gen0: int = 50_000):
     """Python's cyclic collector runs every 700 net allocations by default;
     a graph run allocates millions of small objects (rows as dicts, the
     chunks held between stages) and walked them over and over: ~1 s of a
-    100k-task `dedup` (bench/README.md). The stages make few cycles, so
-    collecting them every `gen0` allocations frees the same memory, later;
+    100k-task `dedup` (bench/README.md, "Measured design choices"). The
+    stages make few cycles, so collecting them every `gen0` allocations
+    frees the same memory, later;
     what was alive before the run (imports, the graph) is frozen out of
     every scan."""
     old = gc.get_threshold()

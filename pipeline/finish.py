@@ -34,7 +34,7 @@ def run_record(ctx: RunContext, started: datetime, wall: float, sampling=None) -
         "run_id": ctx.run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": wall, "tasksieve_version": __version__, "runner": ctx.how.runner or IN_PROCESS,
         "inputs": json.dumps(list(ctx.paths)), "config_path": ctx.how.config_path, "config": ctx.cfg.to_json(),
-        "rates": ctx.rates.to_json(),
+        "rates": ctx.rates.to_json(), "warnings": json.dumps(list(ctx.warnings)),
     }
     if ctx.plan is None:
         # No model in this mode: empty strings, not nulls, so the column types
@@ -89,4 +89,4 @@ def summarise(ctx: RunContext, figures: dict) -> dict:
     else:
         figures["sandbox"] = ctx.sandbox_note
         print(summary_text(ctx.out, ctx.run_id, figures))
-    return dict(figures, run_id=ctx.run_id)
+    return dict(figures, run_id=ctx.run_id, warnings=list(ctx.warnings))

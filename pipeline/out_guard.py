@@ -65,6 +65,15 @@ def refuse_dangerous(path: str | Path, flag: str) -> None:
                           "give a new folder")
 
 
+def refusal(path: str | Path, flag: str) -> str | None:
+    """refuse_dangerous's line, or None."""
+    try:
+        refuse_dangerous(path, flag)
+    except Refused as e:
+        return str(e)
+    return None
+
+
 # Names a command writes in OUT (outputs, its own folders, the lock, the
 # report, the caches). A folder holding only these is tasksieve's.
 OWN_NAMES = frozenset({
@@ -114,6 +123,13 @@ def refuse_foreign_folder(out: Path, force: bool) -> None:
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _DISK_TEXT = re.compile(r"No space left on device|Disk quota exceeded|ENOSPC|EDQUOT")
 _FILENAME = re.compile(r"(?:No space left on device|Disk quota exceeded)\S*:? ['\"]?(/[^'\"\s]+)")
+
+
+def reraise_disk_full(e: OSError) -> None:
+    """A full disk or quota is not an unwritable folder: it goes up as it is
+    (one line and exit 5 in cli.py)."""
+    if e.errno in DISK_ERRNOS:
+        raise e
 
 
 def disk_full(e: BaseException) -> tuple[bool, str | None]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import errno
 import fcntl
 import functools
 import hashlib
@@ -28,9 +27,9 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
-from tasksieve.pipeline.out_guard import DISK_ERRNOS, Refused, refuse_dangerous, refuse_foreign_folder
-from tasksieve.pipeline.safe_fs import NotAFolder, open_plain, real_subdir, temp_path
-from tasksieve.schemas.config import RunConfig
+from tasksieve.pipeline.out_guard import Refused, refuse_dangerous, refuse_foreign_folder, reraise_disk_full
+from tasksieve.pipeline.safe_fs import NotAFolder, open_lock_file, real_subdir
+from tasksieve.schemas.config import RunConfig, config_warnings
 from tasksieve.schemas.rates import Rates, load_rates
 from tasksieve.transforms.backends.base import Backend, ModelLoadError
 from tasksieve.transforms.backends.factory import get_backend
@@ -194,13 +193,6 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
 OUT_LOCK = ".tasksieve.lock"
 
 
-def _disk_full_as_is(e: OSError) -> None:
-    """A full disk or quota is not an unwritable folder: it goes up as it is
-    (one line and exit 5 in cli.py)."""
-    if e.errno in DISK_ERRNOS:
-        raise e
-
-
 def refuse_system_folder(path: str | Path | None, flag: str) -> None:
     """`/`, a system folder or a home folder (as given or resolved) is never
     written into: a usage error (exit 2)."""
@@ -220,30 +212,12 @@ def refuse_foreign(out: Path, force: bool) -> None:
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        _disk_full_as_is(e)
+        reraise_disk_full(e)
         raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         refuse_foreign_folder(out, force)
     except Refused as e:
         raise UsageError(str(e)) from None
-
-
-def _open_lock(out: Path):
-    """OUT/.tasksieve.lock opened for reading and writing, never through a
-    link: a link, a FIFO, a device or a second name of another file planted
-    there is replaced by a fresh file of tasksieve's (rename(2) replaces the
-    planted name, never its target)."""
-    path = out / OUT_LOCK
-    for _ in range(3):
-        fd = open_plain(path, os.O_RDWR | os.O_CREAT)
-        if fd is not None:
-            return os.fdopen(fd, "r+", encoding="utf-8")
-        if os.path.isdir(path) and not os.path.islink(path):
-            raise OSError(errno.EISDIR, f"{path} is a folder")
-        fresh = temp_path(out, OUT_LOCK, ".new")
-        os.chmod(fresh, 0o644)  # others read who holds the folder
-        os.replace(fresh, path)
-    raise OSError(errno.EBUSY, f"{path} keeps changing")
 
 
 @contextlib.contextmanager
@@ -253,9 +227,9 @@ def hold_output(out: Path, command: str):
     once (RunError, one line) instead of racing this one for its files. The
     lock is the kernel's (flock): a killed command releases it."""
     try:
-        fh = _open_lock(out)
+        fh = open_lock_file(out / OUT_LOCK)
     except OSError as e:
-        _disk_full_as_is(e)
+        reraise_disk_full(e)
         raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         try:
@@ -274,7 +248,7 @@ def hold_output(out: Path, command: str):
                      f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
             fh.flush()
         except OSError as e:
-            _disk_full_as_is(e)
+            reraise_disk_full(e)
             raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
         yield out
     finally:
@@ -290,7 +264,7 @@ def check_writable_folder(path: Path, what: str) -> None:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as e:
-        _disk_full_as_is(e)
+        reraise_disk_full(e)
         raise RunError(f"{what} {path} is not a writable folder: {e.strerror or e}") from None
 
 
@@ -362,6 +336,24 @@ def _sandbox_preflight(cfg: RunConfig) -> str:
 
 
 
+def bwrap_works() -> bool:
+    from tasksieve.transforms.verify.sandbox import runner as sandbox
+
+    try:
+        return sandbox.resolve_mode("bwrap") == "bwrap"
+    except sandbox.NoSafeSandbox:
+        return False
+
+
+def warn_about_config(cfg: RunConfig) -> tuple[str, ...]:
+    """schemas/config.config_warnings, each printed as one line now; the
+    run records them (runs.warnings)."""
+    found = tuple(config_warnings(cfg, bwrap_works))
+    for line in found:
+        print(f"tasksieve: warning: {line}", file=sys.stderr)
+    return found
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -399,6 +391,8 @@ class RunContext:
     backend_factory: Callable[[], Backend] | None = None
     judge_factory: Callable[[], Backend] | None = None
     sandbox_note: str | None = None
+    # Suspicious settings (schemas/config.config_warnings), recorded in runs.warnings.
+    warnings: tuple[str, ...] = ()
 
 
 def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocation) -> None:
@@ -419,7 +413,7 @@ def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation, 
     rates = load_rates(how.rates_path or cfg.rates)
     pools = prepare_pools(cfg, staging)
     return RunContext(command="dedup", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
-                      pools=pools)
+                      pools=pools, warnings=warn_about_config(cfg))
 
 
 def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
@@ -474,6 +468,7 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
     factory, model_id = _sampling_engine(cfg, backend_factory)
     rates.for_model(model_id)  # a model without a price fails now, not after sampling
     sandbox_note = _sandbox_preflight(cfg)
+    warnings = warn_about_config(cfg)
     judge_factory = judge_factory_for(cfg, judge_factory)
     if judge_factory is not None:
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
@@ -487,4 +482,4 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": how.dask_workers})})
     return RunContext(command="run", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
                       pools=pools, model_id=model_id, plan=plan, cache_dir=cache_dir, backend_factory=factory,
-                      judge_factory=judge_factory, sandbox_note=sandbox_note)
+                      judge_factory=judge_factory, sandbox_note=sandbox_note, warnings=warnings)

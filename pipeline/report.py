@@ -10,6 +10,8 @@ out: the browser test reads both.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from pathlib import Path
@@ -74,7 +76,10 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
 
 def _esc(x) -> str:
     """HTML-escaped text of any value; None (a `dedup` run has no model, its
-    kept tasks no drop stage) is empty, never a crash."""
+    kept tasks no drop stage) is empty, never a crash. Every value that goes
+    into the page, in text or in a (double-quoted) attribute, passes here,
+    numbers too: a delivery, a model or a file name chose many of them
+    (tests/test_inert_pages.py)."""
     return html.escape("" if x is None else str(x))
 
 
@@ -127,7 +132,7 @@ def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertic
             bh = max((h - 2 * pad) * v / peak, 1.0 if v > 0 else 0.0)  # a non-zero value stays visible
             x, y = pad + i * bw, h - pad - bh
             parts.append(f'<rect class="bar" x="{x + 2:.1f}" y="{y:.1f}" width="{bw - 4:.1f}" height="{bh:.1f}" '
-                         f'data-label="{e(label)}" data-value="{v}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
+                         f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
                          f'<text x="{x + bw / 2:.1f}" y="{h - 10}" text-anchor="middle">{e(label)}</text>'
                          f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">{e(fmt(v))}</text>')
     else:
@@ -139,7 +144,7 @@ def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertic
             y = 5 + i * row
             parts.append(f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{e(label)}</text>'
                          f'<rect class="bar" x="{left}" y="{y + 3}" width="{bw:.1f}" height="{row - 8}" '
-                         f'data-label="{e(label)}" data-value="{v}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
+                         f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
                          f'<text x="{left + bw + 6:.1f}" y="{y + 16}">{e(fmt(v))}</text>')
     return (f'<figure><figcaption>{e(title)}</figcaption>'
             f'<svg class="chart" id="{chart_id}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
@@ -150,7 +155,7 @@ def _html_table(headers: list[str], rows: list[list], table_id: str) -> str:
     e = _esc
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table id="{e(table_id)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _evidence(detail: str | None) -> str:
@@ -200,8 +205,15 @@ document.body.setAttribute('data-report-ready', 'yes');
 """
 
 
+# Defence in depth: were a value ever to reach the page unescaped, the
+# browser would still run no script but the probe above (by its hash), load
+# nothing and submit nothing.
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'; "
+       f"script-src 'sha256-{base64.b64encode(hashlib.sha256(RENDER_PROBE.encode()).digest()).decode()}'")
+
+
 def _card(key: str, label: str, value, text: str) -> str:
-    return (f'<div class="card"><span class="figure" data-key="{key}" data-value="{"" if value is None else value}">'
+    return (f'<div class="card"><span class="figure" data-key="{_esc(key)}" data-value="{_esc(value)}">'
             f'{_esc(text)}</span><span class="muted">{_esc(label)}</span></div>')
 
 
@@ -246,11 +258,11 @@ def render_html(d: dict) -> str:
                           [[c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
                            for c in d["compare"]], "table-runs")
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>tasksieve report {e(run['run_id'])}</title>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run['run_id'])}</title>
 <style>{CSS}</style></head><body>
 <h1>Where the money went</h1>
 <div class="muted">run {e(run['run_id'])} &middot; model {e(run['model_id'])} &middot; {e(str(run['started_at']))} &middot;
-{counts['learnable']} learnable, {counts['all_pass']} all-pass, {counts['all_fail']} all-fail, {counts['dropped']} dropped, {counts['quarantined']} quarantined</div>
+{e(counts['learnable'])} learnable, {e(counts['all_pass'])} all-pass, {e(counts['all_fail'])} all-fail, {e(counts['dropped'])} dropped, {e(counts['quarantined'])} quarantined</div>
 <div class="cards">{cards}</div>
 <div class="grid">{charts}</div>
 <h2>Yield and cost per useful signal, by source</h2>{_html_table(["source"] + headers[1:], slice_rows(by_source, "source"), "table-source")}

@@ -101,6 +101,23 @@ def open_plain(path: Path, flags: int, mode: int = 0o644) -> int | None:
     return fd
 
 
+def open_lock_file(path: Path):
+    """`path` opened for reading and writing, never through a link: a link,
+    a FIFO, a device or a second name of another file planted there is
+    replaced by a fresh file (rename(2) replaces the planted name, never its
+    target)."""
+    for _ in range(3):
+        fd = open_plain(path, os.O_RDWR | os.O_CREAT)
+        if fd is not None:
+            return os.fdopen(fd, "r+", encoding="utf-8")
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise OSError(errno.EISDIR, f"{path} is a folder")
+        fresh = temp_path(path.parent, path.name, ".new")
+        os.chmod(fresh, 0o644)  # others read who holds the folder
+        os.replace(fresh, path)
+    raise OSError(errno.EBUSY, f"{path} keeps changing")
+
+
 def copy_plain(src: Path, dst: Path) -> bool:
     """Copy `src` to the new file `dst` if `src` is a plain file (never
     through a link); False if there was no plain file to copy."""

@@ -142,6 +142,12 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     if probe is not None:
         checks.append(_probe(tasks, checks, probe, backend_factory, profile.thresholds.min_learnable_share))
     summary = _summary(paths, raws, tasks, pool_paths, profile, profile_path, checks, gx)
+    if probe is not None:
+        from tasksieve.pipeline.preflight import bwrap_works
+        from tasksieve.schemas.config import config_warnings
+
+        summary["config_warnings"] = config_warnings(probe.config, bwrap_works)
+        summary["notes"] += [f"Config warning: {w}" for w in summary["config_warnings"]]
     # Fresh temporary files renamed into place: a link planted at either
     # name is replaced, never written through.
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
@@ -332,6 +338,11 @@ def load_run_config(path: str | None) -> RunConfig:
     from tasksieve.schemas.config import load_config
 
     try:
-        return load_config(path)
+        cfg = load_config(path)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    if path is not None:
+        from tasksieve.pipeline.preflight import warn_about_config
+
+        warn_about_config(cfg)  # printed now; the probe's summary records them
+    return cfg

@@ -66,6 +66,9 @@ code{background:#f4f4f4;padding:0 .2rem}.muted{color:#666;font-size:.85rem}
 
 
 def _e(x) -> str:
+    """Escaped text of any value, for text and for (single-quoted)
+    attributes: html.escape escapes both quotes. Every value on the page
+    passes here; a delivery chose most of them (tests/test_inert_pages.py)."""
     return html.escape(_fmt(x) if not isinstance(x, str) else x)
 
 
@@ -74,12 +77,15 @@ def render_html(summary: dict) -> str:
     d = summary["delivery"]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        # No script at all, nothing loaded: defence in depth behind the escaping.
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:; form-action 'none'; base-uri 'none'\">",
         "<title>Delivery validation report</title><style>", _CSS, "</style></head><body>",
         "<h1>Delivery validation report</h1>",
         f"<p class='verdict {'ok' if ok else 'bad'}'>VERDICT: {_e(summary['verdict'])}"
         + ("" if ok else f" ({len(summary['failed_checks'])} checks failed)") + "</p>",
         "<p>", f"Inputs: {', '.join('<code>' + _e(p) + '</code>' for p in d['inputs'])}<br>",
-        f"Rows read: {d['rows_read']}; parsed: {d['rows_parsed']}; valid tasks: {d['valid_tasks']} "
+        f"Rows read: {_e(d['rows_read'])}; parsed: {_e(d['rows_parsed'])}; valid tasks: {_e(d['valid_tasks'])} "
         f"({_e(json.dumps(d['domains']))})<br>",
         f"Pool (--against): {_e(', '.join(summary['against'])) if summary['against'] else 'none'}<br>",
         f"Profile: <code>{_e(summary['profile']['path'])}</code><br>",
@@ -90,11 +96,11 @@ def render_html(summary: dict) -> str:
     for c in summary["checks"]:
         parts.append(f"<tr><td><a href='#{_e(c['name'])}'>{_e(c['name'])}</a></td><td>{_e(c['description'])}</td>"
                      f"<td>{_e(c['observed'])}</td><td>{_e(c['threshold'])}</td>"
-                     f"<td class='{c['status']}'>{c['status'].upper()}</td><td>{len(c['offenders'])}</td></tr>")
+                     f"<td class='{_e(c['status'])}'>{_e(c['status'].upper())}</td><td>{len(c['offenders'])}</td></tr>")
     parts.append("</table>")
     for c in summary["checks"]:
-        parts.append(f"<h2 id='{_e(c['name'])}'>{_e(c['name'])}: <span class='{c['status']}'>"
-                     f"{c['status'].upper()}</span></h2><p>{_e(c['description'])}. Observed {_e(c['observed'])}, "
+        parts.append(f"<h2 id='{_e(c['name'])}'>{_e(c['name'])}: <span class='{_e(c['status'])}'>"
+                     f"{_e(c['status'].upper())}</span></h2><p>{_e(c['description'])}. Observed {_e(c['observed'])}, "
                      f"threshold {_e(c['threshold'])}.</p>")
         if c["details"]:
             parts.append(f"<p class='muted'>{_e(json.dumps(c['details'], default=str, ensure_ascii=False))}</p>")

@@ -227,7 +227,8 @@ class VerifyConfig(_Section):
     parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
     math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")
     # auto: bubblewrap when usable, else the rlimit fallback (with a warning) when it can run attempts
-    # as a non-root user, else none: code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
+    # as a non-root user under Landlock and its isolation probe sees nothing of the host, else none:
+    # code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
     # fallback even as root, and is never chosen for you (README, "The code sandbox").
     sandbox: Literal["auto", "bwrap", "rlimit", "unsafe-root"] = "auto"
     code_cpu_seconds: int = Field(5, gt=0, description="CPU seconds per code attempt")
@@ -270,14 +271,16 @@ class SelectConfig(_Section):
     group_size: int | None = Field(None, ge=1, description="rollouts per task at training, for the price and G; "
                                    "unset = the run's k")
     diversity: bool = Field(True, description="embed prompts, cluster them and discount tasks like chosen ones")
-    clusters: int = Field(0, ge=0, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
+    # Upper bounds: a config file must not make `select` hang or fill memory
+    # (k-means holds tasks x clusters scores; each random draw is a pass over the pool).
+    clusters: int = Field(0, ge=0, le=1024, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
     redundancy: float = Field(0.5, ge=0, le=1, description="lambda: share of a task's value lost per unit of "
                               "cosine likeness to the nearest chosen task")
     max_cluster_share: float = Field(0.5, gt=0, le=1, description="most of the budget one cluster may take")
     max_source_share: float = Field(1.0, gt=0, le=1, description="most of the budget one source may take")
     max_domain_share: float = Field(1.0, gt=0, le=1, description="most of the budget one domain may take")
     representatives: int = Field(3, ge=1, le=20, description="prompts shown per cluster")
-    random_draws: int = Field(200, ge=1, description="random subsets the selection is compared with")
+    random_draws: int = Field(200, ge=1, le=10_000, description="random subsets the selection is compared with")
     seed: int = Field(0, description="k-means seeding and the random subsets")
 
     @field_validator("value")
@@ -309,6 +312,22 @@ class RunConfig(_Section):
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)
+
+
+def config_warnings(cfg: RunConfig, bwrap_works=None) -> list[str]:
+    """Settings that validate but defeat a check without a word: one line
+    each. `run` and `dedup` print them and record them in the run's row of
+    the `runs` table (column `warnings`). `bwrap_works`, a callable, says
+    whether the full sandbox is usable here (asked only when the config
+    names a weaker one)."""
+    out = []
+    if cfg.verify.rubric_pass_threshold <= 0:
+        out.append(f"verify.rubric_pass_threshold = {cfg.verify.rubric_pass_threshold:g}: every rubric attempt "
+                   "passes (a score of 0 meets it), so no rubric task can be judged learnable or all_fail")
+    if cfg.verify.sandbox in ("rlimit", "unsafe-root") and bwrap_works is not None and bwrap_works():
+        out.append(f"verify.sandbox = {cfg.verify.sandbox!r} while bubblewrap works here: model-written code runs "
+                   "with less isolation than available (no filesystem isolation); use 'auto' or 'bwrap'")
+    return out
 
 
 class ConfigError(Exception):

@@ -150,7 +150,9 @@ RUN_SCHEMA = pa.schema(
     + [pa.field(f"n_{s}", pa.int64()) for s in STATUSES]
     + [pa.field("rows_in", pa.int64()), pa.field("attempts", pa.int64()), pa.field("total_usd", pa.float64()),
        # JSON: the end-of-run summary figures.
-       pa.field("figures", pa.string())]
+       pa.field("figures", pa.string()),
+       # JSON list: suspicious settings the run warned about (schemas/config.config_warnings).
+       pa.field("warnings", pa.string())]
 )
 
 def conform(row: dict, schema: pa.Schema) -> dict:

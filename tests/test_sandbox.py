@@ -318,7 +318,8 @@ def test_hidden_tests_never_reach_the_attempt(mode):
     prog = ("import sys, os\ndef f(x):\n    seen = ''\n    fr = sys._getframe()\n    while fr:\n"
             "        seen += repr(fr.f_locals) + repr(fr.f_globals)\n        fr = fr.f_back\n"
             "    for m in list(sys.modules.values()):\n        seen += repr(getattr(m, '__dict__', ''))\n"
-            "    for p in os.listdir('/proc'):\n        try:\n            seen += open('/proc/%s/cmdline' % p).read()\n"
+            "    try:\n        pids = os.listdir('/proc')\n    except BaseException:\n        pids = []\n"
+            "    for p in pids:\n        try:\n            seen += open('/proc/%s/cmdline' % p).read()\n"
             "        except BaseException:\n            pass\n"
             "    return '1377-DETCEPXE-TERCES'[::-1] in seen\n")  # spelled backwards: not in its own source
     assert run(prog, tests="expected = 'SECRET-EXPECTED-7731'\nassert f(0) is False", mode=mode).passed

@@ -279,3 +279,13 @@ def test_a_vendor_sees_each_step_and_the_sanity_check_count_up(tmp_path, capsys)
     assert f"validate: verifier sanity (done): {len(GOOD)} tasks" in err
     validate_delivery([str(delivery)], tmp_path / "quiet", data_docs=False, echo=False)
     assert "validate:" not in capsys.readouterr().err
+
+
+def test_data_docs_are_built_under_a_relative_out(tmp_path, monkeypatch):
+    """The default --out is ./validation: GX's file store wants an absolute
+    folder, and without one the Data Docs were silently not built."""
+    delivery = _write(tmp_path / "d.jsonl", GOOD + [_bad(license="GPL-3.0")])
+    monkeypatch.chdir(tmp_path)
+    s = validate_delivery([str(delivery)], "validation", echo=False)
+    assert s["data_docs"]["built"], s["data_docs"]
+    assert (tmp_path / "validation" / "data_docs" / "index.html").is_file()

@@ -15,7 +15,7 @@ than executed (unpickling runs code).
 
 Why held: on the in-process runner every stage runs in this one process,
 so pickling a value only to unpickle it in the same process is pure cost
-(bench/README.md). A Spill with a `memory_bytes` budget keeps packed
+(bench/README.md, "Measured design choices"). A Spill with a `memory_bytes` budget keeps packed
 values as the objects themselves, in a table of this process, while their
 estimated size stays under it; past the budget it spills as above, so
 memory stays bounded on any pool. A held value is handed out once:

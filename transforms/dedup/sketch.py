@@ -7,7 +7,7 @@ Why: a pool's unrelated tasks share many character 5-grams (common words),
 and 20 bands of 5 rows make a candidate of ~5% of the pairs at Jaccard 0.3.
 Their number grows with the square of the pool: 0.85 candidates a task at
 100k tasks, 2.8 at 1M, of which ~3.5% come within reach of the 0.7
-threshold (bench/README.md, eighteenth round). Each cost its two rows'
+threshold (bench/README.md, "Measured design choices"). Each cost its two rows'
 trip to the edge shard (pickled, spilled past the memory budget, read
 back), their texts' windows and a count of what they share.
 

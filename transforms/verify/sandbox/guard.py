@@ -8,15 +8,21 @@ Layers, strongest first (README, "The code sandbox", says which guarantees
 what):
 1. `drop_privileges`: from root to the sandbox uid before anything else;
    refuses to go on as uid 0 or with any capability left.
-2. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
+2. `confine` (Landlock, kernel 5.13+, no privilege needed): the process
+   may open only the interpreter's and the system's library folders, its
+   work dir, its own /proc entry and a few devices; no other process's
+   /proc entry, descriptors, environment or memory (Landlock's ptrace
+   rule). Required under the rlimit fallback, tried under bwrap.
+   `leave_init` first, in a PID namespace of the fallback's own.
+3. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
    process creation, exec, signals to other processes, ptrace, mounts,
    namespaces, bpf, keyrings, io_uring and module loading fail with EPERM.
    It is inherited and cannot be removed, so native code (ctypes) cannot
    get around it.
-3. rlimits: CPU seconds, address space, file size (output), open files,
+4. rlimits: CPU seconds, address space, file size (output), open files,
    no new processes (RLIMIT_NPROC = 0), no core dumps; non-dumpable, so a
    process of the same uid cannot read this one's memory or descriptors.
-4. `install_audit_hook`: a Python-level check (network, processes, ctypes,
+5. `install_audit_hook`: a Python-level check (network, processes, ctypes,
    writes outside the work dir, reads outside the work dir and the
    interpreter's own files). Defence in depth only: Python code in the same
    process can get around a Python-level hook, so nothing relies on it.
@@ -33,6 +39,7 @@ import json
 import os
 import re
 import resource
+import stat
 import struct
 import sys
 
@@ -282,6 +289,93 @@ def set_limits(cpu_seconds, memory_bytes, file_bytes):
     lower(resource.RLIMIT_NPROC, 0)
 
 
+# --- landlock: what the process may open, held by the kernel -----------------------------
+
+# Access rights per Landlock ABI (linux/landlock.h): ABI 1 has bits 0-12 (execute,
+# write, read, read_dir, remove and make of every kind); 2 adds REFER (13); 3 TRUNCATE
+# (14); 5 IOCTL_DEV (15). 4 adds TCP bind/connect, 6 scopes abstract unix sockets and
+# signals to the process's own domain.
+_LL_FS = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+_LL_READ = 1 | 4 | 8  # EXECUTE, READ_FILE, READ_DIR
+_LL_FILE_ONLY = 1 | 2 | 4 | (1 << 14) | (1 << 15)  # what a rule on a file (not a folder) may hold
+_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same numbers on every architecture
+
+
+def install_landlock(read_only, read_write, files):
+    """Allow opening only under the folders `read_only` (read, list, run),
+    `read_write` (anything) and the single `files` (read, write): every
+    other path of the host, /proc of any other process included, is
+    refused by the kernel, whatever Python code does afterwards. The
+    domain also denies ptrace-type access (/proc/<pid>/fd, environ, mem) to
+    every process outside it, and from ABI 4/6 on, TCP and signals out of
+    it. Returns 'on (abi N)' or why it is off."""
+    try:
+        import ctypes
+    except ImportError:
+        return "off (no ctypes)"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        abi = libc.syscall(_SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        if abi < 1:
+            return f"off (landlock unavailable: errno {ctypes.get_errno()})"
+        fs = _LL_FS[min(int(abi), 5)]
+
+        class Ruleset(ctypes.Structure):
+            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+        class Beneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+        attr = Ruleset(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+        size = 8 if abi < 4 else (16 if abi < 6 else 24)
+        ruleset = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+        if ruleset < 0:
+            return f"off (landlock ruleset: errno {ctypes.get_errno()})"
+        try:
+            rules = [(p, _LL_READ) for p in read_only] + [(p, fs) for p in read_write] + \
+                    [(p, 2 | 4 | (1 << 14) | (1 << 15)) for p in files]
+            for path, access in rules:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue  # not on this machine: nothing to allow
+                try:
+                    if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                        access &= _LL_FILE_ONLY
+                    rule = Beneath(access & fs, fd)
+                    if libc.syscall(_SYS_ADD, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule),
+                                    ctypes.c_uint32(0)) != 0:
+                        return f"off (landlock rule for {path}: errno {ctypes.get_errno()})"
+                finally:
+                    os.close(fd)
+            libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, which landlock needs
+                return "off (no_new_privs failed)"
+            if libc.syscall(_SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+                return f"off (landlock restrict: errno {ctypes.get_errno()})"
+        finally:
+            os.close(ruleset)
+        return f"on (abi {abi})"
+    finally:
+        for name in ("ctypes", "_ctypes", "ctypes._endian"):
+            sys.modules.pop(name, None)
+
+
+def confine(workdir):
+    """install_landlock for a sandboxed process: the interpreter's files and
+    the system's libraries to read, its work dir to use, its own /proc
+    entry, a few devices. Nothing else of the host, and no other process's
+    /proc entry (not even bwrap's init: /proc/1/fd of a non-root bwrap)."""
+    lib = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                         os.path.dirname(os.__file__), os.path.dirname(sys.executable))]
+    system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
+    roots = [p for p in dict.fromkeys(lib + system) if p != "/"]  # "/" would allow everything
+    return install_landlock(roots + [f"/proc/{os.getpid()}"], [workdir],
+                            ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"])
+
+
 # --- the audit hook (defence in depth) --------------------------------------------------------
 
 NET = {"socket.__new__", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
@@ -347,12 +441,42 @@ def install_audit_hook(workdir, readable):
     sys.addaudithook(hook)
 
 
+def leave_init():
+    """In a PID namespace of its own (the fallback's `unshare --pid`), this
+    process is the namespace's init, which the kernel spares every signal it
+    has no handler for: SIGXCPU, the CPU limit, would do nothing. So init
+    forks once: the child goes on; init closes every descriptor (the pipes
+    then end with the child) and exits with the child's status, a signal
+    as 128 + its number, as bwrap reports it."""
+    if os.getpid() != 1:
+        return
+    child = os.fork()
+    if child == 0:
+        return
+    os.closerange(0, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
 def lock_down(req):
     """Everything above, in order, from the request's settings. Returns the
     seccomp state word."""
+    leave_init()
     os.chdir(req["workdir"])
     drop_privileges(req.get("drop"), req.get("allow_root", False))
     lim = req["limits"]
+    if req.get("confine", "off") != "off":
+        state = confine(req["workdir"])
+        if not state.startswith("on") and req["confine"] == "require":
+            raise SystemExit(f"sandbox: refusing to run untrusted code unconfined: landlock {state}")
     seccomp = install_seccomp()
     set_limits(lim["cpu"], lim["memory"], lim["output"])
     if req.get("audit_hook", True):

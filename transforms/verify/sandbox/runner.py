@@ -11,9 +11,11 @@ processes that share nothing but two pipes:
   that only it holds. It never runs attempt code; the attempt never sees
   the tests.
 
-Both are started by this module, stdlib-only, as `python -I -S -B`, locked
-down by `guard.py` (drop to a non-root uid, seccomp filter, rlimits,
-audit hook). Around them, one of three modes:
+Both are started by this module, stdlib-only, as `python -I -S -B` with an
+empty environment, locked down by `guard.py` (drop to a non-root uid,
+Landlock, seccomp filter, rlimits, audit hook). The harness signs its
+verdict with a key only it is given, so a line anyone else writes on that
+pipe fails the case. Around them, one of three modes:
 
 - `bwrap` (bubblewrap): a new mount namespace holding only /usr, the
   library folders and the interpreter's prefix, read-only, a private
@@ -22,10 +24,14 @@ audit hook). Around them, one of three modes:
   every capability dropped but the two the runner needs to drop to
   `nobody`; die-with-parent, empty environment, in a session and process
   group of its own without a terminal (one killpg ends all of it).
-- `rlimit` (fallback): a plain subprocess (as root: in new network and IPC
-  namespaces through `unshare`, dropped to `nobody`, with an interpreter
-  `nobody` can read). Refuses to run as root. No filesystem isolation
-  beyond file permissions and the audit hook.
+  Landlock on top where the kernel has it.
+- `rlimit` (fallback): a subprocess, as root dropped to `nobody` with an
+  interpreter `nobody` can read, through `unshare` (own PID namespace and
+  /proc, mount, network, IPC; not root: in a user namespace) where it
+  works. Landlock is required: it alone keeps host files, other
+  processes' /proc entries and the parent's descriptors and environment
+  out. Used only after an isolation probe (isolation.py) with the audit
+  hook off finds nothing of the host. Refuses to run as root.
 - `unsafe-root`: the fallback even where it cannot drop root. Named, never
   chosen by `auto`.
 
@@ -39,7 +45,7 @@ import json
 import logging
 import os
 import pwd
-import selectors
+import secrets
 import shutil
 import signal
 import stat
@@ -50,6 +56,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tasksieve.transforms.verify.sandbox import isolation
+from tasksieve.transforms.verify.sandbox.processes import kill_group, read_verdict, tail
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +73,14 @@ NOBODY = "nobody"
 # Largest message either side may send (one call's arguments or answer).
 MESSAGE_CAP = 8 * 2**20
 STARTUP_MARGIN_S = 10.0
+# The rlimit fallback has namespaces only where unshare is allowed, and never a
+# mount namespace holding just the interpreter: Landlock (guard.confine) is what
+# keeps the host out, so the guard refuses to run without it there.
+FALLBACK_CONFINE = "require"
+# The whole environment every sandboxed process (bwrap, unshare, the
+# interpreter) starts with: the allow-list is empty, so no variable of the run
+# (API keys, tokens, paths) reaches one. `-I` makes Python ignore PYTHON* anyway.
+SANDBOX_ENV: dict[str, str] = {}
 
 
 def _boot(role: str) -> str:
@@ -186,6 +203,7 @@ class _Setup:
     python: str
     drop: tuple[int, int] | None
     private_tmp: bool  # bwrap: the work dir is the sandbox's own /tmp
+    confine: str = "require"  # landlock (guard.confine): require (refuse without it), try, off
 
 
 _CACHE: dict[str, _Setup | str] = {}
@@ -215,16 +233,27 @@ def _probe(setup: _Setup) -> str | None:
 
 
 def _unshare_prefix() -> list[str]:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
+    """Namespaces for the fallback, the most that works here: its own PID
+    namespace with a fresh /proc (only the sandbox's processes exist there),
+    mount, network and IPC namespaces; not root: inside a user namespace of
+    its own. The sandboxed interpreter is then its namespace's init, which
+    forks once (guard.leave_init) so that the CPU limit's signal still ends
+    it. Landlock holds the host's files and processes out either way."""
+    if not shutil.which("unshare"):
         return []
-    # No --pid: the attempt would be its namespace's init, which ignores
-    # SIGXCPU (the CPU limit); seccomp already refuses signals and ptrace.
-    prefix = ["unshare", "--net", "--ipc", "--"]
-    try:
-        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    return prefix if ok else []
+    pid_ns = ["--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
+    user_ns = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]
+    tries = [["unshare", *user_ns, *pid_ns, "--net", "--ipc", "--"]]
+    if os.geteuid() == 0:
+        tries.append(["unshare", "--net", "--ipc", "--"])
+    for prefix in tries:
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return prefix
+    return []
 
 
 def _find_setup(mode: str) -> _Setup | str:
@@ -232,7 +261,7 @@ def _find_setup(mode: str) -> _Setup | str:
     if mode == "bwrap":
         if not shutil.which("bwrap"):
             return "bubblewrap (bwrap) is not installed"
-        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True)
+        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True, "try")
         why = _probe(setup)
         return setup if why is None else f"bubblewrap failed its start-up probe ({why})"
     prefix = tuple(_unshare_prefix())
@@ -240,16 +269,18 @@ def _find_setup(mode: str) -> _Setup | str:
     if mode == "unsafe-root" and ids is not None:
         _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
                    "seccomp filter only; it can read every file on this machine")
-        return _Setup("unsafe-root", prefix, PYTHON, None, False)
-    if ids is None:  # not root: the attempt runs as us
-        return _Setup(mode, (), PYTHON, None, False)
+        return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
+    if ids is None:  # not root: the attempt runs as our uid; landlock keeps it off our files and processes
+        setup = _Setup(mode, prefix, PYTHON, None, False, FALLBACK_CONFINE)
+        why = _probe(setup) or isolation.leaks(setup, _run_case, Limits())
+        return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
     for python in _python_candidates():
         if not _world_reachable(python):
             tried.append(f"{python} (not readable by {NOBODY})")
             continue
-        setup = _Setup(mode, prefix, python, ids, False)
-        why = _probe(setup)
+        setup = _Setup(mode, prefix, python, ids, False, FALLBACK_CONFINE)
+        why = _probe(setup) or isolation.leaks(setup, _run_case, Limits())
         if why is None:
             return setup
         tried.append(f"{python} ({why})")
@@ -268,9 +299,10 @@ def _setup_for(requested: str) -> _Setup:
             found = _CACHE[mode]
             if isinstance(found, _Setup):
                 if requested == "auto" and mode != "bwrap":
-                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the weaker rlimit "
-                               "sandbox (no filesystem isolation: see README, 'The code sandbox'). Install "
-                               "bubblewrap (apt-get install bubblewrap) for the full sandbox.")
+                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the rlimit fallback "
+                               "(Landlock keeps host files and processes out; it passed its isolation probe: "
+                               "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
+                               "bubblewrap) for the full sandbox.")
                 return found
             reasons.append(f"{mode}: {found}")
         raise NoSafeSandbox("; ".join(reasons))
@@ -289,7 +321,10 @@ def describe(requested: str = "auto") -> str:
     except NoSafeSandbox as e:
         return f"none usable ({e}): code tasks are dropped with no_safe_sandbox"
     who = "nobody" if setup.drop else ("ROOT" if os.geteuid() == 0 else "the current user")
-    return f"{setup.mode} (attempts run as {who})"
+    if setup.mode != "rlimit":
+        return f"{setup.mode} (attempts run as {who})"
+    pids = "own PID namespace" if "--pid" in setup.prefix else "no PID namespace"
+    return f"{setup.mode} (attempts run as {who}; Landlock, {pids})"
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -312,7 +347,8 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
 
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
     return json.dumps({
-        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook, "message_cap": MESSAGE_CAP,
+        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
+        "confine": setup.confine, "message_cap": MESSAGE_CAP,
         "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
                    "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
     }).encode("utf-8", "surrogatepass")
@@ -333,7 +369,7 @@ def _spawn(setup: _Setup, role: str, workdir: str, host_tmp: str, name: str, fds
     out = open(os.path.join(host_tmp, f"{name}.out"), "wb")
     err = open(os.path.join(host_tmp, f"{name}.err"), "wb")
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env={},
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=dict(SANDBOX_ENV),
                                 cwd="/" if setup.private_tmp else workdir, pass_fds=fds, start_new_session=True)
     finally:
         out.close()
@@ -352,6 +388,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
     host_tmp = tempfile.mkdtemp(prefix="tasksieve-sbx-")
     if setup.drop:
         os.chmod(host_tmp, 0o711)  # nobody may pass through to its own directory
+    key = secrets.token_hex(16)  # only the harness learns it: a verdict without it is forged
     c2a, a2c, res = os.pipe(), os.pipe(), os.pipe()
     child_ends = [c2a[0], a2c[1], c2a[1], a2c[0], res[1]]
     procs = []
@@ -360,7 +397,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
         a_dir, h_dir = _workdir(setup, host_tmp, "a"), _workdir(setup, host_tmp, "h")
         a_req = _request(setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry,
                          code=case["solution"])
-        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1],
+        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1], verdict_key=key,
                          entry_point=entry, tests=case["tests"], call_check=bool(case.get("call_check")),
                          support=case.get("support") or "")
         attempt = _spawn(setup, "sandbox_attempt", a_dir, host_tmp, "attempt", (c2a[0], a2c[1]))
@@ -372,7 +409,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
         child_ends = []
         _feed(attempt, a_req)
         _feed(harness, h_req)
-        line, timed_out = _read_verdict(res[0], limits.wall_seconds + STARTUP_MARGIN_S)
+        line, timed_out = read_verdict(res[0], limits.wall_seconds + STARTUP_MARGIN_S)
         try:  # an attempt that died on its own (CPU limit, ...) has its exit status read before the kill
             attempt.wait(timeout=0.5 if line and b"exited_early" in line else 0)
         except subprocess.TimeoutExpired:
@@ -382,33 +419,15 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
             os.close(fd)
         os.close(res[0])
         for p in procs:
-            _kill_group(p)
+            kill_group(p)
         files = {n: os.path.join(host_tmp, n) for n in ("attempt.out", "attempt.err", "harness.err")}
         sizes = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in files.items()}
-        tails = {n: _tail(p) if os.path.exists(p) else "" for n, p in files.items()}
+        tails = {n: tail(p) if os.path.exists(p) else "" for n, p in files.items()}
         shutil.rmtree(host_tmp, ignore_errors=True)
-    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"])
+    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"], key)
     if sizes["attempt.out"] >= limits.output_bytes or sizes["attempt.err"] >= limits.output_bytes:
         result = CaseResult(False, "output_too_large")
     return result, tails["attempt.out"], tails["attempt.err"]
-
-
-def _read_verdict(fd: int, deadline_s: float) -> tuple[bytes | None, bool]:
-    buf = b""
-    end = time.monotonic() + deadline_s
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while b"\n" not in buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                return None, True
-            if not sel.select(timeout=left):
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk or len(buf) > 1 << 16:
-                return None, False
-            buf += chunk
-    return buf.partition(b"\n")[0], False
 
 
 def _signal_of(rc: int | None, setup: _Setup) -> int | None:
@@ -416,21 +435,25 @@ def _signal_of(rc: int | None, setup: _Setup) -> int | None:
         return None
     if rc < 0:
         return -rc
-    if setup.mode == "bwrap" and rc > 128:
+    if (setup.mode == "bwrap" or "--pid" in setup.prefix) and rc > 128:  # an init's report of its child
         return rc - 128
     return None
 
 
 def _verdict(line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup,
-             harness_err: str) -> CaseResult:
+             harness_err: str, key: str) -> CaseResult:
     attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
     if line is not None:
         try:
             d = json.loads(line)
             passed, error = d["passed"] is True, d.get("error")
             error = None if error is None else str(error)[:300]
-        except (ValueError, KeyError, TypeError):
+            forged = not secrets.compare_digest(str(d.get("key")), key)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return CaseResult(False, "harness_error: unreadable verdict")
+        if forged:  # someone but the harness wrote on its pipe: the sandbox failed
+            log.warning("sandbox: a verdict without the harness's key; the case fails")
+            return CaseResult(False, "harness_error: forged verdict")
         if error == "exited_early" and attempt_sig:
             error = _by_signal(attempt_sig, limits)
         return CaseResult(passed and error is None, error)
@@ -455,47 +478,3 @@ def _by_signal(sig: int, limits: Limits) -> str:
     if sig == signal.SIGSYS:
         return "blocked: system call"
     return f"killed: signal {sig}"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group, reap its leader, and wait until no member
-    is left, so no process of a case outlives its verdict."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    end = time.monotonic() + 5
-    while _live_members(proc.pid) and time.monotonic() < end:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.01)
-
-
-def _live_members(pgid: int) -> bool:
-    """Does any process of group `pgid` still run? Zombies do not: they wait
-    for the host's init to reap them, which can take a second."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-def _tail(path: str, n: int = 2000) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(max(0, os.path.getsize(path) - n))
-        return fh.read().decode("utf-8", "replace")
-
