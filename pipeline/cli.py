@@ -22,7 +22,7 @@ runner: one line on stderr); 2 usage error (unknown option); 3 the
 row-accounting check failed; 4 the run stopped mid-way (the model server went
 away): finished attempts are saved, the same command resumes; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
-Exit code 5 (every command): the disk or quota was full (one line: the folder, its
+Exit code 6 (every command): the disk or quota was full (one line: the folder, its
 free space). A system or home folder as OUT is a usage error (2), as is a non-empty
 --out holding no tasksieve run, unless --force.
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
@@ -96,7 +96,7 @@ class _QuietLogs(logging.Filter):
 
 def _full_disk_traceback(record: logging.LogRecord) -> bool:
     """A worker's traceback for a full disk or quota (Beam logs it as text):
-    said in one line with exit 5 (out_guard.py), so not shown."""
+    said in one line with exit 6 (out_guard.py), so not shown."""
     try:
         message = record.getMessage()
     except Exception:

@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-EXIT_DISK_FULL = 5
+EXIT_DISK_FULL = 6
 
 SYSTEM_FOLDERS = (
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt", "/opt",
@@ -127,7 +127,7 @@ _FILENAME = re.compile(r"(?:No space left on device|Disk quota exceeded)\S*:? ['
 
 def reraise_disk_full(e: OSError) -> None:
     """A full disk or quota is not an unwritable folder: it goes up as it is
-    (one line and exit 5 in cli.py)."""
+    (one line and exit 6 in cli.py)."""
     if e.errno in DISK_ERRNOS:
         raise e
 

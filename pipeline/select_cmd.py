@@ -13,7 +13,7 @@ Exit codes: 0 done; 1 nothing to select from, or the selection could not be
 written (no curation.duckdb, no sampled run, unknown run, an empty
 learnable pool, a bad config, output folder in use or not writable): one
 line on stderr; 2 usage error (a missing, non-numeric, zero or negative
-budget, or both budgets): one line on stderr; 5 the disk (or quota) was
+budget, or both budgets): one line on stderr; 6 the disk (or quota) was
 full: one line naming the folder and its free space, nothing changed.
 """
 

@@ -1,6 +1,6 @@
 """A full disk or quota (issue 50.3), injected where it can strike: a
 Parquet output, DuckDB's commit, a Beam worker's staged shard, the attempt
-cache in the middle of sampling, `select` and `report`. Each gives exit 5
+cache in the middle of sampling, `select` and `report`. Each gives exit 6
 and one line naming the folder and its free space, no traceback; the
 previous outputs stay current and whole, nothing unfinished is left, and
 the attempts paid for before the disk filled stay in the attempt cache."""
@@ -72,7 +72,7 @@ def _full(world, out, module, attr, args, code=errno.ENOSPC, after=0):
 
 
 def _check_one_line(proc, folder) -> str:
-    assert proc.returncode == 5, proc.stderr[-3000:]
+    assert proc.returncode == 6, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("tasksieve:")]
     assert len(lines) == 1, proc.stderr[-3000:]
