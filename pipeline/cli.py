@@ -20,11 +20,13 @@ Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missi
 input, model that does not load, output folder in use or not writable, unknown
 runner: one line on stderr); 2 usage error (unknown option); 3 the
 row-accounting check failed; 4 the run stopped mid-way (the model server went
-away): finished attempts are saved, the same command resumes; 130 interrupted
+away): finished attempts are saved, the same command resumes; 5 the model
+server refused the requests (401/403: the key; 404: the model name or URL;
+another status no retry mends) or more than model.max_failed_share of them
+failed: nothing is reported as complete, the same command resumes once fixed; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
-Exit code 6 (every command): the disk or quota was full (one line: the folder, its
-free space). A system or home folder as OUT is a usage error (2), as is a non-empty
---out holding no tasksieve run, unless --force.
+Exit code 6 (every command): the disk or quota was full (one line: the folder, its free space).
+A system or home folder as OUT is a usage error (2), as is a non-empty --out with no run (--force).
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
@@ -80,7 +82,7 @@ class _QuietLogs(logging.Filter):
     for the stops tasksieve reports itself in one line (a backend that went
     away, Ctrl-C). Beam's import warning: pipeline/console.py."""
 
-    QUIET = ("BackendUnavailable", "KeyboardInterrupt", "RunInterrupted")
+    QUIET = ("BackendUnavailable", "ServerRefused", "KeyboardInterrupt", "RunInterrupted")
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -91,17 +93,9 @@ class _QuietLogs(logging.Filter):
                                                     and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
                 return False
             exc = exc.__cause__ or exc.__context__
-        return not _full_disk_traceback(record)
+        from tasksieve.pipeline.out_guard import full_disk_traceback
 
-
-def _full_disk_traceback(record: logging.LogRecord) -> bool:
-    """A worker's traceback for a full disk or quota (Beam logs it as text):
-    said in one line with exit 6 (out_guard.py), so not shown."""
-    try:
-        message = record.getMessage()
-    except Exception:
-        return False
-    return "Traceback" in message and ("No space left on device" in message or "Disk quota exceeded" in message)
+        return not full_disk_traceback(record)  # said in one line, exit 6
 
 
 def _quiet_logging() -> None:
@@ -290,25 +284,22 @@ def _main(args, extra: list[str]) -> int:
 
 
 def _refused(path: str, flag: str) -> bool:
-    """A system or home folder as an output folder: one line (the caller exits 2)."""
-    from tasksieve.pipeline.out_guard import refusal
+    from tasksieve.pipeline.out_guard import refusal  # a system or home folder as OUT: one line, exit 2
 
-    if message := refusal(path, flag):
-        _say(f"error: {message}")
-    return bool(message)
+    return _said(refusal(path, flag)) is not None
 
 
 def _disk_full(e: BaseException, folders: list, after: str = "") -> int | None:
-    """Exit code 5 and its one line when a full disk or quota is behind `e`."""
-    from pathlib import Path
-
+    """Exit 6 and its one line when a full disk or quota is behind `e`."""
     from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, disk_full_line
 
-    line = disk_full_line(e, [(what, Path(p)) for what, p in folders if p], after)
-    if line is None:
-        return None
-    _say(f"error: {line}")
-    return EXIT_DISK_FULL
+    return EXIT_DISK_FULL if _said(disk_full_line(e, folders, after)) is not None else None
+
+
+def _said(message: str | None) -> str | None:
+    if message:
+        _say(f"error: {message}")
+    return message
 
 
 def _sample_data(args) -> int:
@@ -319,8 +310,7 @@ def _sample_data(args) -> int:
     try:
         lines = write_sample(args.out)
     except OSError as e:
-        code = _disk_full(e, [("folder", args.out)])
-        if code is not None:
+        if (code := _disk_full(e, [("folder", args.out)])) is not None:
             return code
         print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
@@ -342,8 +332,7 @@ def _report(args) -> int:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1
     except (OSError, duckdb_error()) as e:
-        code = _disk_full(e, [("output folder", args.out)])
-        if code is not None:
+        if (code := _disk_full(e, [("output folder", args.out)])) is not None:
             return code
         print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
         return 1
@@ -384,6 +373,13 @@ def _config_from_args(args):
         raise ConfigError("--dask-workers must be at least 1")
     if args.command == "dedup":
         return cfg
+    if args.base_url is not None:
+        from tasksieve.pipeline.preflight import UsageError
+        from tasksieve.transforms.backends.http_transport import check_base_url
+
+        why = check_base_url(args.base_url)
+        if why:
+            raise UsageError(f"--base-url: {why}")
     overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
                  (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
                  (args.attempt_cache, ("attempt_cache",))]
@@ -398,8 +394,12 @@ def _config_from_args(args):
     # Overrides are validated like the file (replay without paths, ...).
     cfg = type(cfg).model_validate(cfg.model_dump())
     if args.k is not None:
+        from tasksieve.schemas.config import MAX_K
+
         if args.k < 1:
             raise ConfigError("-k must be at least 1")
+        if args.k > MAX_K:
+            raise ConfigError(f"-k must be at most {MAX_K} (attempts per task)")
         cfg.sampling.k = args.k
     return cfg
 
@@ -407,6 +407,7 @@ def _config_from_args(args):
 def _run_or_dedup(args, extra: list[str]) -> int:
     from pydantic import ValidationError
 
+    from tasksieve.pipeline.execute import RunRefused
     from tasksieve.pipeline.outputs import AccountingError
     from tasksieve.pipeline.preflight import RunError, RunInterrupted, RunStopped, UsageError
     from tasksieve.pipeline.run import dedup, run
@@ -424,7 +425,7 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except UsageError as e:
         _say(f"error: {e}")
         return 2
-    except (ConfigError, RunError) as e:
+    except (ConfigError, RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
         _say(f"error: {e}")
         return 1
     except RunInterrupted as e:
@@ -435,12 +436,12 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except RunStopped as e:
         _say(f"STOPPED: {e}")
         return 4
+    except RunRefused as e:
+        _say(f"REFUSED: {e}")
+        return 5
     except AccountingError as e:
         _say(f"ACCOUNTING FAILED: {e}")
         return 3
-    except NotAFolder as e:
-        _say(f"error: {e.strerror}")
-        return 1
     except Exception as e:
         cache = (cfg.attempt_cache or os.path.join(args.out, "attempt_cache")) if cfg and args.command == "run" \
             else None
@@ -473,8 +474,7 @@ def _validate(args) -> int:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug, not a verdict: said in one line, with its own exit code
-        code = _disk_full(e, [("--out", args.out)])
-        if code is not None:
+        if (code := _disk_full(e, [("--out", args.out)])) is not None:
             return code
         print(f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
               f"{' '.join(str(e).split())[:300]}", file=sys.stderr)

@@ -18,7 +18,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 
 from tasksieve.pipeline.graph import RunSpec, build
 from tasksieve.pipeline.preflight import DASK, IN_PROCESS, RunContext, RunInterrupted, RunStopped
-from tasksieve.transforms.backends.base import BackendUnavailable
+from tasksieve.transforms.backends.base import BackendUnavailable, ServerRefused
 from tasksieve.transforms.chunks import spill_folder
 
 def _runner(name: str | None):
@@ -85,17 +85,25 @@ def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, be
 _RUNNING = re.compile(r" \[while running '[^']*'\]")
 
 
-def _backend_stop(e: BaseException) -> str | None:
-    """The message of a BackendUnavailable behind `e`, however the runner
+class RunRefused(Exception):
+    """The model server refused the run's requests (a bad key, a wrong model
+    name or URL, a status no retry mends), or too many requests failed for
+    the results to be complete: exit 5, one line. Finished attempts are
+    saved; fix the cause, and the same command resumes."""
+
+
+def _backend_stop(e: BaseException, kind: type = BackendUnavailable) -> str | None:
+    """The message of a `kind` exception behind `e`, however the runner
     wrapped it (Beam re-raises worker errors with its own context added)."""
+    name = kind.__name__
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, BackendUnavailable) or type(e).__name__ == "BackendUnavailable":
+        if isinstance(e, kind) or type(e).__name__ == name:
             return _RUNNING.sub("", str(e).split("\n")[0])
-        if "BackendUnavailable" in str(e):
-            line = next(ln for ln in str(e).splitlines() if "BackendUnavailable" in ln)
-            return _RUNNING.sub("", line.split("BackendUnavailable:", 1)[-1].strip())
+        if name in str(e):
+            line = next(ln for ln in str(e).splitlines() if name in ln)
+            return _RUNNING.sub("", line.split(f"{name}:", 1)[-1].strip())
         e = e.__cause__ or e.__context__
     return None
 
@@ -140,6 +148,10 @@ def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
     the backend stop, said in one line; anything else is re-raised as is."""
     if _interrupt_behind(e):
         return RunInterrupted(_interrupted_message(ctx.cache_dir, ctx.run_id))
+    refused = _backend_stop(e, ServerRefused)
+    if refused is not None:
+        return RunRefused(f"{refused}. Nothing was judged from the failed requests and none is cached; attempts "
+                          "finished before are saved, and the same command resumes once this is fixed.")
     stop = _backend_stop(e)
     if stop is None:
         return e

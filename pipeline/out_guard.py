@@ -163,10 +163,21 @@ def _free(path: Path) -> str:
     return ""
 
 
-def disk_full_line(e: BaseException, folders: list[tuple[str, Path]], after: str = "") -> str | None:
+def full_disk_traceback(record) -> bool:
+    """A worker's traceback for a full disk or quota (Beam logs it as text),
+    which the command says in one line instead."""
+    try:
+        message = record.getMessage()
+    except Exception:
+        return False
+    return "Traceback" in message and ("No space left on device" in message or "Disk quota exceeded" in message)
+
+
+def disk_full_line(e: BaseException, folders: list, after: str = "") -> str | None:
     """The one line for a full disk behind `e`, or None. `folders`: (what,
-    path) of the folders the command writes; the one holding the failed file
-    is named, else every one."""
+    path) of the folders the command writes (a None path is skipped); the
+    one holding the failed file is named, else every one."""
+    folders = [(w, Path(p)) for w, p in folders if p]
     found, where = disk_full(e)
     if not found:
         return None

@@ -12,15 +12,17 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
-from tasksieve.pipeline.execute import run_graph
+from tasksieve.pipeline.execute import RunRefused, run_graph
 from tasksieve.pipeline.finish import finish, summarise
 from tasksieve.pipeline.graph import RunSpec
-from tasksieve.pipeline.preflight import (Invocation, RunContext, check_command, hold_output, inputs_and_output,
-                                          prepare_dedup, prepare_run, refuse_foreign)
+from tasksieve.pipeline.preflight import (Invocation, RunContext, RunError, check_command, hold_output,
+                                          inputs_and_output, prepare_dedup, prepare_run, refuse_foreign)
 from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs
+from tasksieve.transforms.sample.cache_auth import CacheKeyError, cache_key
+from tasksieve.transforms.sample.stage import read_stats
 
 
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
@@ -58,6 +60,11 @@ def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = 
 
 def _graph_spec(ctx: RunContext, staging) -> RunSpec:
     """The graph's view of the context, with the attempt cache as it is now."""
+    if ctx.plan is not None and ctx.cache_dir:
+        try:
+            cache_key()  # made or checked here, before any work: one line if it cannot be trusted
+        except CacheKeyError as e:
+            raise RunError(str(e)) from None
     return RunSpec(run_id=ctx.run_id, inputs=list(ctx.paths), staging_dir=str(staging), config=ctx.cfg, plan=ctx.plan,
                    rates=ctx.rates, cache_files=tuple(cache_files(ctx.cache_dir)),
                    finished_runs=finished_runs(ctx.cache_dir), pool_indexes=ctx.pools)
@@ -85,4 +92,21 @@ def _execute_and_finish(ctx: RunContext, staging) -> tuple:
     _announce(ctx, spec)
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     run_graph(ctx, spec)
+    if ctx.plan is not None:
+        _check_failed_share(ctx, spec)
     return ctx, finish(ctx, spec, started, t0)
+
+
+def _check_failed_share(ctx: RunContext, spec: RunSpec) -> None:
+    """A run in which too many requests got no usable completion does not
+    finish: its learnable set would be reported complete while tasks were
+    dropped for the server's faults, not their own."""
+    stats = read_stats(spec.stats_dir)
+    asked = stats.failed + stats.generated
+    share = ctx.cfg.model.max_failed_share
+    if stats.failed and stats.failed > share * asked:
+        raise RunRefused(
+            f"{stats.failed} of {asked} requests to the model failed ({stats.failed / asked:.0%}, over the "
+            f"{share:.0%} allowed by model.max_failed_share), first: {stats.first_failure}; the results are not "
+            "complete and no output was written. Generations that succeeded are saved in the attempt cache; fix "
+            "the cause and the same command resumes.")

@@ -175,6 +175,9 @@ def is_real_dir(path: Path) -> bool:
 class NotAFolder(OSError):
     """A name tasksieve keeps a folder under holds a file or something else."""
 
+    def __str__(self) -> str:
+        return str(self.strerror)
+
 
 def real_subdir(parent: Path, name: str, mode: int = 0o755) -> Path:
     """parent/name as a real folder: created if missing; a link found there

@@ -126,7 +126,24 @@ class OpenAIConfig(_Section):
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key, if any")
     concurrency: int = Field(16, gt=0, description="requests in flight at once")
     timeout_s: float = Field(300.0, gt=0, description="per request, including generation")
-    max_retries: int = Field(5, ge=0, description="retries on 408/409/429/5xx, timeouts and connection errors")
+    max_retries: int = Field(5, ge=0, le=100, description="retries on 408/409/425/429/5xx, timeouts, connection "
+                                                          "errors and replies that are not chat completions")
+    max_reply_mib: float = Field(32.0, gt=0, le=4096, description="cap on a reply's size once decompressed; a reply "
+                                 "over it is a failed request (never cached)")
+    max_completion_chars: int = Field(1_000_000, gt=0, description="cap on one completion's length; over it the "
+                                      "request fails (never cached)")
+    progress_after_s: float = Field(60.0, gt=0, description="a request in flight this long prints a line naming the "
+                                    "server and the wait (and again each such period)")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v):
+        from tasksieve.transforms.backends.http_transport import check_base_url
+
+        why = check_base_url(v)
+        if why:
+            raise ValueError(why)
+        return v
 
 
 class ModelConfig(_Section):
@@ -144,6 +161,9 @@ class ModelConfig(_Section):
     max_num_batched_tokens: int = Field(65536, gt=0)
     max_num_seqs: int = Field(256, gt=0)
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
+    max_failed_share: float = Field(0.05, ge=0, le=1, description="a run in which more than this share of requests "
+                                    "to the model failed (rejected, over a cap, not text) stops (exit 5) instead of "
+                                    "finishing")
     replay_paths: list[str] = Field(default_factory=list,
                                     description="recorded attempts (Parquet/JSONL/datasets) for backend = replay")
 
@@ -152,6 +172,11 @@ class ModelConfig(_Section):
         if self.backend == "replay" and not self.replay_paths:
             raise ValueError("model.backend = 'replay' needs model.replay_paths (files of recorded attempts)")
         return self
+
+
+# Most attempts per task (`-k`, sampling.k): beyond it a pass rate is no
+# better known, and a wave of k attempts per task is built in memory.
+MAX_K = 4096
 
 
 class BayesConfig(_Section):
@@ -169,7 +194,7 @@ class BayesConfig(_Section):
 
 class SamplingConfig(_Section):
     mode: Literal["sequential", "fixed", "bayes"] = "sequential"
-    k: int = Field(8, ge=1, description="most attempts per task")
+    k: int = Field(8, ge=1, le=MAX_K, description="most attempts per task")
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
     waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
     temperature: float = Field(0.8, ge=0)
@@ -177,7 +202,7 @@ class SamplingConfig(_Section):
     top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(384, gt=0)
     seed: int = 0
-    tasks_per_batch: int = Field(128, gt=0, description="tasks sampled together in one engine batch")
+    tasks_per_batch: int = Field(128, gt=0, le=1_000_000, description="tasks sampled together in one engine batch")
     # Groups of tasks sampled independently; each is sampled by one worker.
     # 1 keeps every batch full on one machine; on a cluster, the number of
     # workers (`--dask-workers` sets it).
@@ -201,6 +226,8 @@ class SamplingConfig(_Section):
     def _waves_positive(self):
         if not self.waves or any(w <= 0 for w in self.waves):
             raise ValueError("sampling.waves must be a non-empty list of positive integers")
+        if len(self.waves) > MAX_K or any(w > MAX_K for w in self.waves):
+            raise ValueError(f"sampling.waves: at most {MAX_K} waves of at most {MAX_K} attempts")
         unknown = set(self.system_prompts) - set(DOMAINS)
         if unknown:
             raise ValueError(f"sampling.system_prompts: unknown domain {sorted(unknown)[0]!r}; expected one of {', '.join(DOMAINS)}")

@@ -121,12 +121,14 @@ def test_a_new_model_reuses_nothing_and_keeps_the_old_models_history(sample_dir,
 
 
 def test_torn_cache_lines_and_other_models_are_ignored(tmp_path):
-    from tasksieve.transforms.sample.attempt_cache import pick_cached, read_cache_file
+    from tasksieve.transforms.sample.attempt_cache import pick_cached, read_cache_file, signed
 
     f = tmp_path / "r1-1.jsonl"
-    good = {"content_hash": "h", "model_id": "m@1", "sampler_key": "s", "attempt_idx": 0, "completion": "x",
-            "run_id": "r1"}
-    f.write_text(json.dumps(good) + "\n" + json.dumps(dict(good, model_id="m@2")) + "\n" + '{"content_hash": "h", "mo')
+    good = {"content_hash": "h", "model_id": "m@1", "sampler_key": "s", "attempt_idx": 0, "seed": 7,
+            "completion": "x", "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop",
+            "gen_seconds": 0.1, "error": None, "run_id": "r1"}
+    lines = [signed(good), signed(dict(good, model_id="m@2"))]
+    f.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"content_hash": "h", "mo')
     recs = list(read_cache_file(str(f), "m@1", "s"))
     assert [r["model_id"] for r in recs] == ["m@1"]
     # A finished run's copy of an attempt wins: that run owns its cost.

@@ -129,11 +129,12 @@ class _Errors:
         return [GenResult("", 5, 0, "error", 0.0, error="engine said no") for _ in requests]
 
 
-def test_generation_errors_are_recorded_on_the_attempt():
+def test_a_generation_error_is_never_an_attempt_and_drops_its_task():
     out = list(sample_tasks(_tasks("Calculate 2 + 3."), _Errors(), _plan(k=2, waves=(2,))))
-    attempts = [r for kind, r in out if kind == "attempt"]
-    assert [a["error"] for a in attempts] == ["engine said no"] * 2
-    assert not any(a["passed"] for a in attempts)
+    assert [r for kind, r in out if kind == "attempt"] == []  # never verified, classified or cached
+    (result,) = [r for kind, r in out if kind == "result"]
+    assert result["status"] == "dropped" and result["drop_reason"] == "generation_failed"
+    assert "engine said no" in result["drop_detail"]
 
 
 def test_system_prompt_per_domain():

@@ -51,6 +51,12 @@ class GenResult:
 # an attempt at all, and the task gets no more.
 NOT_RECORDED = "not_recorded"
 
+# finish_reason of a request that got no usable completion (a request the
+# server rejected, a reply over the size cap, a completion that is not valid
+# text). `error` says why. It is not an attempt: never verified, never
+# classified, never cached; its task is dropped as `generation_failed`.
+REQUEST_FAILED = "request_failed"
+
 # GenResult.origin of a replayed attempt: "replay:" + the run (or file) it came from.
 REPLAY_PREFIX = "replay:"
 
@@ -70,3 +76,10 @@ class ModelLoadError(Exception):
 class BackendUnavailable(Exception):
     """The backend stopped answering after its retries (a server that died
     or hangs). The run stops; finished attempts are already saved."""
+
+
+class ServerRefused(Exception):
+    """The server refuses this run's requests in a way no retry mends (a
+    401/403: the key; a 404: the model name or base URL; any other status
+    tasksieve does not expect), or too many of them failed. The run stops
+    at once with one line; finished attempts are already saved."""

@@ -25,7 +25,7 @@ from tasksieve.schemas.config import BandConfig, SamplingConfig, VerifyConfig
 from tasksieve.schemas.rows import Task
 from tasksieve.transforms.sample.attempt_cache import (CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
-from tasksieve.transforms.backends.base import NOT_RECORDED, Backend, GenRequest, GenResult
+from tasksieve.transforms.backends.base import NOT_RECORDED, REQUEST_FAILED, Backend, GenRequest, GenResult
 from tasksieve.transforms.sample.classify import classify
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped, split_tagged
 from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts, posterior_interval
@@ -35,6 +35,10 @@ from tasksieve.transforms.verify.verifiers import VERIFIABLE, verify_attempts
 ATTEMPT_TAG = "attempt"
 RESULT_TAG = "result"
 STAGE = "sample"
+# Most requests of a wave built and held at once: a wave larger than this
+# (tasks_per_batch x attempts) is sent in slices of it, one after another,
+# before the next wave is decided, so the decisions are the same.
+MAX_WAVE_REQUESTS = 4096
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,36 @@ class SamplingStats:
     engine_calls: int = 0
     generated: int = 0
     reused: int = 0
+    # Requests that got no usable completion (REQUEST_FAILED): not attempts.
+    failed: int = 0
+    # Why the first of them failed (text: read_stats keeps the first one seen).
+    first_failure: str = ""
 
 
 def _from_cache(rec: dict) -> GenResult:
     return GenResult(rec["completion"], rec["prompt_tokens"], rec["completion_tokens"], rec["finish_reason"],
-                     rec["gen_seconds"], rec.get("error"))
+                     rec["gen_seconds"], None)
+
+
+def checked(res: GenResult) -> GenResult:
+    """The result, or a failed request when its completion is not text (a
+    lone surrogate, not a string), whatever backend produced it: such text
+    cannot be verified, stored or cached."""
+    text = res.completion
+    try:
+        ok = isinstance(text, str) and (text.encode("utf-8") is not None)
+    except UnicodeEncodeError:
+        ok = False
+    if ok:
+        return res
+    return GenResult("", 0, 0, REQUEST_FAILED, res.gen_seconds,
+                     error="the completion is not valid text (a lone surrogate such as \\ud800, or not a string)")
+
+
+def is_generation(res: GenResult) -> bool:
+    """Whether a backend's answer is an attempt that may be cached: not a
+    failed request, not a replay miss, not an error of any kind."""
+    return res.error is None and res.finish_reason not in (NOT_RECORDED, REQUEST_FAILED, "error")
 
 
 def sample_tasks(
@@ -117,7 +146,7 @@ def sample_tasks(
     t_start = time.perf_counter()
     state = _initial_state(tasks, cached or {})
     while True:
-        wave: list[tuple[dict, int]] = []  # (task state, attempt_idx)
+        wave: list[tuple[dict, int]] = []  # (task state, how many more attempts)
         for st in state.values():
             if st["done"]:
                 continue
@@ -128,11 +157,27 @@ def sample_tasks(
                 if on_task_done:
                     on_task_done(1)
                 continue
-            wave.extend((st, st["n"] + j) for j in range(more))
+            wave.append((st, more))
         if not wave:
             break
-        yield from _run_wave(wave, backend, judge, plan, cache, stats)
+        for piece in _slices(wave, MAX_WAVE_REQUESTS):
+            yield from _run_wave(piece, backend, judge, plan, cache, stats)
     stats.wall_seconds += time.perf_counter() - t_start
+
+
+def _slices(wave: list[tuple[dict, int]], size: int) -> Iterator[list[tuple[dict, int]]]:
+    """(task state, attempt_idx) lists of at most `size`, in order: a wave's
+    requests are never all built at once."""
+    piece: list[tuple[dict, int]] = []
+    for st, more in wave:
+        start = st["n"]
+        for j in range(more):
+            piece.append((st, start + j))
+            if len(piece) == size:
+                yield piece
+                piece = []
+    if piece:
+        yield piece
 
 
 def _initial_state(tasks: list[dict], cached: dict[str, list[dict]]) -> dict:
@@ -155,9 +200,16 @@ def _run_wave(wave: list[tuple[dict, int]], backend: Backend, judge: Backend | N
         for st, idx in wave
     ]
     generated = _generate(backend, plan, wave, requests, cache, stats)
-    real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED]
+    real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED and gen.error is None]
     for i in set(range(len(wave))) - set(real):
-        wave[i][0]["exhausted"] = True  # replay: this task has no more recorded attempts
+        st, gen = wave[i][0], generated[i][0]
+        st["exhausted"] = True  # replay: no more recorded attempts; else this request failed
+        if gen.finish_reason != NOT_RECORDED:
+            # Not an attempt: never verified, counted or cached. The task is
+            # dropped (its decision would rest on fewer attempts than asked).
+            st.setdefault("failed", gen.error or gen.finish_reason)
+            stats.failed += 1
+            stats.first_failure = stats.first_failure or (gen.error or gen.finish_reason)[:300]
     # One call verifies the wave: sandboxes in parallel, one judge batch.
     verdicts = verify_attempts([(wave[i][0]["task"], generated[i][0].completion) for i in real],
                                judge, plan.verify, [requests[i].seed for i in real])
@@ -171,8 +223,6 @@ def _run_wave(wave: list[tuple[dict, int]], backend: Backend, judge: Backend | N
             "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
             "gen_seconds": gen.gen_seconds, **verdict, "reused_from_run": reused_from or gen.origin,
         }
-        if gen.error:
-            attempt["error"] = gen.error
         st["n"] += 1
         st["pass"] += int(bool(attempt["passed"]))
         yield ATTEMPT_TAG, attempt
@@ -185,6 +235,8 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
     todo = []
     for i, (st, idx) in enumerate(wave):
         rec = st["cached"].get(idx)
+        if rec is not None and rec.get("seed") != requests[i].seed:
+            rec = None  # not this attempt's seed: an entry moved from elsewhere, regenerated
         if rec is not None:
             out[i] = (_from_cache(rec), rec["run_id"])
             stats.reused += 1
@@ -197,7 +249,8 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
         def persist(j: int, res: GenResult) -> None:
             # Called as each generation finishes, so a run killed mid-wave
             # keeps every attempt it already paid for.
-            if cache is not None and res.finish_reason != NOT_RECORDED:
+            res = checked(res)
+            if cache is not None and is_generation(res):
                 cache.write(cache_record(plan, batch[j], res))
                 persisted.add(j)
 
@@ -207,6 +260,7 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
         finally:
             stats.engine_seconds += time.perf_counter() - t0
             stats.engine_calls += 1
+        results = [checked(r) for r in results]
         for j, res in enumerate(results):
             if j not in persisted and res.origin is None:
                 persist(j, res)  # a backend that reports only at the end
@@ -214,11 +268,15 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
             cache.sync()
         for i, res in zip(todo, results):
             out[i] = (res, None)
-        stats.generated += sum(1 for r in results if r.finish_reason != NOT_RECORDED)
+        stats.generated += sum(1 for r in results if is_generation(r))
     return out  # type: ignore[return-value]
 
 
 def _result(st: dict, plan: SamplePlan) -> dict:
+    if st.get("failed"):
+        why = {"why": "a request to the model got no usable completion; nothing of it was verified or cached",
+               "error": st["failed"][:300], "attempts_before": st["n"]}
+        return dict(drop_record(st["task"], STAGE, "generation_failed", why), run_id=plan.run_id, status="dropped")
     if st["n"] == 0:
         # Replay with no recorded attempt for this task: nothing to judge.
         why = {"why": "the replayed rollouts hold no attempt for this content_hash"}
@@ -293,7 +351,10 @@ def read_stats(stats_dir: str) -> SamplingStats:
     total = SamplingStats()
     for f in Path(stats_dir).glob("*.json") if Path(stats_dir).is_dir() else ():
         for k, v in json.loads(f.read_text()).items():
-            setattr(total, k, getattr(total, k) + v)
+            if isinstance(v, str):
+                setattr(total, k, getattr(total, k) or v)  # the first one seen
+            else:
+                setattr(total, k, getattr(total, k) + v)
     return total
 
 

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.backends.base import Backend, GenRequest
+from tasksieve.transforms.backends.base import Backend, BackendUnavailable, GenRequest, ServerRefused
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify import math_answers as vm
@@ -258,6 +258,8 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
                 for (t, c), s in zip(items, seeds)]
     try:
         results = judge.generate(requests)
+    except (BackendUnavailable, ServerRefused):
+        raise  # a judge server that is gone or refuses us stops the run: its silence is no verdict
     except Exception as e:  # the judge failed: every attempt of the wave is marked, the run goes on
         return [_verdict("rubric", error=f"judge failed: {type(e).__name__}: {e}"[:500]) for _ in items]
     out = []
