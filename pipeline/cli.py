@@ -25,6 +25,8 @@ server refused the requests (401/403: the key; 404: the model name or URL;
 another status no retry mends) or more than model.max_failed_share of them
 failed: nothing is reported as complete, the same command resumes once fixed; 130 interrupted
 (Ctrl-C): one line says what was saved, the same command resumes.
+Exit code 6 (every command): the disk or quota was full (one line: the folder, its free space).
+A system or home folder as OUT is a usage error (2), as is a non-empty --out with no run (--force).
 Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
 2 usage error (missing file, bad profile: one line on stderr); 3 the validator
 itself failed (an internal error, one line on stderr: the delivery was not judged).
@@ -39,6 +41,7 @@ not empty without --force, a link, or the run folder itself). One line on stderr
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -86,10 +89,13 @@ class _QuietLogs(logging.Filter):
         seen = set()
         while exc is not None and id(exc) not in seen:
             seen.add(id(exc))
-            if type(exc).__name__ in self.QUIET:
+            if type(exc).__name__ in self.QUIET or (isinstance(exc, OSError)
+                                                    and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
                 return False
             exc = exc.__cause__ or exc.__context__
-        return True
+        from tasksieve.pipeline.out_guard import full_disk_traceback
+
+        return not full_disk_traceback(record)  # said in one line, exit 6
 
 
 def _quiet_logging() -> None:
@@ -183,6 +189,8 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="with --runner dask and no address: a local cluster of N worker processes (default 2)")
 
     for cmd in (r, d := sub.add_parser("dedup", help="only the dedup and decontamination stages: no model, seconds")):
+        cmd.add_argument("--force", action="store_true",
+                         help="write into a non-empty --out that holds no tasksieve run")
         cmd.add_argument("--dedup-against", nargs="+", action="extend", metavar="POOL",
                          help="earlier stages' tasks (JSONL/Parquet/datasets folders or saved indexes): drop tasks "
                               "that duplicate them; the pool is never modified")
@@ -275,12 +283,35 @@ def _main(args, extra: list[str]) -> int:
     return _run_or_dedup(args, extra)
 
 
+def _refused(path: str, flag: str) -> bool:
+    from tasksieve.pipeline.out_guard import refusal  # a system or home folder as OUT: one line, exit 2
+
+    return _said(refusal(path, flag)) is not None
+
+
+def _disk_full(e: BaseException, folders: list, after: str = "") -> int | None:
+    """Exit 6 and its one line when a full disk or quota is behind `e`."""
+    from tasksieve.pipeline.out_guard import EXIT_DISK_FULL, disk_full_line
+
+    return EXIT_DISK_FULL if _said(disk_full_line(e, folders, after)) is not None else None
+
+
+def _said(message: str | None) -> str | None:
+    if message:
+        _say(f"error: {message}")
+    return message
+
+
 def _sample_data(args) -> int:
     from tasksieve.pipeline.sample_data import write_sample
 
+    if _refused(args.out, "OUT"):
+        return 2
     try:
         lines = write_sample(args.out)
     except OSError as e:
+        if (code := _disk_full(e, [("folder", args.out)])) is not None:
+            return code
         print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     for line in lines:
@@ -293,12 +324,16 @@ def _report(args) -> int:
 
     from tasksieve.pipeline.report import ReportError, write_report
 
+    if _refused(args.out, "OUT"):
+        return 2
     try:
         path, text = write_report(Path(args.out), args.run_id)
     except ReportError as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 1
     except (OSError, duckdb_error()) as e:
+        if (code := _disk_full(e, [("output folder", args.out)])) is not None:
+            return code
         print(f"tasksieve: error: cannot report on {args.out}: {' '.join(str(e).split())[:300]}", file=sys.stderr)
         return 1
     print(text)
@@ -378,14 +413,19 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     from tasksieve.pipeline.run import dedup, run
     from tasksieve.schemas.config import ConfigError
 
+    from tasksieve.pipeline.safe_fs import NotAFolder
+
     command = dedup if args.command == "dedup" else run
+    cfg = None
     try:
-        command(args.input, args.out, _config_from_args(args), args.runner, extra, config_path=args.config,
-                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers)
+        cfg = _config_from_args(args)
+        command(args.input, args.out, cfg, args.runner, extra, config_path=args.config,
+                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers,
+                force=args.force)
     except UsageError as e:
         _say(f"error: {e}")
         return 2
-    except (ConfigError, RunError) as e:
+    except (ConfigError, RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
         _say(f"error: {e}")
         return 1
     except RunInterrupted as e:
@@ -402,6 +442,14 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except AccountingError as e:
         _say(f"ACCOUNTING FAILED: {e}")
         return 3
+    except Exception as e:
+        cache = (cfg.attempt_cache or os.path.join(args.out, "attempt_cache")) if cfg and args.command == "run" \
+            else None
+        code = _disk_full(e, [("--out", args.out), ("attempt cache", cache)],
+                          f"; the attempts already saved stay in {cache} and are re-used" if cache else "")
+        if code is None:
+            raise
+        return code
     return 0
 
 
@@ -426,6 +474,8 @@ def _validate(args) -> int:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug, not a verdict: said in one line, with its own exit code
+        if (code := _disk_full(e, [("--out", args.out)])) is not None:
+            return code
         print(f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
               f"{' '.join(str(e).split())[:300]}", file=sys.stderr)
         return EXIT_VALIDATE_INTERNAL

@@ -1,12 +1,13 @@
 """Finish a run, the same way for `run` and `dedup`: read the counts the
 graph left, write the run record, consolidate and check the outputs
-(`outputs.finalize`), settle the attempt cache from the attempts already
-in hand, and print the summary."""
+(`outputs.finalize`) into a new output set and make it current in one
+step (`output_set.OutputSet`), settle the attempt cache from the attempts
+already in hand, and print the summary."""
 
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -14,7 +15,9 @@ from pathlib import Path
 
 from tasksieve import __version__
 from tasksieve.pipeline.graph import ROWS_COUNTED_FILE, ROWS_READ_FILE, STAGED, RunSpec
+from tasksieve.pipeline.output_set import OutputSet
 from tasksieve.pipeline.outputs import dedup_summary_text, finalize, read_rows_in, summary_text
+from tasksieve.pipeline.safe_fs import is_real_dir
 from tasksieve.pipeline.preflight import IN_PROCESS, RunContext
 from tasksieve.transforms.sample.attempt_cache import settle_run
 from tasksieve.transforms.sample.stage import read_stats
@@ -56,12 +59,16 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
     if ctx.plan is None:
         print(f"dedup: {rows_in} rows in {wall:.1f}s ({rows_in / wall if wall else 0:.0f} rows/s); writing outputs ...",
               file=sys.stderr)
-        figures, _ = finalize(out, staging, STAGED, rows_in, run_record(ctx, started, wall), 0, rows_read=rows_read,
-                              files=DEDUP_FILES, learnable_file=False)
+        with OutputSet(out, ctx.run_id) as outset:
+            figures, _ = finalize(outset.dir, staging, STAGED, rows_in, run_record(ctx, started, wall), 0,
+                                  rows_read=rows_read, files=DEDUP_FILES, learnable_file=False)
+            outset.commit()
     else:
         sampling = read_stats(spec.stats_dir)
         run_row = run_record(ctx, started, wall, sampling)
-        figures, tables = finalize(out, staging, STAGED, rows_in, run_row, ctx.plan.k, rows_read=rows_read)
+        with OutputSet(out, ctx.run_id) as outset:
+            figures, tables = finalize(outset.dir, staging, STAGED, rows_in, run_row, ctx.plan.k, rows_read=rows_read)
+            outset.commit()
         if ctx.cache_dir:
             settle_run(ctx.cache_dir, ctx.run_id, tables["attempts"], spec.finished_runs)
         figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,
@@ -72,8 +79,11 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
 def summarise(ctx: RunContext, figures: dict) -> dict:
     """Remove an emptied staging root, print the summary, return the figures."""
     root = ctx.out / "_staging"
-    if root.exists() and not any(root.iterdir()):
-        shutil.rmtree(root, ignore_errors=True)
+    if is_real_dir(root) and not os.listdir(root):
+        try:
+            os.rmdir(root)
+        except OSError:
+            pass  # another run's staging appeared: it stays
     if ctx.plan is None:
         print(dedup_summary_text(ctx.out, ctx.run_id, figures))
     else:

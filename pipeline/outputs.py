@@ -10,13 +10,16 @@ Files in OUT:
 - curation.duckdb    tables runs, tasks, attempts, drops, costs, quarantine and
                      the analyst views of pipeline/views.py; runs accumulate
                      (run_id on every row)
+
+`finalize` writes them into a new output set's folder (output_set.py),
+which becomes current in one step: OUT/<name> are links through
+OUT/current, so readers see one whole set.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -25,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tasksieve.pipeline.output_set import visible
+from tasksieve.pipeline.safe_fs import step, write_atomic
 from tasksieve.pipeline.staging import SUFFIX as STAGED_SUFFIX
 from tasksieve.pipeline.views import create_views
 from tasksieve.schemas.records import LEARNABLE_SCHEMA, RUN_SCHEMA, STATUSES, conform
@@ -58,14 +63,10 @@ def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
-    """Write through a temporary file, then rename: an interrupted run never
-    leaves a half-written file where a finished one was."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write through a fresh temporary file, then rename: an interrupted run
+    never leaves a half-written file where a finished one was, and a link
+    planted at `path` is replaced, never written through."""
+    write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def write_files(out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None,
@@ -154,6 +155,7 @@ def transaction(db_path: Path):
         con.execute("SET threads = 1")
         con.execute("BEGIN")
         yield con
+        step(f"commit {db_path.name}")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -201,16 +203,18 @@ def read_rows_in(staging_dir: Path, name: str) -> int:
     return int(path.read_text().strip() or 0)
 
 
-def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int,
+def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int,
              rows_read: int | None = None, files: tuple[str, ...] | None = None, learnable_file: bool = True) -> dict:
-    """Consolidate, check, load; returns the figures for the summary.
+    """Consolidate, check, load into `dest`, the new output set's folder
+    (output_set.OutputSet: nothing is current until it commits); returns
+    the figures for the summary.
     `files` names the staged tables written to OUT (default all);
     `learnable_file` false leaves OUT/learnable.parquet as it is. Returns
     (figures, the consolidated tables), so no caller reads back a file it
     just wrote."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
     counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
-    learnable = write_files(out, tables, files, learnable_file)
+    learnable = write_files(dest, tables, files, learnable_file)
     results, attempts, costs = tables["results"], tables["attempts"], tables["costs"]
     sampled_tasks = pc.sum(pc.greater(pc.fill_null(results["n_attempts"], 0), 0)).as_py() or 0
     total_usd = pc.sum(costs["usd"]).as_py() or 0.0
@@ -223,13 +227,13 @@ def finalize(out: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, r
     }
     run_row = dict(run_row, **{f"n_{k_}": v for k_, v in counts.items()}, rows_in=rows_in,
                    attempts=attempts.num_rows, total_usd=total_usd, figures=json.dumps(figures))
-    load_duckdb(out, run_row, tables)
+    load_duckdb(dest, run_row, tables)
     shutil.rmtree(staging_dir, ignore_errors=True)
     return figures, tables
 
 
 def funnel_rows(out: Path, run_id: str) -> list[dict]:
-    con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
+    con = duckdb.connect(str(visible(out, "curation.duckdb")), read_only=True)
     try:
         cur = con.execute("SELECT stage, rows_in, removed, rows_out FROM funnel WHERE run_id = ? ORDER BY stage_order", [run_id])
         cols = [d[0] for d in cur.description]

@@ -27,6 +27,8 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.models import DEFAULT_MODEL_ID, ensure_default_model
+from tasksieve.pipeline.out_guard import Refused, refuse_dangerous, refuse_foreign_folder, reraise_disk_full
+from tasksieve.pipeline.safe_fs import NotAFolder, open_lock_file, real_subdir
 from tasksieve.schemas.config import RunConfig, config_warnings
 from tasksieve.schemas.rates import Rates, load_rates
 from tasksieve.transforms.backends.base import Backend, ModelLoadError
@@ -178,6 +180,7 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
         raise RunError(str(e)) from None
     out = Path(out_dir)
     refuse_inside_inputs(out, inputs, "--out")
+    refuse_system_folder(out, "--out")
     if out.exists() and not out.is_dir():
         raise RunError(f"--out {out} is a file, not a folder")
     try:
@@ -190,16 +193,43 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
 OUT_LOCK = ".tasksieve.lock"
 
 
+def refuse_system_folder(path: str | Path | None, flag: str) -> None:
+    """`/`, a system folder or a home folder (as given or resolved) is never
+    written into: a usage error (exit 2)."""
+    if path:
+        try:
+            refuse_dangerous(path, flag)
+        except Refused as e:
+            raise UsageError(str(e)) from None
+
+
+def refuse_foreign(out: Path, force: bool) -> None:
+    """A non-empty folder holding no tasksieve run needs --force. Checked
+    before the lock is taken, so a refused folder is left as it was; a
+    folder nothing can be written in says so first (an unnamed temporary
+    file proves it without leaving one)."""
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        reraise_disk_full(e)
+        raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
+    try:
+        refuse_foreign_folder(out, force)
+    except Refused as e:
+        raise UsageError(str(e)) from None
+
+
 @contextlib.contextmanager
 def hold_output(out: Path, command: str):
     """Own OUT for the whole command: an exclusive lock on OUT/.tasksieve.lock,
     taken before any work. A second command into the same folder refuses at
     once (RunError, one line) instead of racing this one for its files. The
     lock is the kernel's (flock): a killed command releases it."""
-    path = out / OUT_LOCK
     try:
-        fh = open(path, "a+", encoding="utf-8")
+        fh = open_lock_file(out / OUT_LOCK)
     except OSError as e:
+        reraise_disk_full(e)
         raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
     try:
         try:
@@ -218,6 +248,7 @@ def hold_output(out: Path, command: str):
                      f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
             fh.flush()
         except OSError as e:
+            reraise_disk_full(e)
             raise RunError(f"output folder {out} is not writable: {e.strerror or e}") from None
         yield out
     finally:
@@ -233,6 +264,7 @@ def check_writable_folder(path: Path, what: str) -> None:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as e:
+        reraise_disk_full(e)
         raise RunError(f"{what} {path} is not a writable folder: {e.strerror or e}") from None
 
 
@@ -369,14 +401,17 @@ def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocati
     check_runner_and_flags(how.runner, list(how.beam_args))
     if command == "run":
         refuse_inside_inputs(cfg.attempt_cache, inputs, "--attempt-cache")
+        refuse_system_folder(cfg.attempt_cache, "--attempt-cache")
     refuse_inside_inputs(cfg.dedup.save_index, inputs, "--save-index")
+    refuse_system_folder(cfg.dedup.save_index, "--save-index")
 
 
-def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation) -> RunContext:
-    """`tasksieve dedup`: rates and reference pools; no model."""
+def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation, staging: Path) -> RunContext:
+    """`tasksieve dedup`: rates and reference pools (hashed into `staging`,
+    the run's private folder); no model."""
     run_id = new_run_id()
     rates = load_rates(how.rates_path or cfg.rates)
-    pools = prepare_pools(cfg, out / "_staging" / run_id)
+    pools = prepare_pools(cfg, staging)
     return RunContext(command="dedup", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
                       pools=pools, warnings=warn_about_config(cfg))
 
@@ -386,8 +421,20 @@ def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
     elsewhere: nothing to cache (unless a test scripts the backend)."""
     if cfg.model.backend == "replay" and not scripted:
         return None
+    if not cfg.attempt_cache:
+        # The default cache is tasksieve's folder in OUT: a link planted in
+        # its place is removed, so no attempt is written through it.
+        try:
+            real_subdir(out, "attempt_cache")
+        except (NotAFolder, OSError) as e:
+            raise RunError(f"attempt cache {out / 'attempt_cache'} is not a writable folder: {e.strerror or e}") \
+                from None
     cache_dir = str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
     check_writable_folder(Path(cache_dir), "--attempt-cache" if cfg.attempt_cache else "attempt cache")
+    try:  # the folder the cache marks finished runs in: a real one, never a planted link's target
+        real_subdir(Path(cache_dir), "_finished")
+    except OSError as e:
+        raise RunError(f"attempt cache {cache_dir} is not usable: {e.strerror or e}") from None
     return cache_dir
 
 
@@ -412,7 +459,7 @@ def _load_engine(factory: Callable, model_id: str) -> None:
 
 def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
                 backend_factory: Callable[[], Backend] | None = None,
-                judge_factory: Callable[[], Backend] | None = None) -> RunContext:
+                judge_factory: Callable[[], Backend] | None = None, *, staging: Path) -> RunContext:
     """`tasksieve run`: the cache, rates, model, sandbox, judge and pools, in
     the order that fails cheapest first."""
     run_id = new_run_id()
@@ -427,7 +474,7 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
         rates.for_model(judge_id)  # the judge's tokens are priced too
     plan = make_plan(cfg, run_id, model_id, cache_dir)
-    pools = prepare_pools(cfg, out / "_staging" / run_id)  # a bad pool fails before the model loads
+    pools = prepare_pools(cfg, staging)  # a bad pool fails before the model loads
     if how.runner in (None, IN_PROCESS):
         _load_engine(factory, model_id)
     if how.runner == DASK and cfg.sampling.groups == 1:

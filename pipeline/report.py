@@ -18,6 +18,8 @@ from pathlib import Path
 
 import duckdb
 
+from tasksieve.pipeline.output_set import visible
+from tasksieve.pipeline.safe_fs import write_text_atomic
 from tasksieve.pipeline.select_report import load_selection, selection_html, selection_terminal
 
 MAX_DROPPED_ROWS = 300
@@ -278,7 +280,8 @@ generation and verification of every attempt). Cost per useful signal = spend / 
 
 
 def write_report(out: Path, run_id: str | None = None) -> tuple[Path, str]:
-    data = load_report_data(out / "curation.duckdb", run_id)
-    path = out / "report.html"
-    path.write_text(render_html(data), encoding="utf-8")
+    data = load_report_data(visible(out, "curation.duckdb"), run_id)
+    # A fresh temporary file renamed over report.html: a link planted there
+    # is replaced, never written through.
+    path = write_text_atomic(out / "report.html", render_html(data))
     return path, render_terminal(data)

@@ -15,8 +15,8 @@ from typing import Callable
 from tasksieve.pipeline.execute import RunRefused, run_graph
 from tasksieve.pipeline.finish import finish, summarise
 from tasksieve.pipeline.graph import RunSpec
-from tasksieve.pipeline.preflight import (Invocation, RunContext, RunError, check_command, hold_output, inputs_and_output,
-                                          prepare_dedup, prepare_run)
+from tasksieve.pipeline.preflight import (Invocation, RunContext, RunError, check_command, hold_output,
+                                          inputs_and_output, prepare_dedup, prepare_run, refuse_foreign)
 from tasksieve.pipeline.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import Backend
@@ -28,27 +28,34 @@ from tasksieve.transforms.sample.stage import read_stats
 def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
         config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
         rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
-        judge_factory: Callable[[], Backend] | None = None) -> dict:
+        judge_factory: Callable[[], Backend] | None = None, force: bool = False) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one);
     `judge_factory` the rubric judge (default: the sampling engine)."""
     how = Invocation(runner, tuple(beam_args), config_path, rates_path, dask_address, dask_workers)
     check_command("run", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
+    refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "run"):
-        return _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory))
+        with claimed_staging(out, "run") as staging:
+            done = _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory,
+                                                      staging=staging), staging)
+        return summarise(*done)
 
 
 def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = None, beam_args: list[str] | None = None,
           config_path: str | None = None, rates_path: str | None = None, dask_address: str | None = None,
-          dask_workers: int = 2) -> dict:
+          dask_workers: int = 2, force: bool = False) -> dict:
     """Only the cheap stages (read to decontaminate) on a pool: the graph of
     `run` stopped after decontamination. No model is loaded."""
     how = Invocation(runner, tuple(beam_args or ()), config_path, rates_path, dask_address, dask_workers)
     check_command("dedup", inputs, cfg, how)
     paths, out = inputs_and_output(inputs, out_dir)
+    refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "dedup"):
-        return _execute_and_finish(prepare_dedup(paths, out, cfg, how))
+        with claimed_staging(out, "dedup") as staging:
+            done = _execute_and_finish(prepare_dedup(paths, out, cfg, how, staging), staging)
+        return summarise(*done)
 
 
 def _graph_spec(ctx: RunContext, staging) -> RunSpec:
@@ -78,16 +85,16 @@ def _announce(ctx: RunContext, spec: RunSpec) -> None:
           f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...", file=sys.stderr)
 
 
-def _execute_and_finish(ctx: RunContext) -> dict:
-    with claimed_staging(ctx.out, ctx.run_id) as staging:
-        spec = _graph_spec(ctx, staging)
-        _announce(ctx, spec)
-        started, t0 = datetime.now(timezone.utc), time.perf_counter()
-        run_graph(ctx, spec)
-        if ctx.plan is not None:
-            _check_failed_share(ctx, spec)
-        figures = finish(ctx, spec, started, t0)
-    return summarise(ctx, figures)
+def _execute_and_finish(ctx: RunContext, staging) -> tuple:
+    """The graph, then the shared finish (the output set's commit); returns
+    (context, figures) for the summary."""
+    spec = _graph_spec(ctx, staging)
+    _announce(ctx, spec)
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    run_graph(ctx, spec)
+    if ctx.plan is not None:
+        _check_failed_share(ctx, spec)
+    return ctx, finish(ctx, spec, started, t0)
 
 
 def _check_failed_share(ctx: RunContext, spec: RunSpec) -> None:

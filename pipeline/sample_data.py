@@ -25,7 +25,11 @@ in 8), so all_pass shows only with a stronger model or a lower temperature.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
+
+from tasksieve.pipeline.safe_fs import real_subdir, remove_entry, write_atomic, write_bytes_atomic
 
 # (tier, reasoning-gym config, count). Seeds are fixed per tier.
 TIERS = [
@@ -165,8 +169,11 @@ def write_sample(out: str | Path) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    root = Path(out) / "deliveries"
-    root.mkdir(parents=True, exist_ok=True)
+    # Every file through a fresh temporary name renamed into place, in real
+    # folders: a link planted at any name is replaced, never written through.
+    if not os.path.lexists(out):
+        Path(out).mkdir(parents=True, exist_ok=True)
+    root = real_subdir(Path(out), "deliveries")
     tasks = build_tasks()
 
     def with_meta_json(rows):
@@ -177,10 +184,18 @@ def write_sample(out: str | Path) -> list[str]:
     # Interleave the bad rows among good ones; the truncated one stays last.
     for i, row in enumerate(bad[:-1]):
         lines.insert(3 + i * 4, row)
-    (root / "vendor_a.jsonl").write_bytes(b"\n".join(lines + [bad[-1]]))  # no final newline: truncated
+    write_bytes_atomic(root / "vendor_a.jsonl", b"\n".join(lines + [bad[-1]]))  # no final newline: truncated
 
-    pq.write_table(pa.Table.from_pylist(with_meta_json(tasks["vendor_b"])), root / "vendor_b.parquet")
-    datasets.Dataset.from_list(with_meta_json(tasks["vendor_c"])).save_to_disk(str(root / "vendor_c"))
+    vendor_b = pa.Table.from_pylist(with_meta_json(tasks["vendor_b"]))
+    write_atomic(root / "vendor_b.parquet", lambda tmp: pq.write_table(vendor_b, tmp))
+    built = Path(tempfile.mkdtemp(prefix=".vendor_c.", dir=root))
+    try:
+        datasets.Dataset.from_list(with_meta_json(tasks["vendor_c"])).save_to_disk(str(built))
+        os.chmod(built, 0o755)
+        remove_entry(root / "vendor_c")
+        os.rename(built, root / "vendor_c")
+    finally:
+        remove_entry(built)
     total = len(lines) + 1 + len(tasks["vendor_b"]) + len(tasks["vendor_c"])
     return [
         f"wrote {root}/vendor_a.jsonl ({len(lines) + 1} rows, {len(bad)} malformed)",

@@ -13,14 +13,14 @@ Exit codes: 0 done; 1 nothing to select from, or the selection could not be
 written (no curation.duckdb, no sampled run, unknown run, an empty
 learnable pool, a bad config, output folder in use or not writable): one
 line on stderr; 2 usage error (a missing, non-numeric, zero or negative
-budget, or both budgets): one line on stderr.
+budget, or both budgets): one line on stderr; 6 the disk (or quota) was
+full: one line naming the folder and its free space, nothing changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import zipfile
 from dataclasses import dataclass
@@ -31,7 +31,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from tasksieve.pipeline.outputs import transaction, write_parquet_atomic
+from tasksieve.pipeline.output_set import DB, visible
+from tasksieve.pipeline.out_guard import (EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous,
+                                          refuse_folders_at_file_names)
+from tasksieve.pipeline.safe_fs import real_subdir, write_atomic
+from tasksieve.pipeline.select_write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
 from tasksieve.schemas.records import LEARNABLE_SCHEMA
 from tasksieve.transforms.select.budget import Budget, training_price
@@ -202,15 +206,17 @@ def cached_embeddings(out: Path, prompts: list[str]) -> np.ndarray:
         fresh = embed_prompts(missing)
         fresh_keys = [hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() for p in missing]
         known.update(zip(fresh_keys, fresh))
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        def save(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:  # a file object: np.savez would add ".npz" to a name
+                np.savez(fh, model=np.array(MODEL_NAME), keys=np.array(list(known)),
+                         vecs=np.stack(list(known.values())))
+
         try:
-            path.parent.mkdir(exist_ok=True)
-            np.savez(tmp, model=np.array(MODEL_NAME), keys=np.array(list(known)), vecs=np.stack(list(known.values())))
-            os.replace(tmp, path)
+            # A real folder of OUT's (a link planted there is removed, not
+            # followed), written through a fresh temporary name.
+            write_atomic(real_subdir(out, path.parent.name) / path.name, save)
         except OSError:
             pass  # a cache: the selection goes on without it
-        finally:
-            tmp.unlink(missing_ok=True)
     return np.stack([known[k] for k in keys]).astype(np.float32)
 
 
@@ -342,21 +348,6 @@ def _cluster_rows(prep: Prepared, choice: Choice, sid: str, cfg: SelectConfig) -
     return rows
 
 
-def _append(con, name: str, table: pa.Table) -> None:
-    con.register("src", table)
-    con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM src LIMIT 0")
-    con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM src")
-    con.unregister("src")
-
-
-def write_selection(out: Path, prep: Prepared, rows: list[dict], tables: dict[str, pa.Table]) -> None:
-    """selected.parquet, then the tables in one transaction (a failure leaves none of them)."""
-    write_parquet_atomic(_selected_table(prep, rows), out / "selected.parquet")
-    with transaction(out / "curation.duckdb") as con:
-        for name, table in tables.items():
-            _append(con, name, table)
-
-
 # --- the command -----------------------------------------------------------
 
 def new_selection_id() -> str:
@@ -373,32 +364,26 @@ def _summary_row(prep: Prepared, fig: dict, budget: Budget, cfg: SelectConfig, s
             "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True)}
 
 
-def _hold(out: Path):
-    """The output folder's lock (`run` and `dedup` take the same one), so a
-    selection never writes into a database a run is appending to."""
-    from tasksieve.pipeline.preflight import RunError, hold_output
-
-    class _Held:
-        def __enter__(self):
-            self.ctx = hold_output(out, "select")
-            try:
-                return self.ctx.__enter__()
-            except RunError as e:
-                raise SelectError(str(e)) from None
-
-        def __exit__(self, *exc):
-            return self.ctx.__exit__(*exc)
-
-    return _Held()
-
-
 def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str | None = None,
            dry_run: bool = False, by: tuple[str, ...] = ("cluster", "source")) -> str:
     """Choose (or, with dry_run, price every budget level); returns the text to print."""
     out = Path(out_dir)
     if not out.is_dir():
         raise SelectError(f"{out} is not a folder; give the --out folder of a `tasksieve run`")
-    prep = prepare(load_pool(out / "curation.duckdb", run_id), cfg, out)
+    # The lock from the start, like `run` and `dedup`: a second `select` (or
+    # a run) into OUT refuses at once instead of choosing from a pool that
+    # is about to change, and two selections never both claim selected.parquet.
+    with held(out, SelectError):
+        try:
+            refuse_folders_at_file_names(out)
+        except Refused as e:
+            raise SelectError(str(e)) from None
+        return _select_held(out, budget, cfg, run_id, dry_run, by)
+
+
+def _select_held(out: Path, budget: Budget, cfg: SelectConfig, run_id: str | None, dry_run: bool,
+                 by: tuple[str, ...]) -> str:
+    prep = prepare(load_pool(visible(out, DB), run_id), cfg, out)
     head = _head_lines(prep, budget, cfg)
     if dry_run:
         return "\n".join(head + [""] + dry_run_lines(prep, budget, cfg) + ["", "dry run: no selection written"])
@@ -410,11 +395,12 @@ def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str |
     tables = {"selection": pa.Table.from_pylist(rows, schema=SELECTION_SCHEMA),
               "selection_clusters": pa.Table.from_pylist(clusters),
               "selections": pa.Table.from_pylist([_summary_row(prep, fig, budget, cfg, sid)])}
-    with _hold(out):
-        try:
-            write_selection(out, prep, rows, tables)
-        except (OSError, duckdb.Error) as e:
-            raise SelectError(f"cannot write the selection into {out}: {' '.join(str(e).split())[:300]}") from None
+    try:
+        write_selection(out, _selected_table(prep, rows), tables, sid)
+    except (OSError, duckdb.Error) as e:
+        if disk_full(e)[0]:
+            raise
+        raise SelectError(f"cannot write the selection into {out}: {' '.join(str(e).split())[:300]}") from None
     return "\n".join(head + [""] + summary_lines(prep, fig, rows, clusters, by) + [
         "", f"outputs in {out}: selected.parquet; tables selection, selection_clusters, selections in curation.duckdb "
             f"(selection_id {sid})", f"report: tasksieve report {out}"])
@@ -482,7 +468,8 @@ def command(args) -> int:
 
     try:
         budget = parse_budget(args.budget_tasks, args.budget_usd)
-    except BudgetError as e:
+        refuse_dangerous(args.out, "OUT")
+    except (BudgetError, Refused) as e:
         say(str(e))
         return EXIT_USAGE
     try:
@@ -492,6 +479,10 @@ def command(args) -> int:
         say(str(e))
         return EXIT_CANNOT_SELECT
     except (OSError, duckdb.Error) as e:
+        line = disk_full_line(e, [("output folder", Path(args.out))])
+        if line:
+            say(line)
+            return EXIT_DISK_FULL
         say(f"cannot select from {args.out}: {' '.join(str(e).split())[:300]}")
         return EXIT_CANNOT_SELECT
     print(text)

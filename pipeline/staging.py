@@ -16,12 +16,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import shutil
+import tempfile
 from pathlib import Path
 
 import apache_beam as beam
 import pyarrow as pa
 
+from tasksieve.pipeline.safe_fs import is_real_dir, real_subdir, remove_entry
 from tasksieve.schemas.records import conform
 
 SHARDS = 4
@@ -115,26 +116,52 @@ class WriteStaged(beam.PTransform):
 LOCK_FILE = ".lock"
 
 
+def _held_by_a_live_run(folder: Path) -> bool:
+    """Whether a live run holds `folder`'s lock. The lock file is opened
+    without following a link and never created: a folder without one is a
+    dead run's."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
 @contextlib.contextmanager
-def claimed_staging(out: Path, run_id: str):
-    """OUT/_staging/<run_id>, locked for as long as the run lives. Staging
-    folders that nobody holds are what killed runs left behind: they are
-    removed first (their finished attempts live on in the attempt cache).
-    A folder another live run holds is left alone."""
-    root = out / "_staging"
-    root.mkdir(parents=True, exist_ok=True)
-    for old in root.iterdir():
-        if old.is_dir() and old.name != run_id:
-            try:
-                with open(old / LOCK_FILE, "a") as fh:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # a live run
-            except OSError:
-                pass
-            shutil.rmtree(old, ignore_errors=True)
-    staging = root / run_id
-    staging.mkdir(parents=True, exist_ok=True)
-    with open(staging / LOCK_FILE, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+def claimed_staging(out: Path, prefix: str = "run"):
+    """A fresh private folder OUT/_staging/<prefix>-XXXX (mkdtemp: a name
+    nobody could have planted), locked for as long as the run lives.
+    Staging folders that nobody holds are what killed runs left behind:
+    they are removed first (their finished attempts live on in the attempt
+    cache). A folder another live run holds is left alone. A link planted
+    as OUT/_staging, or inside it, is removed as a link: nothing is deleted
+    through it."""
+    root = real_subdir(out, "_staging")
+    for name in os.listdir(root):
+        old = root / name
+        if is_real_dir(old) and _held_by_a_live_run(old):
+            continue  # a live run
+        remove_entry(old)
+    staging = Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir=root))
+    fd = os.open(staging / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield staging
+    finally:
+        # A run that staged nothing (it failed in pre-flight) leaves no
+        # trace; one that stopped mid-way leaves its folder to the next run,
+        # which removes it (finished attempts are in the attempt cache).
+        with contextlib.suppress(OSError):
+            if os.listdir(staging) == [LOCK_FILE]:
+                remove_entry(staging)
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(root)  # only when empty: no other run is staging there

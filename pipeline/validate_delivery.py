@@ -17,6 +17,7 @@ import functools
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Callable
 
 from tasksieve import __version__
+from tasksieve.pipeline.out_guard import Refused, refuse_dangerous
+from tasksieve.pipeline.safe_fs import remove_entry, write_text_atomic
 from tasksieve.pipeline.validation_report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
@@ -124,7 +127,16 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     # delivery_checks.sanity_verdicts); its result joins the others in order.
     sanity = _Beside(_sanity, tasks, profile.thresholds.max_broken_verifiers,
                      Ticker("validate: verifier sanity", len(tasks), unit="tasks") if echo else None)
-    gx = timed("field expectations (GX)", _run_gx, raws, profile, out / "data_docs" if data_docs else None)
+    docs_tmp = Path(tempfile.mkdtemp(prefix=".data_docs.", dir=out)) if data_docs else None
+    if docs_tmp is not None:
+        os.chmod(docs_tmp, 0o755)
+    try:
+        gx = timed("field expectations (GX)", _run_gx, raws, profile, docs_tmp)
+        if docs_tmp is not None:
+            gx = _place_docs(out, docs_tmp, gx)
+    finally:
+        if docs_tmp is not None:
+            remove_entry(docs_tmp)
     checks = timed("duplicates and contamination", _checks, raws, tasks, contract_failures, gx, pool_paths, profile)
     checks.append(sanity.result())
     if probe is not None:
@@ -136,9 +148,10 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
 
         summary["config_warnings"] = config_warnings(probe.config, bwrap_works)
         summary["notes"] += [f"Config warning: {w}" for w in summary["config_warnings"]]
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
-                                      encoding="utf-8")
-    (out / "report.html").write_text(render_html(summary), encoding="utf-8")
+    # Fresh temporary files renamed into place: a link planted at either
+    # name is replaced, never written through.
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_text_atomic(out / "report.html", render_html(summary))
     if echo:
         print(render_table(summary, out))
     return summary
@@ -197,6 +210,10 @@ def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
     """The created output folder; never inside a delivery folder, or the next
     validation would read its summary as a delivery."""
     out = Path(out_dir)
+    try:
+        refuse_dangerous(out, "--out")
+    except Refused as e:
+        raise UsageError(str(e)) from None
     real_out = Path(os.path.realpath(out))
     for d in deliveries:
         real_in = Path(os.path.realpath(d))
@@ -208,6 +225,20 @@ def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
     except OSError as e:
         raise UsageError(f"cannot create output folder {out}: {e}") from None
     return out
+
+
+def _place_docs(out: Path, built: Path, gx: dict) -> dict:
+    """GX builds its Data Docs in a fresh private folder (GX writes a tree of
+    files and would follow a link planted anywhere in an old one); it then
+    replaces OUT/data_docs, whatever was there (a planted link is removed,
+    not followed)."""
+    final = out / "data_docs"
+    remove_entry(final)
+    os.rename(built, final)
+    docs = dict(gx["data_docs"])
+    if docs.get("index"):
+        docs["index"] = str(docs["index"]).replace(str(built), str(final), 1)
+    return dict(gx, data_docs=docs)
 
 
 def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_paths, profile: Profile) -> list[dict]:

@@ -139,3 +139,36 @@ def test_report_on_a_dedup_folder(sample_dir, tmp_path):
     assert report.returncode == 0, report.stderr
     html = (out / "report.html").read_text()
     assert 'data-label="kept"' in html  # the kept tasks, which have no drop stage, are labelled
+
+
+@pytest.mark.parametrize("planted", ["symlink to a file", "dangling symlink", "symlink to a folder", "hard link",
+                                     "fifo"])
+def test_a_planted_lock_file_is_replaced_never_written_through(tmp_path, planted):
+    """OUT/.tasksieve.lock planted as a link (or a second name of another
+    file, or a FIFO) is replaced by a fresh file of tasksieve's: the target
+    is neither truncated nor written, and the lock still excludes."""
+    out, target = tmp_path / "out", tmp_path / "target"
+    out.mkdir()
+    lock = out / ".tasksieve.lock"
+    if planted == "symlink to a folder":
+        target.mkdir()
+        (target / "kept").write_text("precious")
+    elif planted != "dangling symlink":
+        target.write_text("precious\n")
+    if planted == "hard link":
+        os.link(target, lock)
+    elif planted == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to(target)
+    with hold_output(out, "run"):
+        with pytest.raises(RunError, match="is in use by tasksieve run"):
+            with hold_output(out, "select"):
+                pass
+        assert lock.is_file() and not lock.is_symlink() and os.stat(lock).st_nlink == 1
+    if planted == "dangling symlink":
+        assert not os.path.lexists(target)
+    elif planted == "symlink to a folder":
+        assert [p.name for p in target.iterdir()] == ["kept"] and (target / "kept").read_text() == "precious"
+    else:
+        assert target.read_text() == "precious\n"
