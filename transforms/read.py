@@ -32,6 +32,9 @@ from typing import Callable, Iterator
 
 import apache_beam as beam
 
+from tasksieve.transforms.read_guard import (Capped, SourceRefused, budget_for, expansion_reason, kind_of,
+                                             open_regular, rows_reason, special_reason, verdict)
+
 # What we keep of an unusable row's raw text, so quarantine stays small.
 RAW_KEEP_CHARS = 2000
 # A quarantine reason is read by a person: short, and never a copy of the row.
@@ -101,17 +104,6 @@ def is_datasets_folder(path: Path) -> bool:
     )
 
 
-def _kind_of(st: os.stat_result) -> str:
-    mode = st.st_mode
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list[str]:
     """Resolve the user's input paths to readable sources, failing fast.
 
@@ -133,6 +125,9 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
             raise InputError(f"input not found: {raw}") from None
         except OSError as e:
             raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
+        why = special_reason(p)
+        if why:
+            raise InputError(f"input {raw} is {why}; it is not read")
         if stat.S_ISREG(st.st_mode):
             if delivery_kind(p.name) is None:
                 raise InputError(f"input {raw}: unknown format ({_why_not_read(p.name)})")
@@ -150,7 +145,7 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
             for real_file, shown in found:
                 out.setdefault(real_file, shown)
         else:
-            raise InputError(f"input {raw} is {_kind_of(st)}, not a file or folder; it is not read")
+            raise InputError(f"input {raw} is {kind_of(st)}, not a file or folder; it is not read")
     return sorted(set(out.values()))
 
 
@@ -173,6 +168,10 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
         except OSError:
             warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
             continue
+        why = special_reason(child)
+        if why:
+            warn(f"skipping {child}: {why}")
+            continue
         if stat.S_ISDIR(st.st_mode):
             if is_datasets_folder(child):
                 real = os.path.realpath(child)
@@ -194,34 +193,57 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
             seen_files[real] = str(child)
             found.append((real, str(child)))
         else:
-            warn(f"skipping {child}: {_kind_of(st)}, not a delivery file")
+            warn(f"skipping {child}: {kind_of(st)}, not a delivery file")
     return found
 
 
 # --- opening files safely ------------------------------------------------------------------
 
-def _open_regular(path: str):
-    """A binary file object for a regular file; a FIFO or device opened by
-    name never blocks the run (O_NONBLOCK, then checked)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{_kind_of(st)}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def _open_jsonl(path: str):
-    fh = _open_regular(path)
+    """A binary reader of a JSONL file's text: a plain file read up to its
+    size when opened (a file that grows while read is not endless), a
+    compressed one decompressed up to its budget (read_guard.py)."""
+    fh = open_regular(path)
+    size = os.fstat(fh.fileno()).st_size
     low = path.lower()
     for comp, opener in COMPRESSIONS.items():
         if low.endswith(comp):
-            return opener(fh, "rb")
-    return fh
+            budget = budget_for(size)
+            return Capped(opener(fh, "rb"), budget.bytes, lambda: expansion_reason("it decompresses to", size, budget),
+                          size, compressed=True)
+    return Capped(fh, size, lambda: f"the file grew past its {size:,} bytes while it was read", size)
+
+
+def check_jsonl(path: str) -> None:
+    """A JSONL source's verdict (read_guard.verdict): a regular file; if
+    compressed, one pass that decompresses it within its budget of bytes
+    and lines, so a bomb is refused whole before any row is read."""
+    with _open_jsonl(path) as fh:
+        if not fh.compressed:
+            return None
+        size = fh.size
+        budget = budget_for(size)
+        lines = 0
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                return None
+            lines += max(chunk.count(b"\n"), chunk.count(b"\r"))
+            if lines > budget.rows:
+                raise SourceRefused(rows_reason(lines, size, budget, what="decompresses to over"))
+
+
+def source_verdict(path: str) -> tuple[str | None, int | None]:
+    """(why the source is refused whole, or None; its rows if the check
+    counted them): read_guard.verdict with this source's check."""
+    p = Path(path)
+    if p.is_dir():
+        from tasksieve.transforms.read_tables import check_datasets_folder
+        return verdict(path, check_datasets_folder)
+    if delivery_kind(p.name) == "parquet":
+        from tasksieve.transforms.read_tables import check_parquet
+        return verdict(path, check_parquet)
+    return verdict(path, check_jsonl)
 
 
 # --- physical lines ----------------------------------------------------------------------
@@ -311,15 +333,11 @@ def count_rows(path: str, max_row_bytes: int = 1 << 62) -> int:
     folder. A source that cannot be opened counts as one row (the reader
     yields one error row for it); one that breaks off mid-file counts its
     lines up to there plus one."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            return sum(n for _, n in _dataset_parts(path, counts_only=True))
-        if delivery_kind(p.name) == "parquet":
-            with _open_regular(path) as fh:
-                return _parquet_file(fh).metadata.num_rows
-    except Exception:
+    reason, rows = source_verdict(path)
+    if reason is not None:
         return 1
+    if rows is not None:
+        return rows
     n = 0
     try:
         with _open_jsonl(path) as fh:
@@ -511,158 +529,29 @@ def read_jsonl(path: str, max_row_bytes: int) -> Iterator[dict]:
         yield _raw_row(path, last + 1 if last else 0, None, "", f"{what}: {type(e).__name__}: {cap(str(e), 150)}")
 
 
-# --- tables (Parquet, datasets) ---------------------------------------------------------------
-
-def _dumps_raw(record) -> str:
-    try:
-        return json.dumps(record, default=str, ensure_ascii=False)
-    except Exception:
-        return cap(repr(record), RAW_KEEP_CHARS)
-
-
-def _table_row(path: str, n: int, record, max_row_bytes: int) -> dict:
-    if not isinstance(record, dict):
-        return _raw_row(path, n, None, _dumps_raw(record), f"row is a {type(record).__name__}, expected a record")
-    try:
-        check_value(record)
-    except RowLimitError as e:
-        return _raw_row(path, n, None, _dumps_raw(record)[:RAW_KEEP_CHARS], str(e))
-    raw = _dumps_raw(record)
-    size = len(raw.encode("utf-8", "replace"))
-    if size > max_row_bytes:
-        return _raw_row(path, n, None, raw, f"row is {size} bytes, over the {max_row_bytes}-byte limit")
-    return _raw_row(path, n, record, raw, None)
-
-
-def _undecodable_raw(batch_row) -> str:
-    """What a row that does not decode holds, with its text columns shown as
-    bytes (their invalid UTF-8 replaced)."""
-    import pyarrow as pa
-
-    try:
-        cols = {}
-        for name, col in zip(batch_row.schema.names, batch_row.columns):
-            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                col = col.cast(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
-            try:
-                v = col.to_pylist()[0]
-            except Exception:
-                v = "<undecodable>"
-            cols[name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        return _dumps_raw(cols)
-    except Exception:
-        return ""
-
-
-def _decode_error(batch_row) -> str:
-    """Which column of a one-row batch does not decode, and why."""
-    for name, col in zip(batch_row.schema.names, batch_row.columns):
-        try:
-            col.to_pylist()
-        except UnicodeDecodeError as e:
-            return f"invalid UTF-8 in column '{cap(name, 60)}' at byte {e.start}; re-export the file as UTF-8"
-        except Exception as e:
-            return f"column '{cap(name, 60)}' does not decode: {type(e).__name__}: {cap(str(e), 120)}"
-    return "row does not decode"
-
-
-def _batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dict]:
-    """Raw rows of one record batch (row numbers from `first`). A row whose
-    values do not decode (invalid UTF-8 in a string column, say) is an
-    error row on its own; the batch's other rows are read."""
-    try:
-        records = batch.to_pylist()
-    except Exception:
-        records = None
-    if records is not None:
-        for j, record in enumerate(records):
-            yield _table_row(path, first + j, record, max_row_bytes)
-        return
-    for j in range(batch.num_rows):
-        one = batch.slice(j, 1)
-        try:
-            record = one.to_pylist()[0]
-        except Exception:
-            yield _raw_row(path, first + j, None, _undecodable_raw(one), _decode_error(one))
-            continue
-        yield _table_row(path, first + j, record, max_row_bytes)
-
-
-# A footer declaring more rows than this is corrupt or hostile: the file is
-# one unreadable source, not a billion error rows.
-MAX_DECLARED_ROWS = 10**9
-
-
-def _parquet_file(fh):
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(fh)
-    groups = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]
-    if any(n < 0 for n in groups) or sum(groups) > MAX_DECLARED_ROWS or sum(groups) != pf.metadata.num_rows:
-        raise InputError(f"the file's metadata declares {pf.metadata.num_rows} rows in row groups of {groups[:5]}...; "
-                         "it is corrupt")
-    return pf
-
-
-def read_parquet(path: str, max_row_bytes: int) -> Iterator[dict]:
-    """Row group by row group; a row group that cannot be decoded at all
-    gives one error row per row its metadata declares, so the count holds."""
-    with _open_regular(path) as fh:
-        pf = _parquet_file(fh)
-        n = 1
-        for g in range(pf.num_row_groups):
-            declared = pf.metadata.row_group(g).num_rows
-            try:
-                table = pf.read_row_group(g)
-            except Exception as e:
-                why = f"cannot decode row group {g} of the file: {type(e).__name__}: {cap(str(e), 120)}"
-                for j in range(declared):
-                    yield _raw_row(path, n + j, None, "", why)
-                n += declared
-                continue
-            got = 0
-            for batch in table.to_batches(max_chunksize=4096):
-                yield from _batch_rows(path, batch, n + got, max_row_bytes)
-                got += batch.num_rows
-            for j in range(got, declared):  # fewer rows than the metadata says
-                yield _raw_row(path, n + j, None, "", f"row group {g} declares {declared} rows but holds {got}")
-            n += declared
-
-
-def _dataset_parts(path: str, counts_only: bool = False):
-    """(label, table or row count) per split of a saved datasets folder."""
-    import datasets
-
-    loaded = datasets.load_from_disk(path)
-    parts = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [(None, loaded)]
-    for split, ds in parts:
-        label = f"{path}#{split}" if split else path
-        yield label, (ds.num_rows if counts_only else ds)
-
-
-def read_datasets_folder(path: str, max_row_bytes: int) -> Iterator[dict]:
-    for label, ds in _dataset_parts(path):
-        n = 1
-        for batch in ds.data.to_batches(max_chunksize=4096):
-            yield from _batch_rows(label, batch, n, max_row_bytes)
-            n += batch.num_rows
-
+# --- every source --------------------------------------------------------------------------
 
 def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
     """Every raw row of one source. An unreadable file becomes one raw row
     with an error rather than an exception, so one bad file among many is
     quarantined and the others are still curated."""
+    reason, _ = source_verdict(path)
+    if reason is not None:  # refused whole before any row is read: one row, counted as one
+        yield _raw_row(path, 0, None, "", reason)
+        return
     p = Path(path)
     if not p.is_dir() and delivery_kind(p.name) != "parquet":
         yield from read_jsonl(path, max_row_bytes)  # never raises
         return
+    from tasksieve.transforms.read_tables import read_datasets_folder, read_parquet
+
     yielded = False
     try:
         rows = read_datasets_folder(path, max_row_bytes) if p.is_dir() else read_parquet(path, max_row_bytes)
         for row in rows:
             yielded = True
             yield row
-    except Exception as e:  # a corrupt file: report it, keep the run going
+    except Exception as e:  # changed or damaged since it was checked: report it, keep the run going
         if yielded:
             # Rows already read stay; what is left is one error row (the
             # count then differs and the accounting check says so).
