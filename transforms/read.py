@@ -13,6 +13,12 @@ row-group row counts for Parquet and datasets, before any row is parsed.
 That count is the independent side of the run's row-accounting check, so a
 reader that skipped something fails the check instead of hiding it.
 
+Before any row, each source gets a verdict (`source_verdict`,
+read_guard.py): its work must fit a budget set by its size on disk and
+what it declares about itself must be true (read_tables.py for Parquet and
+datasets folders). A source refused is one error row, counted as one.
+Which paths are sources is inputs.py's (`expand_inputs`, re-exported).
+
 A raw row is a dict: source_file, line (1-based line for JSONL, 1-based row
 number for tables), record (the parsed dict, or None), raw (the text as read,
 capped), error (None, or why the row is unusable, capped).
@@ -20,20 +26,18 @@ capped), error (None, or why the row is unusable, capped).
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
-import lzma
 import os
-import stat
-import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import apache_beam as beam
 
-from tasksieve.transforms.read_guard import (Capped, SourceRefused, budget_for, expansion_reason, kind_of,
-                                             open_regular, rows_reason, special_reason, verdict)
+from tasksieve.transforms.inputs import (COMPRESSIONS, JSONL_SUFFIXES, READABLE, TABLE_SUFFIXES,  # noqa: F401
+                                         UNREAD_COMPRESSIONS, InputError, delivery_kind, expand_inputs,
+                                         is_datasets_folder)
+from tasksieve.transforms.read_guard import (Capped, SourceRefused, budget_for, expansion_reason, open_regular,  # noqa: F401
+                                             rows_reason, verdict)
 
 # What we keep of an unusable row's raw text, so quarantine stays small.
 RAW_KEEP_CHARS = 2000
@@ -45,156 +49,14 @@ MAX_DEPTH = 64           # nesting levels of objects/lists in one row
 MAX_NUMBER_DIGITS = 100  # digits of one integer literal
 _MAX_INT_BITS = MAX_NUMBER_DIGITS * 3.33  # an int of more bits has over that many digits (log2 10 = 3.32)
 
-TABLE_SUFFIXES = (".parquet",)
-JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-# Compressions read for JSONL files (by suffix, case-insensitive).
-COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-# Recognised but not read: said so, never skipped silently.
-UNREAD_COMPRESSIONS = (".zst", ".zstd", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".rar", ".br", ".snappy")
-READABLE = "JSONL (.jsonl, .json, .ndjson; plain or .gz/.bz2/.xz), Parquet (.parquet) or a saved datasets folder"
-
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
-
-
-class InputError(Exception):
-    """An input path that cannot be read at all; fails the run before it starts."""
 
 
 def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
     """`text` cut to `limit` characters (marked), on one line."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _warn(message: str) -> None:
-    print(f"tasksieve: warning: {message}", file=sys.stderr)
-
-
-# --- which files are deliveries ------------------------------------------------------------
-
-def delivery_kind(name: str) -> str | None:
-    """'jsonl' or 'parquet' for a delivery file name (case-insensitive,
-    JSONL optionally compressed), else None."""
-    low = name.lower()
-    for comp in COMPRESSIONS:
-        if low.endswith(comp):
-            low = low[: -len(comp)]
-            return "jsonl" if low.endswith(JSONL_SUFFIXES) else None
-    if low.endswith(TABLE_SUFFIXES):
-        return "parquet"
-    if low.endswith(JSONL_SUFFIXES):
-        return "jsonl"
-    return None
-
-
-def _why_not_read(name: str) -> str:
-    low = name.lower()
-    for comp in UNREAD_COMPRESSIONS + tuple(COMPRESSIONS):
-        if low.endswith(comp):
-            return f"compressed as {comp}, which is not read (read: .gz, .bz2, .xz of JSONL); decompress it first"
-    return f"not a delivery file (read: {READABLE})"
-
-
-def is_datasets_folder(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / "dataset_info.json").exists()
-        or (path / "state.json").exists()
-        or (path / "dataset_dict.json").exists()
-    )
-
-
-def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list[str]:
-    """Resolve the user's input paths to readable sources, failing fast.
-
-    A file is read as JSONL or Parquet by its suffix (any case; JSONL may be
-    .gz/.bz2/.xz); a saved `datasets` folder is one source; any other folder
-    contributes its delivery files. Inside a folder, what is not read is
-    named in a warning: other files, FIFOs and devices, broken links, and a
-    link to a folder or file already read (a link is followed once, so a
-    link loop is read once). The result is sorted so runs are deterministic.
-    """
-    out: dict[str, str] = {}  # real path -> path as given
-    seen_dirs: set[str] = set()
-    seen_files: dict[str, str] = {}
-    for raw in paths:
-        p = Path(raw)
-        try:
-            st = p.stat()
-        except FileNotFoundError:
-            raise InputError(f"input not found: {raw}") from None
-        except OSError as e:
-            raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
-        why = special_reason(p)
-        if why:
-            raise InputError(f"input {raw} is {why}; it is not read")
-        if stat.S_ISREG(st.st_mode):
-            if delivery_kind(p.name) is None:
-                raise InputError(f"input {raw}: unknown format ({_why_not_read(p.name)})")
-            seen_files.setdefault(os.path.realpath(p), str(p))
-            out.setdefault(os.path.realpath(p), str(p))
-        elif stat.S_ISDIR(st.st_mode):
-            real = os.path.realpath(p)
-            if is_datasets_folder(p):
-                out.setdefault(real, str(p))
-                continue
-            found = _scan_folder(p, seen_dirs, seen_files, warn)
-            if not found:
-                raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
-                                 f"(read: {READABLE})")
-            for real_file, shown in found:
-                out.setdefault(real_file, shown)
-        else:
-            raise InputError(f"input {raw} is {kind_of(st)}, not a file or folder; it is not read")
-    return sorted(set(out.values()))
-
-
-def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], warn) -> list[tuple[str, str]]:
-    """(real path, path) of the delivery files below a folder; a saved
-    datasets folder counts as one."""
-    real_folder = os.path.realpath(folder)
-    if real_folder in seen_dirs:
-        warn(f"skipping {folder}: a link to the folder {real_folder}, already read")
-        return []
-    seen_dirs.add(real_folder)
-    found: list[tuple[str, str]] = []
-    try:
-        children = sorted(folder.iterdir())
-    except OSError as e:
-        raise InputError(f"cannot list input folder {folder}: {e.strerror or e}") from None
-    for child in children:
-        try:
-            st = child.stat()  # follows links
-        except OSError:
-            warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
-            continue
-        why = special_reason(child)
-        if why:
-            warn(f"skipping {child}: {why}")
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if is_datasets_folder(child):
-                real = os.path.realpath(child)
-                if real in seen_dirs:
-                    warn(f"skipping {child}: a link to the folder {real}, already read")
-                    continue
-                seen_dirs.add(real)
-                found.append((real, str(child)))
-            else:
-                found.extend(_scan_folder(child, seen_dirs, seen_files, warn))
-        elif stat.S_ISREG(st.st_mode):
-            if delivery_kind(child.name) is None:
-                warn(f"skipping {child}: {_why_not_read(child.name)}")
-                continue
-            real = os.path.realpath(child)
-            if real in seen_files:
-                warn(f"skipping {child}: the same file as {seen_files[real]}, already read")
-                continue
-            seen_files[real] = str(child)
-            found.append((real, str(child)))
-        else:
-            warn(f"skipping {child}: {kind_of(st)}, not a delivery file")
-    return found
 
 
 # --- opening files safely ------------------------------------------------------------------
@@ -214,23 +76,44 @@ def _open_jsonl(path: str):
     return Capped(fh, size, lambda: f"the file grew past its {size:,} bytes while it was read", size)
 
 
+_UTF16_32_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16",
+                  b"\xfe\xff": "UTF-16"}
+
+
+def _not_utf8_text(head: bytes) -> str | None:
+    """Why a JSONL file is not UTF-8 text at all, from its first bytes: a
+    UTF-16/32 byte-order mark, or NUL bytes between most characters (no
+    JSON line holds a raw NUL): every line would be quarantined alone."""
+    for bom, name in _UTF16_32_BOMS.items():
+        if head.startswith(bom):
+            return f"the file is {name} (it starts with a {name} byte-order mark); re-export it as UTF-8"
+    sample = head[:4096]
+    if len(sample) >= 16 and sample.count(0) * 4 > len(sample):
+        return "the file looks like UTF-16 or UTF-32 (NUL bytes between its characters); re-export it as UTF-8"
+    return None
+
+
 def check_jsonl(path: str) -> None:
     """A JSONL source's verdict (read_guard.verdict): a regular file; if
     compressed, one pass that decompresses it within its budget of bytes
     and lines, so a bomb is refused whole before any row is read."""
     with _open_jsonl(path) as fh:
+        chunk = fh.read(_CHUNK)
+        why = _not_utf8_text(chunk)
+        if why:
+            raise SourceRefused(why)
         if not fh.compressed:
             return None
         size = fh.size
         budget = budget_for(size)
         lines = 0
         while True:
-            chunk = fh.read(_CHUNK)
             if not chunk:
                 return None
             lines += max(chunk.count(b"\n"), chunk.count(b"\r"))
             if lines > budget.rows:
                 raise SourceRefused(rows_reason(lines, size, budget, what="decompresses to over"))
+            chunk = fh.read(_CHUNK)
 
 
 def source_verdict(path: str) -> tuple[str | None, int | None]:

@@ -41,7 +41,7 @@ FREE_ROWS = 10_000  # a small file may hold this many rows whatever its size
 # compresses 3-20x; gzip cannot exceed ~1,030x, but bz2 and xz bombs reach
 # millions, and a Parquet dictionary can repeat one huge value per row.
 MAX_EXPANSION = 200
-FREE_BYTES = 64 << 20  # a small file may decode to this much whatever its size
+FREE_BYTES = 32 << 20  # a small file may decode to this much whatever its size
 MAX_META_BYTES = 1 << 20  # a datasets folder's state.json / dataset_dict.json
 
 # Pseudo-filesystems whose files are endless, blocking or change as read:
