@@ -93,8 +93,8 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
             raise InputError(f"input not found: {raw}") from None
         except OSError as e:
             raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
-        why = special_reason(p)
-        if why:
+        why = special_reason(p) if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
+        if why:  # looks like a file or folder, but /proc, /sys, /dev: endless, blocking, changing
             raise InputError(f"input {raw} is {why}; it is not read")
         if stat.S_ISREG(st.st_mode):
             if delivery_kind(p.name) is None:
@@ -136,7 +136,7 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
         except OSError:
             warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
             continue
-        why = special_reason(child)
+        why = special_reason(child) if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
         if why:
             warn(f"skipping {child}: {why}")
             continue
