@@ -230,6 +230,20 @@ def datasets_link_to_device(d: Path):
     return folder.name, ("refused", "outside the folder")
 
 
+def datasets_state_is_fifo(d: Path):
+    folder = _datasets(d / "lie_ds_fifo_state")
+    (folder / "state.json").unlink()
+    os.mkfifo(folder / "state.json")
+    return folder.name, ("refused", "state.json is a FIFO")
+
+
+def datasets_arrow_is_fifo(d: Path):
+    folder = _datasets(d / "lie_ds_fifo_arrow")
+    (folder / ARROW).unlink()
+    os.mkfifo(folder / ARROW)
+    return folder.name, ("refused", "is a FIFO")
+
+
 def datasets_info_lies(d: Path):
     """dataset_info.json claims a trillion rows and petabytes: never trusted,
     the 300 rows of the Arrow data are read."""
@@ -307,7 +321,7 @@ CASES = [parquet_footer_lie, parquet_rows_not_held, parquet_row_group_lie, parqu
          parquet_huge_string, parquet_dictionary_bomb, parquet_empty, datasets_bad_offsets,
          datasets_offsets_backwards, datasets_length_lie, datasets_truncated, datasets_zero_length_arrow,
          datasets_garbage_middle, datasets_no_state, datasets_state_escapes, datasets_state_not_json,
-         datasets_link_to_device, datasets_info_lies, gzip_bomb, gzip_newline_bomb, bz2_bomb, xz_bomb, empty_jsonl,
+         datasets_link_to_device, datasets_state_is_fifo, datasets_arrow_is_fifo, datasets_info_lies, gzip_bomb, gzip_newline_bomb, bz2_bomb, xz_bomb, empty_jsonl,
          empty_gzip, utf16_jsonl, utf16_no_bom_jsonl, latin1_jsonl]
 
 

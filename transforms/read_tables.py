@@ -306,6 +306,8 @@ def _small_json(path: Path, what: str):
         fh = open_regular(str(path))
     except FileNotFoundError:
         raise SourceRefused(f"the datasets folder has no {what}; it is not read") from None
+    except SourceRefused as e:
+        raise SourceRefused(f"its {what} is {e}; it is not read") from None
     with fh:
         data = fh.read(MAX_META_BYTES + 1)
     if len(data) > MAX_META_BYTES:
@@ -381,7 +383,11 @@ def check_datasets_folder(path: str) -> int:
     files = [f for _, fs in parts for f in fs]
     size = 0
     for f in files:
-        with open_regular(f) as fh:  # every file a plain one before any is read
+        try:
+            fh = open_regular(f)
+        except SourceRefused as e:
+            raise SourceRefused(f"its data file {cap(os.path.relpath(f, path), 80)} is {e}; it is not read") from None
+        with fh:  # every file a plain one before any is read
             size += os.fstat(fh.fileno()).st_size
     budget = budget_for(size)
     rows = decoded = 0
