@@ -140,6 +140,18 @@ def test_a_link_into_proc_inside_a_folder_is_skipped_with_a_warning(tmp_path):
     assert any("status.jsonl: a special file under /proc" in w for w in warnings), warnings
 
 
+def test_files_on_a_ram_disk_under_dev_shm_are_read(tmp_path):
+    if not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no writable /dev/shm")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
+        path = Path(d) / "d.jsonl"
+        path.write_text(json.dumps(hostile_files.rows(1)[0]) + "\n")
+        assert expand_inputs([str(path)]) == [str(path)]
+        assert [r["error"] for r in read.read_source(str(path), 10**6)] == [None]
+
+
 def test_a_file_that_grows_while_read_is_not_read_past_its_size(tmp_path):
     path = tmp_path / "grow.jsonl"
     line = (json.dumps(hostile_files.rows(1)[0]) + "\n").encode()

@@ -47,6 +47,7 @@ MAX_META_BYTES = 1 << 20  # a datasets folder's state.json / dataset_dict.json
 # Pseudo-filesystems whose files are endless, blocking or change as read:
 # never a delivery, even as a link from inside an input folder.
 SPECIAL_ROOTS = ("/proc/", "/sys/", "/dev/")
+ORDINARY_UNDER_SPECIAL = ("/dev/shm/",)  # a RAM disk of ordinary files
 
 
 class SourceRefused(Exception):
@@ -78,6 +79,8 @@ def special_reason(path) -> str | None:
     """Why a path is never read, if it resolves into /proc, /sys or /dev
     (their files look regular but are endless, block, or change as read)."""
     real = os.path.realpath(path)
+    if (real + "/").startswith(ORDINARY_UNDER_SPECIAL):
+        return None
     for root in SPECIAL_ROOTS:
         if (real + "/").startswith(root):
             return f"a special file under {root.rstrip('/')} ({real}), not a delivery file"
