@@ -13,11 +13,29 @@ from pydantic import BaseModel, ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 
+MAX_TOML_BYTES = 10 << 20  # no config, rates or profile is this large
+
+
+def _read_small(path: Path) -> bytes:
+    """A regular file's bytes, at most MAX_TOML_BYTES: /dev/zero, a FIFO or
+    an endless file given as a config is an error, not a hang or MemoryError."""
+    from tasksieve.transforms.read_guard import SourceRefused, open_regular
+
+    try:
+        with open_regular(str(path)) as fh:
+            data = fh.read(MAX_TOML_BYTES + 1)
+    except SourceRefused as e:
+        raise OSError(str(e)) from None
+    if len(data) > MAX_TOML_BYTES:
+        raise OSError(f"over {MAX_TOML_BYTES:,} bytes")
+    return data
+
+
 def load_toml_model(path: Path, model: type[M], what: str, error: type[Exception]) -> M:
     """`what` names the file in messages ("config", "rates", "profile");
     `error` is the exception the caller's users catch."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_small(path).decode("utf-8"))
     except FileNotFoundError:
         raise error(f"{what} file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as e:

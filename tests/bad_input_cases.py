@@ -107,6 +107,20 @@ def broken_gzip(d: Path):
     return [str(d / "d.jsonl.gz")], ("quarantine", "read", None)
 
 
+def lying_file(d: Path):
+    import hostile_files
+
+    name, _ = hostile_files.parquet_footer_lie(d)
+    return [str(d / name)], ("quarantine", "read", None)
+
+
+def damaged_arrow(d: Path):
+    import hostile_files
+
+    name, _ = hostile_files.datasets_bad_offsets(d)
+    return [str(d / name)], ("quarantine", "read", None)
+
+
 def missing_prompt(d: Path):
     return jsonl(d / "d.jsonl", [line(good(1, prompt="  "))]), ("quarantine", "validate", None)
 
@@ -204,6 +218,10 @@ def out_inside_input(d: Path):
     return [str(d)], ("refuse", "is inside the --input folder")
 
 
+def device_input(d: Path):
+    return ["/dev/zero"], ("refuse", "is a device")
+
+
 def missing_input(d: Path):
     return [str(d / "nope.jsonl")], ("refuse", "input not found")
 
@@ -222,6 +240,8 @@ CASES = {
     "a lone surrogate escape (`\"\\ud800\"`) in any value or key": lone_surrogate,
     "unreadable file (corrupt Parquet)": unreadable_file,
     "a compressed file that breaks off": broken_gzip,
+    "a file claiming more than its size holds (a Parquet footer's row counts, a compression bomb)": lying_file,
+    "a damaged Arrow file in a `datasets` folder": damaged_arrow,
     "missing/empty prompt or task_id": missing_prompt,
     "wrong type": wrong_type,
     "unknown domain": unknown_domain,
@@ -239,5 +259,6 @@ CASES = {
     "FIFOs, devices, broken links in an input folder": special_files,
     "a link to a folder or file already read (a link loop)": link_loop,
     "`--out` inside an `--input` folder": out_inside_input,
+    "a device, FIFO or `/proc` file given as an input": device_input,
     "missing input, bad config, model that does not load": missing_input,
 }

@@ -6,7 +6,8 @@
   each with the reason it must get), plus random byte mutations and random
   value mutations of hostile template rows, spread over JSONL files (LF,
   CRLF, CR-only, BOM, gzip, upper-case names), Parquet files and saved
-  `datasets` folders, and files that must be skipped (a FIFO, a link loop,
+  `datasets` folders, damaged and lying files refused whole
+  (tests/hostile_files.py), and files that must be skipped (a FIFO, a link loop,
   a duplicate link, a broken link, a .txt, a .zst);
 - `root/baseline/in`: the same files with only the valid rows.
 It also writes `root/replay.jsonl`, recorded attempts that make each valid
@@ -23,6 +24,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -295,7 +297,25 @@ def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus
 
     n = _write_tables(rng, corpus, chunks[6], chunks[7], n)
     _write_specials(corpus)
+    _write_lying_files(corpus)
     return corpus
+
+
+def _write_lying_files(corpus: Corpus) -> None:
+    """Damaged and lying files (tests/hostile_files.py) refused whole: one
+    quarantine row each, with its reason, whatever they claim to hold."""
+    import hostile_files
+
+    corpus.classes |= {"a file claiming more than its size holds (a Parquet footer's row counts, a compression bomb)",
+                       "a damaged Arrow file in a `datasets` folder"}
+    for name, expected in hostile_files.write_all(corpus.hostile_in / "lying").items():
+        if expected[0] == "refused":
+            corpus.planted[(name, 0)] = expected[1]
+            corpus.rows += 1
+            corpus.hostile_rows += 1
+        else:  # read as the rows they hold: not part of this corpus
+            target = corpus.hostile_in / "lying" / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
 def _strings(values: list) -> pa.Array:

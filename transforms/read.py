@@ -13,6 +13,12 @@ row-group row counts for Parquet and datasets, before any row is parsed.
 That count is the independent side of the run's row-accounting check, so a
 reader that skipped something fails the check instead of hiding it.
 
+Before any row, each source gets a verdict (`source_verdict`,
+read_guard.py): its work must fit a budget set by its size on disk and
+what it declares about itself must be true (read_tables.py for Parquet and
+datasets folders). A source refused is one error row, counted as one.
+Which paths are sources is inputs.py's (`expand_inputs`, re-exported).
+
 A raw row is a dict: source_file, line (1-based line for JSONL, 1-based row
 number for tables), record (the parsed dict, or None), raw (the text as read,
 capped), error (None, or why the row is unusable, capped).
@@ -20,17 +26,18 @@ capped), error (None, or why the row is unusable, capped).
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
-import lzma
 import os
-import stat
-import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import apache_beam as beam
+
+from tasksieve.transforms.inputs import (COMPRESSIONS, JSONL_SUFFIXES, READABLE, TABLE_SUFFIXES,  # noqa: F401
+                                         UNREAD_COMPRESSIONS, InputError, delivery_kind, expand_inputs,
+                                         is_datasets_folder)
+from tasksieve.transforms.read_guard import (Capped, SourceRefused, budget_for, expansion_reason, open_regular,  # noqa: F401
+                                             rows_reason, verdict)
 
 # What we keep of an unusable row's raw text, so quarantine stays small.
 RAW_KEEP_CHARS = 2000
@@ -42,20 +49,8 @@ MAX_DEPTH = 64           # nesting levels of objects/lists in one row
 MAX_NUMBER_DIGITS = 100  # digits of one integer literal
 _MAX_INT_BITS = MAX_NUMBER_DIGITS * 3.33  # an int of more bits has over that many digits (log2 10 = 3.32)
 
-TABLE_SUFFIXES = (".parquet",)
-JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-# Compressions read for JSONL files (by suffix, case-insensitive).
-COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-# Recognised but not read: said so, never skipped silently.
-UNREAD_COMPRESSIONS = (".zst", ".zstd", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".rar", ".br", ".snappy")
-READABLE = "JSONL (.jsonl, .json, .ndjson; plain or .gz/.bz2/.xz), Parquet (.parquet) or a saved datasets folder"
-
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
-
-
-class InputError(Exception):
-    """An input path that cannot be read at all; fails the run before it starts."""
 
 
 def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
@@ -64,164 +59,74 @@ def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _warn(message: str) -> None:
-    print(f"tasksieve: warning: {message}", file=sys.stderr)
-
-
-# --- which files are deliveries ------------------------------------------------------------
-
-def delivery_kind(name: str) -> str | None:
-    """'jsonl' or 'parquet' for a delivery file name (case-insensitive,
-    JSONL optionally compressed), else None."""
-    low = name.lower()
-    for comp in COMPRESSIONS:
-        if low.endswith(comp):
-            low = low[: -len(comp)]
-            return "jsonl" if low.endswith(JSONL_SUFFIXES) else None
-    if low.endswith(TABLE_SUFFIXES):
-        return "parquet"
-    if low.endswith(JSONL_SUFFIXES):
-        return "jsonl"
-    return None
-
-
-def _why_not_read(name: str) -> str:
-    low = name.lower()
-    for comp in UNREAD_COMPRESSIONS + tuple(COMPRESSIONS):
-        if low.endswith(comp):
-            return f"compressed as {comp}, which is not read (read: .gz, .bz2, .xz of JSONL); decompress it first"
-    return f"not a delivery file (read: {READABLE})"
-
-
-def is_datasets_folder(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / "dataset_info.json").exists()
-        or (path / "state.json").exists()
-        or (path / "dataset_dict.json").exists()
-    )
-
-
-def _kind_of(st: os.stat_result) -> str:
-    mode = st.st_mode
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list[str]:
-    """Resolve the user's input paths to readable sources, failing fast.
-
-    A file is read as JSONL or Parquet by its suffix (any case; JSONL may be
-    .gz/.bz2/.xz); a saved `datasets` folder is one source; any other folder
-    contributes its delivery files. Inside a folder, what is not read is
-    named in a warning: other files, FIFOs and devices, broken links, and a
-    link to a folder or file already read (a link is followed once, so a
-    link loop is read once). The result is sorted so runs are deterministic.
-    """
-    out: dict[str, str] = {}  # real path -> path as given
-    seen_dirs: set[str] = set()
-    seen_files: dict[str, str] = {}
-    for raw in paths:
-        p = Path(raw)
-        try:
-            st = p.stat()
-        except FileNotFoundError:
-            raise InputError(f"input not found: {raw}") from None
-        except OSError as e:
-            raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
-        if stat.S_ISREG(st.st_mode):
-            if delivery_kind(p.name) is None:
-                raise InputError(f"input {raw}: unknown format ({_why_not_read(p.name)})")
-            seen_files.setdefault(os.path.realpath(p), str(p))
-            out.setdefault(os.path.realpath(p), str(p))
-        elif stat.S_ISDIR(st.st_mode):
-            real = os.path.realpath(p)
-            if is_datasets_folder(p):
-                out.setdefault(real, str(p))
-                continue
-            found = _scan_folder(p, seen_dirs, seen_files, warn)
-            if not found:
-                raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
-                                 f"(read: {READABLE})")
-            for real_file, shown in found:
-                out.setdefault(real_file, shown)
-        else:
-            raise InputError(f"input {raw} is {_kind_of(st)}, not a file or folder; it is not read")
-    return sorted(set(out.values()))
-
-
-def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], warn) -> list[tuple[str, str]]:
-    """(real path, path) of the delivery files below a folder; a saved
-    datasets folder counts as one."""
-    real_folder = os.path.realpath(folder)
-    if real_folder in seen_dirs:
-        warn(f"skipping {folder}: a link to the folder {real_folder}, already read")
-        return []
-    seen_dirs.add(real_folder)
-    found: list[tuple[str, str]] = []
-    try:
-        children = sorted(folder.iterdir())
-    except OSError as e:
-        raise InputError(f"cannot list input folder {folder}: {e.strerror or e}") from None
-    for child in children:
-        try:
-            st = child.stat()  # follows links
-        except OSError:
-            warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if is_datasets_folder(child):
-                real = os.path.realpath(child)
-                if real in seen_dirs:
-                    warn(f"skipping {child}: a link to the folder {real}, already read")
-                    continue
-                seen_dirs.add(real)
-                found.append((real, str(child)))
-            else:
-                found.extend(_scan_folder(child, seen_dirs, seen_files, warn))
-        elif stat.S_ISREG(st.st_mode):
-            if delivery_kind(child.name) is None:
-                warn(f"skipping {child}: {_why_not_read(child.name)}")
-                continue
-            real = os.path.realpath(child)
-            if real in seen_files:
-                warn(f"skipping {child}: the same file as {seen_files[real]}, already read")
-                continue
-            seen_files[real] = str(child)
-            found.append((real, str(child)))
-        else:
-            warn(f"skipping {child}: {_kind_of(st)}, not a delivery file")
-    return found
-
-
 # --- opening files safely ------------------------------------------------------------------
 
-def _open_regular(path: str):
-    """A binary file object for a regular file; a FIFO or device opened by
-    name never blocks the run (O_NONBLOCK, then checked)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{_kind_of(st)}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def _open_jsonl(path: str):
-    fh = _open_regular(path)
+    """A binary reader of a JSONL file's text: a plain file read up to its
+    size when opened (a file that grows while read is not endless), a
+    compressed one decompressed up to its budget (read_guard.py)."""
+    fh = open_regular(path)
+    size = os.fstat(fh.fileno()).st_size
     low = path.lower()
     for comp, opener in COMPRESSIONS.items():
         if low.endswith(comp):
-            return opener(fh, "rb")
-    return fh
+            budget = budget_for(size)
+            return Capped(opener(fh, "rb"), budget.bytes, lambda: expansion_reason("it decompresses to", size, budget),
+                          size, compressed=True)
+    return Capped(fh, size, lambda: f"the file grew past its {size:,} bytes while it was read", size)
+
+
+_UTF16_32_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16",
+                  b"\xfe\xff": "UTF-16"}
+
+
+def _not_utf8_text(head: bytes) -> str | None:
+    """Why a JSONL file is not UTF-8 text at all, from its first bytes: a
+    UTF-16/32 byte-order mark, or NUL bytes between most characters (no
+    JSON line holds a raw NUL): every line would be quarantined alone."""
+    for bom, name in _UTF16_32_BOMS.items():
+        if head.startswith(bom):
+            return f"the file is {name} (it starts with a {name} byte-order mark); re-export it as UTF-8"
+    sample = head[:4096]
+    if len(sample) >= 16 and sample.count(0) * 4 > len(sample):
+        return "the file looks like UTF-16 or UTF-32 (NUL bytes between its characters); re-export it as UTF-8"
+    return None
+
+
+def check_jsonl(path: str) -> None:
+    """A JSONL source's verdict (read_guard.verdict): a regular file; if
+    compressed, one pass that decompresses it within its budget of bytes
+    and lines, so a bomb is refused whole before any row is read."""
+    with _open_jsonl(path) as fh:
+        chunk = fh.read(_CHUNK)
+        why = _not_utf8_text(chunk)
+        if why:
+            raise SourceRefused(why)
+        if not fh.compressed:
+            return None
+        size = fh.size
+        budget = budget_for(size)
+        lines = 0
+        while True:
+            if not chunk:
+                return None
+            lines += max(chunk.count(b"\n"), chunk.count(b"\r"))
+            if lines > budget.rows:
+                raise SourceRefused(rows_reason(lines, size, budget, what="decompresses to over"))
+            chunk = fh.read(_CHUNK)
+
+
+def source_verdict(path: str) -> tuple[str | None, int | None]:
+    """(why the source is refused whole, or None; its rows if the check
+    counted them): read_guard.verdict with this source's check."""
+    p = Path(path)
+    if p.is_dir():
+        from tasksieve.transforms.read_tables import check_datasets_folder
+        return verdict(path, check_datasets_folder)
+    if delivery_kind(p.name) == "parquet":
+        from tasksieve.transforms.read_tables import check_parquet
+        return verdict(path, check_parquet)
+    return verdict(path, check_jsonl)
 
 
 # --- physical lines ----------------------------------------------------------------------
@@ -311,15 +216,11 @@ def count_rows(path: str, max_row_bytes: int = 1 << 62) -> int:
     folder. A source that cannot be opened counts as one row (the reader
     yields one error row for it); one that breaks off mid-file counts its
     lines up to there plus one."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            return sum(n for _, n in _dataset_parts(path, counts_only=True))
-        if delivery_kind(p.name) == "parquet":
-            with _open_regular(path) as fh:
-                return _parquet_file(fh).metadata.num_rows
-    except Exception:
+    reason, rows = source_verdict(path)
+    if reason is not None:
         return 1
+    if rows is not None:
+        return rows
     n = 0
     try:
         with _open_jsonl(path) as fh:
@@ -511,158 +412,29 @@ def read_jsonl(path: str, max_row_bytes: int) -> Iterator[dict]:
         yield _raw_row(path, last + 1 if last else 0, None, "", f"{what}: {type(e).__name__}: {cap(str(e), 150)}")
 
 
-# --- tables (Parquet, datasets) ---------------------------------------------------------------
-
-def _dumps_raw(record) -> str:
-    try:
-        return json.dumps(record, default=str, ensure_ascii=False)
-    except Exception:
-        return cap(repr(record), RAW_KEEP_CHARS)
-
-
-def _table_row(path: str, n: int, record, max_row_bytes: int) -> dict:
-    if not isinstance(record, dict):
-        return _raw_row(path, n, None, _dumps_raw(record), f"row is a {type(record).__name__}, expected a record")
-    try:
-        check_value(record)
-    except RowLimitError as e:
-        return _raw_row(path, n, None, _dumps_raw(record)[:RAW_KEEP_CHARS], str(e))
-    raw = _dumps_raw(record)
-    size = len(raw.encode("utf-8", "replace"))
-    if size > max_row_bytes:
-        return _raw_row(path, n, None, raw, f"row is {size} bytes, over the {max_row_bytes}-byte limit")
-    return _raw_row(path, n, record, raw, None)
-
-
-def _undecodable_raw(batch_row) -> str:
-    """What a row that does not decode holds, with its text columns shown as
-    bytes (their invalid UTF-8 replaced)."""
-    import pyarrow as pa
-
-    try:
-        cols = {}
-        for name, col in zip(batch_row.schema.names, batch_row.columns):
-            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                col = col.cast(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
-            try:
-                v = col.to_pylist()[0]
-            except Exception:
-                v = "<undecodable>"
-            cols[name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        return _dumps_raw(cols)
-    except Exception:
-        return ""
-
-
-def _decode_error(batch_row) -> str:
-    """Which column of a one-row batch does not decode, and why."""
-    for name, col in zip(batch_row.schema.names, batch_row.columns):
-        try:
-            col.to_pylist()
-        except UnicodeDecodeError as e:
-            return f"invalid UTF-8 in column '{cap(name, 60)}' at byte {e.start}; re-export the file as UTF-8"
-        except Exception as e:
-            return f"column '{cap(name, 60)}' does not decode: {type(e).__name__}: {cap(str(e), 120)}"
-    return "row does not decode"
-
-
-def _batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dict]:
-    """Raw rows of one record batch (row numbers from `first`). A row whose
-    values do not decode (invalid UTF-8 in a string column, say) is an
-    error row on its own; the batch's other rows are read."""
-    try:
-        records = batch.to_pylist()
-    except Exception:
-        records = None
-    if records is not None:
-        for j, record in enumerate(records):
-            yield _table_row(path, first + j, record, max_row_bytes)
-        return
-    for j in range(batch.num_rows):
-        one = batch.slice(j, 1)
-        try:
-            record = one.to_pylist()[0]
-        except Exception:
-            yield _raw_row(path, first + j, None, _undecodable_raw(one), _decode_error(one))
-            continue
-        yield _table_row(path, first + j, record, max_row_bytes)
-
-
-# A footer declaring more rows than this is corrupt or hostile: the file is
-# one unreadable source, not a billion error rows.
-MAX_DECLARED_ROWS = 10**9
-
-
-def _parquet_file(fh):
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(fh)
-    groups = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]
-    if any(n < 0 for n in groups) or sum(groups) > MAX_DECLARED_ROWS or sum(groups) != pf.metadata.num_rows:
-        raise InputError(f"the file's metadata declares {pf.metadata.num_rows} rows in row groups of {groups[:5]}...; "
-                         "it is corrupt")
-    return pf
-
-
-def read_parquet(path: str, max_row_bytes: int) -> Iterator[dict]:
-    """Row group by row group; a row group that cannot be decoded at all
-    gives one error row per row its metadata declares, so the count holds."""
-    with _open_regular(path) as fh:
-        pf = _parquet_file(fh)
-        n = 1
-        for g in range(pf.num_row_groups):
-            declared = pf.metadata.row_group(g).num_rows
-            try:
-                table = pf.read_row_group(g)
-            except Exception as e:
-                why = f"cannot decode row group {g} of the file: {type(e).__name__}: {cap(str(e), 120)}"
-                for j in range(declared):
-                    yield _raw_row(path, n + j, None, "", why)
-                n += declared
-                continue
-            got = 0
-            for batch in table.to_batches(max_chunksize=4096):
-                yield from _batch_rows(path, batch, n + got, max_row_bytes)
-                got += batch.num_rows
-            for j in range(got, declared):  # fewer rows than the metadata says
-                yield _raw_row(path, n + j, None, "", f"row group {g} declares {declared} rows but holds {got}")
-            n += declared
-
-
-def _dataset_parts(path: str, counts_only: bool = False):
-    """(label, table or row count) per split of a saved datasets folder."""
-    import datasets
-
-    loaded = datasets.load_from_disk(path)
-    parts = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [(None, loaded)]
-    for split, ds in parts:
-        label = f"{path}#{split}" if split else path
-        yield label, (ds.num_rows if counts_only else ds)
-
-
-def read_datasets_folder(path: str, max_row_bytes: int) -> Iterator[dict]:
-    for label, ds in _dataset_parts(path):
-        n = 1
-        for batch in ds.data.to_batches(max_chunksize=4096):
-            yield from _batch_rows(label, batch, n, max_row_bytes)
-            n += batch.num_rows
-
+# --- every source --------------------------------------------------------------------------
 
 def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
     """Every raw row of one source. An unreadable file becomes one raw row
     with an error rather than an exception, so one bad file among many is
     quarantined and the others are still curated."""
+    reason, _ = source_verdict(path)
+    if reason is not None:  # refused whole before any row is read: one row, counted as one
+        yield _raw_row(path, 0, None, "", reason)
+        return
     p = Path(path)
     if not p.is_dir() and delivery_kind(p.name) != "parquet":
         yield from read_jsonl(path, max_row_bytes)  # never raises
         return
+    from tasksieve.transforms.read_tables import read_datasets_folder, read_parquet
+
     yielded = False
     try:
         rows = read_datasets_folder(path, max_row_bytes) if p.is_dir() else read_parquet(path, max_row_bytes)
         for row in rows:
             yielded = True
             yield row
-    except Exception as e:  # a corrupt file: report it, keep the run going
+    except Exception as e:  # changed or damaged since it was checked: report it, keep the run going
         if yielded:
             # Rows already read stay; what is left is one error row (the
             # count then differs and the accounting check says so).
