@@ -19,7 +19,7 @@ MAX_TOML_BYTES = 10 << 20  # no config, rates or profile is this large
 def _read_small(path: Path) -> bytes:
     """A regular file's bytes, at most MAX_TOML_BYTES: /dev/zero, a FIFO or
     an endless file given as a config is an error, not a hang or MemoryError."""
-    from tasksieve.transforms.read_guard import SourceRefused, open_regular
+    from tasksieve.transforms.sources.guard import SourceRefused, open_regular
 
     try:
         with open_regular(str(path)) as fh:

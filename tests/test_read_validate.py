@@ -118,8 +118,9 @@ def test_check_value_refuses_the_same_with_and_without_its_flat_shortcut(monkeyp
     """check_value skips its walk for flat objects of plain values (most
     rows); whatever a row holds, the verdict must be the walk's."""
     from tasksieve.transforms import read
+    from tasksieve.transforms.sources import values as row_values
 
-    long_number = json.loads('{"n": 1' + "0" * 200 + "}", parse_int=read._parse_int)
+    long_number = json.loads('{"n": 1' + "0" * 200 + "}", parse_int=row_values._parse_int)
     rng = random.Random(5)
     pool = ["x", "é", "x\ud800", 7, 10**400, -(10**90), 1.5, True, None, [], {"a": 1}, [[[]]], long_number["n"]]
     keys = ["a", "b", "ключ", "k\udc00"]
@@ -135,7 +136,7 @@ def test_check_value_refuses_the_same_with_and_without_its_flat_shortcut(monkeyp
             return str(e)
 
     shortcut = [verdict(v) for v in values]
-    monkeypatch.setattr(read, "_plain_object", lambda v: False)
+    monkeypatch.setattr(row_values, "_plain_object", lambda v: False)
     assert shortcut == [verdict(v) for v in values]
     assert sum(x is None for x in shortcut) > 50 and sum(x is not None for x in shortcut) > 50
 

@@ -1,5 +1,5 @@
 """Reading tables: Parquet files and saved `datasets` folders, each checked
-before it is read (read_guard.py says why).
+before it is read (guard.py says why).
 
 Parquet: the footer is checked against the file's size (row counts, column
 chunks inside the file, declared sizes within the budget), then every row
@@ -27,8 +27,9 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, _raw_row, cap, check_value
-from tasksieve.transforms.read_guard import (MAX_META_BYTES, SourceRefused, budget_for, expansion_reason,
+from tasksieve.transforms.sources.values import RAW_KEEP_CHARS, RowLimitError, cap, check_value
+from tasksieve.transforms.sources.values import raw_row as _raw_row
+from tasksieve.transforms.sources.guard import (MAX_META_BYTES, SourceRefused, budget_for, expansion_reason,
                                              open_regular, rows_reason)
 
 BATCH_ROWS = 4096

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from tasksieve.transforms.read_guard import kind_of, special_reason
+from tasksieve.transforms.sources.guard import kind_of, special_reason
 
 TABLE_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
