@@ -165,6 +165,7 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="recorded attempts to replay (sets --backend replay)")
     r.add_argument("--attempt-cache", metavar="DIR",
                    help="where finished attempts persist and are re-used from (default OUT/attempt_cache)")
+    r.add_argument("--graded", metavar="FILE", help="rubric calibration labels keyed by task_id ([judge] graded)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
     r.add_argument("--runner", help="Beam runner: inprocess (default: this process, no network), dask, "
                                     "or any Beam runner name with its options")
@@ -305,7 +306,7 @@ def _config_from_args(args):
         return cfg
     overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
                  (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
-                 (args.attempt_cache, ("attempt_cache",))]
+                 (args.attempt_cache, ("attempt_cache",)), (getattr(args, "graded", None), ("judge", "graded"))]
     if args.replay:
         cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
     for value, path in overrides:
