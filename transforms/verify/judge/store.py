@@ -177,14 +177,15 @@ def judge_line(fig: dict) -> str | None:
     be trusted on, how to point [judge] elsewhere."""
     if not fig.get("judge_rubric_tasks"):
         return None
-    kappa = "unmeasured (no graded attempts)" if fig.get("judge_kappa") is None else f"{fig['judge_kappa']:.2f}"
+    kappa = "agreement unmeasured (no graded attempts)" if fig.get("judge_kappa") is None else \
+        f"kappa {fig['judge_kappa']:.2f} vs graders on {fig['judge_labels']} labels"
     saved = (f"; the gate saved ~${fig['judge_gate_saved_usd']:.4f} ({fig['judge_gate_saved_attempts']} attempts "
              "not sampled)") if fig.get("judge_gate_saved_usd") is not None and fig["judge_dropped"] else ""
-    line = (f"rubric judge {fig['judge_model_id']}: kappa {kappa} vs graders on {fig['judge_labels']} labels; "
+    line = (f"rubric judge {fig['judge_model_id']}: {kappa}; "
             f"not trusted on {fig['judge_dropped']} of {fig['judge_rubric_tasks']} rubric tasks (dropped)"
             + (f", {fig['judge_unmeasured']} judged with agreement unmeasured" if fig.get("judge_unmeasured") else "")
             + saved)
-    if fig["judge_dropped"]:
+    if fig["judge_dropped"] or fig.get("judge_unmeasured"):
         line += ("; point [judge] at a better model: path = \"DIR\" or backend = \"openai\" with [judge.openai] "
                  "base_url/model")
     return line
