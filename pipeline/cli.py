@@ -251,7 +251,7 @@ def _sample_data(args) -> int:
     from tasksieve.pipeline.sample_data import write_sample
 
     try:
-        lines = write_sample(args.out)
+        lines = write_sample(args.out, all_domains=True)
     except OSError as e:
         print(f"tasksieve: error: cannot write the sample into {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
