@@ -266,3 +266,30 @@ def test_other_domains_pass_through_and_a_failing_judge_decides_nothing_in_favou
 
     kept, dropped, recs = gate.screen([math, _validated(rubric_task(0))], Broken(), JudgeConfig(), FAST, "r")
     assert kept == [math] and dropped[0]["drop_reason"] == "judge_unreliable"
+
+
+# --- 7. validate: rubric deliveries -------------------------------------------------------------
+
+def test_validate_flags_compound_and_repeated_criteria_and_one_sided_labels(tmp_path):
+    from tasksieve.pipeline.validate_delivery import validate_delivery
+
+    good = dict(rubric_task(0), license="MIT", created_at="2026-01-01")
+    compound = dict(rubric_task(1), task_id="R-and", license="MIT", created_at="2026-01-01",
+                    rubric=["Names the immune system and explains antibodies", "Names the immune system",
+                            "names the immune system."])
+    compound["graded_attempts"] = [dict(g, criteria_met=g["criteria_met"]) for g in compound["graded_attempts"]]
+    one_sided = dict(rubric_task(2), task_id="R-one", license="MIT", created_at="2026-01-01")
+    one_sided["graded_attempts"] = [dict(g, criteria_met=[True, True, True]) for g in one_sided["graded_attempts"]]
+    bare = dict(rubric_task(4, labelled=False), license="MIT", created_at="2026-01-01")
+    d = tmp_path / "d.jsonl"
+    d.write_text("".join(json.dumps(r) + "\n" for r in (good, compound, one_sided, bare)))
+    s = validate_delivery([str(d)], tmp_path / "out", data_docs=False, echo=False)
+    check = next(c for c in s["checks"] if c["name"] == "rubric")
+    assert check["status"] == "fail" and "rubric" in s["failed_checks"] and check["observed"] == 2
+    by_id = {o["task_id"]: o for o in check["offenders"]}
+    assert "criterion 1 is compound ('and')" in by_id["R-and"]["reason"]
+    assert "criterion 3 repeats criterion 2" in by_id["R-and"]["reason"]
+    assert "all 12 labels are met: kappa is undefined" in by_id["R-one"]["reason"]
+    assert by_id["R-4"]["fails"] is False and "no graded_attempts" in by_id["R-4"]["reason"]
+    assert "R-0" not in by_id
+    assert check["details"] == {"rubric_tasks": 4, "with_graded_attempts": 3, "labels": 36}
