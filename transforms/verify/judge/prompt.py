@@ -67,7 +67,9 @@ def escape_response(text: str) -> str:
     broken, every line behind a quote bar."""
     text = _RATING_LIKE.sub(lambda m: f"{m.group(1)}«{m.group(2)}»", text)
     text = _FENCE_WORDS.sub(lambda m: f"{m.group(1)}{m.group(2)}-RESPONSE", text)
-    return "\n".join(QUOTE + line for line in text.split("\n"))
+    # splitlines: \r, \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029 end a line too, and
+    # each piece gets its own quote bar (none can start an unquoted line).
+    return "\n".join(QUOTE + line for line in (text.splitlines() or [""]))
 
 
 def judge_messages(prompt: str, criteria: list[str], response: str, max_chars: int = 8000,
