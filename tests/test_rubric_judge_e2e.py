@@ -185,3 +185,16 @@ def test_the_cli_refuses_a_judge_server_that_does_not_answer(tmp_path):
                         "--out", str(tmp_path / "o"), "--config", str(cfg)], capture_output=True, text=True,
                        timeout=300, cwd=tmp_path)
     assert p.returncode == 1 and "not answering" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_labels_from_a_graded_file(tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"task_id": "R-0", "graded_attempts": rubric_task(0)["graded_attempts"]}) + "\n")
+    fig, out = _run(tmp_path, OracleJudge(), _cfg(graded=str(labels)), unlabelled=(0,))
+    r0 = next(r for r in pq.read_table(out / "results.parquet").to_pylist() if r["task_id"] == "R-0")
+    assert r0["judge_agreement"] == "measured" and r0["judge_kappa"] == 1.0
+    (labels.parent / "bad.json").write_text("[1, 2]")
+    p = subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "run", "--input", str(tmp_path / "in"),
+                        "--out", str(tmp_path / "o2"), "--graded", str(labels.parent / "bad.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "--graded" in p.stderr and "Traceback" not in p.stderr
