@@ -29,7 +29,8 @@ def load_judge(con, run_id: str) -> dict | None:
     pooled = _rows(con, "select * from judge_agreement where run_id = ? and task_id is null "
                         "order by scope, scope_value, judge_model_id", [run_id])
     counts = _rows(con, "select judge_model_id, count(*) as tasks, count(*) filter (where verdict in ('trusted', "
-                        "'unmeasured')) as kept, count(*) filter (where verdict = 'unmeasured') as unmeasured "
+                        "'unmeasured')) as kept, count(*) filter (where verdict = 'unmeasured') as unmeasured, "
+                        "avg(self_agreement) as self_agreement "
                         "from judge_agreement where run_id = ? and scope = 'task' group by judge_model_id", [run_id])
     return {"tasks": tasks, "pooled": pooled, "counts": counts}
 
@@ -42,6 +43,8 @@ def judge_lines(j: dict) -> list[str]:
         o = overall.get(c["judge_model_id"])
         kappa = "agreement unmeasured (no graded attempts)" if o is None or o["kappa"] is None else \
             f"kappa {o['kappa']:.2f} against the graders on {o['n_labels']} labels"
+        if c["self_agreement"] is not None:
+            kappa += f" (self-agreement {c['self_agreement']:.2f} with the criteria reordered)"
         untrusted = c["tasks"] - c["kept"]
         line = (f"rubric judge {c['judge_model_id']}: {kappa}; not trusted on {untrusted} of {c['tasks']} rubric "
                 f"tasks (dropped before sampling)")

@@ -150,11 +150,13 @@ def judge_figures(records: list[dict], judge_cfg, results: pa.Table, attempts: p
     dropped = [r for r in records if r["verdict"] not in ("trusted", "unmeasured")]
     per_attempt = _mean_attempt_usd(results, attempts, costs)
     judges = sorted({str(r.get("judge_model_id")) for r in records})
+    selfs = [r["self_agreement"] for r in records if r.get("self_agreement") is not None]
     return {"judge_model_id": ", ".join(judges), "judge_kappa": pooled["kappa"], "judge_labels": pooled["n_labels"],
             "judge_rubric_tasks": len(records), "judge_dropped": len(dropped),
             "judge_unmeasured": sum(r["verdict"] == "unmeasured" for r in records),
             "judge_gate_saved_usd": len(dropped) * k * per_attempt if per_attempt is not None else None,
-            "judge_gate_saved_attempts": len(dropped) * k, "judge_min_kappa": judge_cfg.min_kappa}
+            "judge_gate_saved_attempts": len(dropped) * k, "judge_min_kappa": judge_cfg.min_kappa,
+            "judge_self_agreement": sum(selfs) / len(selfs) if selfs else None}
 
 
 def _mean_attempt_usd(results: pa.Table, attempts: pa.Table, costs: pa.Table) -> float | None:
@@ -181,6 +183,8 @@ def judge_line(fig: dict) -> str | None:
         f"kappa {fig['judge_kappa']:.2f} vs graders on {fig['judge_labels']} labels"
     saved = (f"; the gate saved ~${fig['judge_gate_saved_usd']:.4f} ({fig['judge_gate_saved_attempts']} attempts "
              "not sampled)") if fig.get("judge_gate_saved_usd") is not None and fig["judge_dropped"] else ""
+    if fig.get("judge_self_agreement") is not None:
+        kappa += f" (self-agreement {fig['judge_self_agreement']:.2f} with the criteria reordered)"
     line = (f"rubric judge {fig['judge_model_id']}: {kappa}; "
             f"not trusted on {fig['judge_dropped']} of {fig['judge_rubric_tasks']} rubric tasks (dropped)"
             + (f", {fig['judge_unmeasured']} judged with agreement unmeasured" if fig.get("judge_unmeasured") else "")
