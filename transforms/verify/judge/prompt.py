@@ -44,10 +44,16 @@ JUDGE_SYSTEM = (
     "the form '<number>: YES' or '<number>: NO', and nothing else.")
 
 QUOTE = "| "
-# A rating-like run in the response: digits (any script), any non-word
-# characters on the same line, then yes/no as a word. One start per digit
-# run (the lookbehind), so a long run of digits costs linear time.
-_RATING_LIKE = re.compile(r"((?<!\d)\d+[^\w\n]*?)(yes|no)\b", re.I)
+# A rating-like run in the response: a number, any non-word characters on
+# the same line, then yes/no as a word. One start per run of number
+# characters (the lookbehind), so a long run of digits costs linear time.
+# Number-like: digits of any script, superscripts and subscripts, Roman
+# numerals, circled and parenthesised numbers, and the words one..ten (a
+# judge may read "①: YES" or "one: YES" as a rating and write it out).
+_NUM = (r"[\d\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\u2150-\u218b\u2460-\u24ff\u2776-\u2793\u3007"
+        r"\u3021-\u3029]")
+_RATING_LIKE = re.compile(rf"((?:(?<!{_NUM}){_NUM}+|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b)"
+                          r"[^\w\n]*?)(yes|no)\b", re.I)
 # What the reply parser accepts, ASCII only: "1: YES", "**2: no**", "3 - Yes", "criterion 4: NO".
 _RATING = re.compile(r"^[ \t*#>_-]*(?:criterion[ \t]*)?(\d{1,4})[ \t*]*[:.)\-][ \t]*\**[ \t]*(yes|no)\b",
                      re.I | re.M | re.A)
