@@ -32,7 +32,18 @@ def load_judge(con, run_id: str) -> dict | None:
                         "'unmeasured')) as kept, count(*) filter (where verdict = 'unmeasured') as unmeasured, "
                         "avg(self_agreement) as self_agreement "
                         "from judge_agreement where run_id = ? and scope = 'task' group by judge_model_id", [run_id])
-    return {"tasks": tasks, "pooled": pooled, "counts": counts}
+    # What the gate saved, estimated as in the run's summary: each dropped task
+    # at k attempts, at the run's mean cost of a rubric attempt (else of any attempt).
+    per_attempt = con.execute(
+        "with a as (select c.content_hash, c.attempt_idx, sum(c.usd) as usd, bool_or(t.domain = 'rubric') as rubric "
+        "from costs c left join (select distinct content_hash, domain from tasks where run_id = ?) t "
+        "using (content_hash) where c.run_id = ? and c.attempt_idx is not null group by all) "
+        "select coalesce(avg(usd) filter (where rubric), avg(usd)) from a", [run_id, run_id]).fetchone()[0]
+    k = con.execute("select k from runs where run_id = ?", [run_id]).fetchone()
+    dropped = sum(c["tasks"] - c["kept"] for c in counts)
+    saved = dropped * k[0] * per_attempt if k and k[0] and per_attempt is not None else None
+    return {"tasks": tasks, "pooled": pooled, "counts": counts, "saved_usd": saved,
+            "saved_attempts": dropped * k[0] if k and k[0] else None}
 
 
 def judge_lines(j: dict) -> list[str]:
@@ -54,6 +65,9 @@ def judge_lines(j: dict) -> list[str]:
             line += ("; for a better judge set [judge] path = \"MODEL_DIR\", or backend = \"openai\" with "
                      "[judge.openai] base_url and model")
         lines.append(line)
+    if j.get("saved_usd") and lines:
+        lines.append(f"the judge gate saved ~${j['saved_usd']:.4f}: {j['saved_attempts']} attempts not sampled "
+                     "(dropped tasks x k, at this run's mean cost of an attempt)")
     return lines
 
 

@@ -95,6 +95,7 @@ def test_a_weak_copying_judge_is_trusted_on_nothing(tmp_path, capsys):
     page, terminal = write_report(out)
     html = page.read_text()
     assert "rubric judge copier-judge@test: kappa" in terminal and "not trusted on 6 of 6" in terminal
+    assert "the judge gate saved ~$" in terminal and "24 attempts not sampled" in terminal
     assert 'id="table-judge-pooled"' in html and 'id="chart-judge-kappa"' in html and "not trusted on 6 of 6" in html
     math = next(r for r in res if r["task_id"] == "M-1")
     assert math["status"] in ("learnable", "all_pass", "all_fail")
