@@ -30,7 +30,8 @@ def cohen_kappa(human: list[bool], judge: list[bool]) -> float | None:
     p_e = ph * pj + (1 - ph) * (1 - pj)
     if p_e >= 1.0 - 1e-12:
         return None
-    return (p_o - p_e) / (1 - p_e)
+    # Rounded (and -0.0 made 0.0): float noise such as 9.5e-17 is no agreement.
+    return round((p_o - p_e) / (1 - p_e), 12) + 0.0
 
 
 def bootstrap_interval(human: list[bool], judge: list[bool], resamples: int = 1000, min_n: int = 20,
