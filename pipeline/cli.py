@@ -181,6 +181,7 @@ def _run_and_dedup_parsers(sub) -> None:
                    help="recorded attempts to replay (sets --backend replay)")
     r.add_argument("--attempt-cache", metavar="DIR",
                    help="where finished attempts persist and are re-used from (default OUT/attempt_cache)")
+    r.add_argument("--graded", metavar="FILE", help="rubric calibration labels keyed by task_id ([judge] graded)")
     r.add_argument("-k", type=int, help="most attempts per task (default 8)")
     r.add_argument("--runner", help="Beam runner: inprocess (default: this process, no network), dask, "
                                     "or any Beam runner name with its options")
@@ -308,7 +309,7 @@ def _sample_data(args) -> int:
     if _refused(args.out, "OUT"):
         return 2
     try:
-        lines = write_sample(args.out)
+        lines = write_sample(args.out, all_domains=True)
     except OSError as e:
         if (code := _disk_full(e, [("folder", args.out)])) is not None:
             return code
@@ -382,7 +383,7 @@ def _config_from_args(args):
             raise UsageError(f"--base-url: {why}")
     overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
                  (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
-                 (args.attempt_cache, ("attempt_cache",))]
+                 (args.attempt_cache, ("attempt_cache",)), (getattr(args, "graded", None), ("judge", "graded"))]
     if args.replay:
         cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
     for value, path in overrides:

@@ -20,7 +20,9 @@ from tasksieve.pipeline.outputs import dedup_summary_text, finalize, read_rows_i
 from tasksieve.pipeline.safe_fs import is_real_dir
 from tasksieve.pipeline.preflight import IN_PROCESS, RunContext
 from tasksieve.transforms.sample.attempt_cache import settle_run
+from tasksieve.pipeline.staging import chunk_name, chunk_table, write_table
 from tasksieve.transforms.sample.stage import read_stats
+from tasksieve.transforms.verify.judge import store as judge_store
 
 DEDUP_MODE = "dedup-only"
 # What `dedup` writes to OUT. Never learnable.parquet or attempts.parquet:
@@ -66,14 +68,32 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
     else:
         sampling = read_stats(spec.stats_dir)
         run_row = run_record(ctx, started, wall, sampling)
+        gate = judge_store.read_records(staging / judge_store.GATE_DIR)
+        _stage_gate_costs(staging, gate, ctx)
         with OutputSet(out, ctx.run_id) as outset:
             figures, tables = finalize(outset.dir, staging, STAGED, rows_in, run_row, ctx.plan.k, rows_read=rows_read)
+            if gate:
+                judge_store.load_table(outset.dir / "curation.duckdb", ctx.run_id,
+                                       judge_store.agreement_table(gate, ctx.cfg.judge))
             outset.commit()
+        if gate:
+            figures.update(judge_store.judge_figures(gate, ctx.cfg.judge, tables["results"], tables["attempts"],
+                                                     tables["costs"], ctx.plan.k))
+            figures["judge_line"] = judge_store.judge_line(figures)
         if ctx.cache_dir:
             settle_run(ctx.cache_dir, ctx.run_id, tables["attempts"], spec.finished_runs)
         figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,
                        engine_seconds=sampling.engine_seconds, engine_busy_fraction=run_row["engine_busy_fraction"])
     return figures
+
+
+def _stage_gate_costs(staging: Path, gate: list[dict], ctx: RunContext) -> None:
+    """The judge gate's calls, priced as component `judge`, staged beside the
+    graph's cost rows so finalize loads them with the rest."""
+    rows = judge_store.cost_rows(gate, ctx.rates)
+    if rows:
+        table = chunk_table(rows, STAGED["costs"])
+        write_table(table, str(staging / "costs"), "judge-gate-" + chunk_name(table))
 
 
 def summarise(ctx: RunContext, figures: dict) -> dict:

@@ -286,6 +286,7 @@ def summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"total spend ${fig['total_usd']:.4f}  cost per learnable task {per}"
         + (f"  ({fig['unpriced_tasks']} tasks unpriced)" if fig["unpriced_tasks"] else ""),
         *([f"code sandbox: {fig['sandbox']}"] if fig.get("sandbox") else []),
+        *([fig["judge_line"]] if fig.get("judge_line") else []),
         f"row accounting: rows_in {fig['rows_in']} == learnable {fig['learnable']} + all_pass {fig['all_pass']} + "
         f"all_fail {fig['all_fail']} + dropped {fig['dropped']} + quarantined {fig['quarantined']}  OK",
         "",

@@ -137,20 +137,48 @@ def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
 def make_plan(cfg: RunConfig, run_id: str, model_id: str, cache_dir: str | None = None) -> SamplePlan:
     """The sampling stage's plan: the run's config sections, keyed for the cache."""
     return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=cfg.sampling.sampler_key(),
-                      sampling=cfg.sampling, band=cfg.band, verify=cfg.verify, cache_dir=cache_dir)
+                      sampling=cfg.sampling, band=cfg.band, verify=cfg.verify, cache_dir=cache_dir,
+                      judge=cfg.judge, graded=_graded_file(cfg))
+
+
+def _graded_file(cfg: RunConfig) -> dict | None:
+    """The labels of [judge] graded (--graded), read now: a file that cannot
+    be used fails the run before anything is spent."""
+    if not cfg.judge.graded:
+        return None
+    from tasksieve.transforms.verify.judge.labels import GradedFileError, load_graded_file
+
+    try:
+        return load_graded_file(cfg.judge.graded)
+    except GradedFileError as e:
+        raise RunError(str(e)) from None
 
 
 def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:
-    """The rubric judge's factory: the one given (tests), a model of its own
-    from `[judge] path`, or None: the sampling engine judges."""
-    if judge_factory is not None or cfg.judge.path is None:
+    """The rubric judge's factory: the one given (tests), a server
+    (`[judge] backend = "openai"`), a model of its own from `[judge] path`,
+    or None: the sampling engine judges. The judge samples with [sampling]'s
+    settings, at `[judge] temperature` when set."""
+    if judge_factory is not None:
         return judge_factory
-    path = Path(cfg.judge.path)
+    judge = cfg.judge
+    sampling = cfg.sampling if judge.temperature is None else cfg.sampling.model_copy(
+        update={"temperature": judge.temperature})
+    if judge.backend == "openai":
+        # The sampler's own OpenAI client and retries (backends/openai.py), pointed at the judge's server.
+        judge_id = judge.model_id or f"{judge.openai.model or 'served'}@{judge.openai.base_url}"
+        factory = functools.partial(get_backend, None, judge_id, sampling,
+                                    cfg.model.model_copy(update={"backend": "openai", "openai": judge.openai}))
+        factory.model_id = judge_id
+        return factory
+    if judge.path is None:
+        return None
+    path = Path(judge.path)
     if not (path / "config.json").is_file():
         raise RunError(f"judge path {path} is not a Hugging Face model folder (no config.json)")
-    judge_id = cfg.judge.model_id or f"{path.name}@judge"
-    # The judge is a local vLLM model whatever backend samples.
-    factory = functools.partial(get_backend, str(path), judge_id, cfg.sampling,
+    judge_id = judge.model_id or f"{path.name}@judge"
+    # A local vLLM model whatever backend samples.
+    factory = functools.partial(get_backend, str(path), judge_id, sampling,
                                 cfg.model.model_copy(update={"backend": "vllm"}))
     factory.model_id = judge_id  # named without loading it
     return factory
@@ -317,7 +345,7 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
 # The command line's own options, for "did you mean" (cli.py is the source).
 TASKSIEVE_FLAGS = ["--input", "--out", "--config", "--rates", "--model", "--sampling", "--backend", "--base-url",
                    "--replay", "--attempt-cache", "--runner", "--dask-address", "--dask-workers", "--dedup-against",
-                   "--save-index"]
+                   "--save-index", "--graded"]
 
 
 def _sandbox_preflight(cfg: RunConfig) -> str:
@@ -477,6 +505,8 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
     pools = prepare_pools(cfg, staging)  # a bad pool fails before the model loads
     if how.runner in (None, IN_PROCESS):
         _load_engine(factory, model_id)
+        if judge_factory is not None and cfg.judge.backend == "openai":
+            _load_engine(judge_factory, judge_id)  # a judge server that does not answer fails now
     if how.runner == DASK and cfg.sampling.groups == 1:
         # One group per worker, or a single worker would do all the sampling.
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": how.dask_workers})})

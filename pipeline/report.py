@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from tasksieve.pipeline.output_set import visible
+from tasksieve.pipeline.report_judge import judge_html, judge_terminal, load_judge
 from tasksieve.pipeline.safe_fs import write_text_atomic
 from tasksieve.pipeline.select_report import load_selection, selection_html, selection_terminal
 
@@ -69,6 +70,7 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
             "compare": _rows(con, "select run_id, model_id, learnable, spend_usd, usd_per_learnable from cost_per_useful_signal "
                                   "where dimension = 'overall' order by run_id"),
             "selection": load_selection(con, rid),  # the run's latest `tasksieve select`, or None
+            "judge": load_judge(con, rid),  # rubric judge agreement (report_judge.py), or None
         }
     finally:
         con.close()
@@ -115,6 +117,7 @@ def render_terminal(d: dict) -> str:
     out += [""] + _table(["component", "spend"], [[c["component"], _usd(c["usd"])] for c in d["by_component"]])
     out += ["", f"attempts used {s['attempts_used']} of {s['attempts_fixed_k']} with fixed k ({_pct(s['saved_share'])} saved)"]
     out += selection_terminal(d["selection"]) if d.get("selection") else []
+    out += judge_terminal(d["judge"]) if d.get("judge") else []
     return "\n".join(out)
 
 
@@ -270,13 +273,17 @@ def render_html(d: dict) -> str:
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
 <h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ''}
-{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}
+{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
 <h2>Runs in this database</h2>{compare}
 <p class="muted">Spend = every cost row of the run (expert cost of every task that entered, dropped ones included;
 generation and verification of every attempt). Cost per useful signal = spend / learnable tasks.</p>
 <script>{RENDER_PROBE}</script>
 </body></html>
 """
+
+
+def judge_section(d: dict) -> str:
+    return judge_html(d["judge"], _bars, _html_table) if d.get("judge") else ""
 
 
 def write_report(out: Path, run_id: str | None = None) -> tuple[Path, str]:

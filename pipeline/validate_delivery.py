@@ -33,6 +33,7 @@ from tasksieve.pipeline.validation_report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
 from tasksieve.pipeline import delivery_checks as dc
+from tasksieve.pipeline.rubric_checks import rubric_check
 from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
@@ -256,6 +257,7 @@ def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_pat
     checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
                                              dedup, rules))
     checks.append(_contamination(tasks, profile))
+    checks.append(rubric_check(tasks, dc.check, dc.offender, dc.where))
     return checks
 
 

@@ -267,10 +267,27 @@ class VerifyConfig(_Section):
 
 
 class JudgeConfig(_Section):
-    """The rubric judge: by default the sampling engine itself."""
+    """The rubric judge (transforms/verify/judge/, docs/verification.md,
+    "The rubric judge"): by default the sampling engine itself."""
 
+    backend: Literal["vllm", "openai"] | None = Field(None, description="vllm: a local model (`path`, else the "
+                                                      "sampler's engine); openai: a server ([judge.openai]); unset: "
+                                                      "`path` if set, else the sampler's engine")
     path: str | None = Field(None, description="a Hugging Face model folder for the judge; unset = the sampler's engine")
     model_id: str | None = Field(None, description="name@revision of the judge, priced from the rates file")
+    openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
+    temperature: float | None = Field(None, ge=0, description="the judge's sampling temperature; unset = [sampling]'s")
+    # Landis & Koch (1977), "The measurement of observer agreement for
+    # categorical data", Biometrics 33:159-174: 0.61-0.80 is "substantial".
+    min_kappa: float = Field(0.6, ge=-1, le=1, description="a rubric task whose judge agrees with its graded "
+                             "attempts less than this (Cohen's kappa) is dropped before sampling (judge_unreliable)")
+    require_calibration: bool = Field(False, description="drop rubric tasks without graded_attempts instead of "
+                                      "judging them with agreement unmeasured")
+    probes: bool = Field(True, description="run the judge probes per rubric task before sampling (judge_hackable)")
+    bootstrap: int = Field(1000, ge=0, le=100_000, description="bootstrap resamples for kappa's 95% interval")
+    min_labels_for_interval: int = Field(20, ge=2, description="fewest (response, criterion) labels for an interval")
+    graded: str | None = Field(None, description="a file of graded attempts keyed by task_id (JSON object or JSONL "
+                               "rows with task_id, graded_attempts); `tasksieve run --graded FILE` sets it")
 
 
 class BandConfig(_Section):

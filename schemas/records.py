@@ -31,6 +31,9 @@ TASK_FIELDS: list[pa.Field] = [
     pa.field("entry_point", pa.string()),
     pa.field("reference_solution", pa.string()),
     pa.field("rubric", pa.list_(pa.string())),
+    # Rubric calibration labels, validated, as JSON text: a list of
+    # {"response", "criteria_met": [bool per criterion], "grader"} (transforms/verify/judge/labels.py).
+    pa.field("graded_attempts", pa.string()),
     pa.field("expert_minutes", pa.float64()),
     pa.field("expert_cost_usd", pa.float64()),
     pa.field("license", pa.string()),
@@ -92,6 +95,10 @@ RESULT_SCHEMA = pa.schema(
         pa.field("drop_detail", pa.string()),
         # For quarantined rows: the raw text as read, so nothing disappears.
         pa.field("raw", pa.string()),
+        # Rubric tasks: whether the judge's agreement with people was measured
+        # ("measured" / "unmeasured") and its Cohen's kappa (table judge_agreement).
+        pa.field("judge_agreement", pa.string()),
+        pa.field("judge_kappa", pa.float64()),
     ]
 )
 

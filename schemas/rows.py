@@ -25,6 +25,7 @@ class Task(TypedDict, total=False):
     entry_point: Optional[str]
     reference_solution: Optional[str]
     rubric: Optional[list[str]]
+    graded_attempts: Optional[str]
     expert_minutes: Optional[float]
     expert_cost_usd: Optional[float]
     license: Optional[str]
@@ -50,6 +51,8 @@ class Result(Task, total=False):
     drop_reason: Optional[str]
     drop_detail: Optional[str]  # JSON evidence (transforms/stage.py drop_record)
     raw: Optional[str]
+    judge_agreement: Optional[str]  # rubric: measured | unmeasured (transforms/verify/judge/gate.py)
+    judge_kappa: Optional[float]
 
 
 class Attempt(TypedDict, total=False):

@@ -20,6 +20,7 @@ import apache_beam as beam
 from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
 from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, cap, check_value, loads_limited
 from tasksieve.transforms.stage import split_tagged
+from tasksieve.transforms.verify.judge.labels import LabelError, graded_json, parse_graded
 
 QUARANTINE_TAG = "quarantine"
 TASK_TAG = "task"
@@ -116,6 +117,20 @@ def _as_rubric(value, max_chars: int) -> list[str] | None:
     return value
 
 
+def _graded(value, domain: str, rubric: list[str] | None, max_chars: int) -> str | None:
+    """Rubric calibration labels (transforms/verify/judge/labels.py), one
+    bool per non-empty criterion, as canonical JSON text."""
+    if value is None:
+        return None
+    if domain != "rubric":
+        raise RowError(f"field 'graded_attempts' is only for rubric tasks, not {domain}")
+    n = len([c for c in rubric or [] if c.strip()])
+    try:
+        return graded_json(parse_graded(value, n, max_chars))
+    except LabelError as e:
+        raise RowError(str(e)) from None
+
+
 def declared_domain(rec: dict):
     """The row's domain. A missing or null one (Parquet writes null for a
     column a row does not use) in a row with an answer field is math, so
@@ -171,6 +186,7 @@ def _validate(raw: dict, max_field_chars: int, max_minutes: float, max_cost: flo
             raise RowError(f"field 'domain' is {_show(domain)}; expected one of {', '.join(DOMAINS)}")
         task["domain"] = domain
         task["rubric"] = _as_rubric(rec.get("rubric"), max_field_chars)
+        task["graded_attempts"] = _graded(rec.get("graded_attempts"), domain, task["rubric"], max_field_chars)
         for need in REQUIRED_BY_DOMAIN[domain]:
             v = task.get(need)
             if v is None or (isinstance(v, str) and not v.strip()) or v == []:

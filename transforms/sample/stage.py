@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 import apache_beam as beam
 
-from tasksieve.schemas.config import BandConfig, SamplingConfig, VerifyConfig
+from tasksieve.schemas.config import BandConfig, JudgeConfig, SamplingConfig, VerifyConfig
 from tasksieve.schemas.rows import Task
 from tasksieve.transforms.sample.attempt_cache import (CacheWriter, cache_record, pick_cached, read_cache_file,
                                                 writer_for)
@@ -56,6 +56,10 @@ class SamplePlan:
     # Where finished generations persist (transforms/sample/attempt_cache.py); None:
     # nowhere (replayed attempts, probes).
     cache_dir: str | None = None
+    # The rubric judge's gate (transforms/verify/judge/gate.py) and the
+    # labels of a --graded file, {task_id: graded attempts}.
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    graded: dict | None = None
 
     @property
     def mode(self) -> str:
@@ -329,6 +333,11 @@ class _SampleFn(beam.DoFn):
         pairs = sorted(pairs, key=lambda tc: tc[0]["content_hash"])  # deterministic batches
         cached = {task["content_hash"]: recs for task, recs in pairs if recs}
         tasks = [task for task, _ in pairs]
+        # Before any rubric attempt is paid for: is the judge trustworthy on the task?
+        tasks, judge_dropped = _judge_gate(tasks, self.judge, self.plan, self.stats_dir)
+        for row in judge_dropped:
+            _Progress.update(total, 1)
+            yield RESULT_TAG, row
         stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
@@ -336,6 +345,21 @@ class _SampleFn(beam.DoFn):
                                     lambda n: _Progress.update(total, n), self.cache, stats, self.judge, cached)
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
+
+
+def _judge_gate(tasks: list[dict], judge, plan: SamplePlan, stats_dir: str | None) -> tuple[list[dict], list[dict]]:
+    """(tasks to sample, rubric tasks dropped by the judge gate); the gate's
+    records go beside the sampling stats, for finish.py (judge/store.py)."""
+    if not any(t.get("domain") == "rubric" for t in tasks):
+        return tasks, []
+    from tasksieve.transforms.verify.judge import gate, store
+
+    if judge is None or not getattr(judge, "can_judge", True):
+        return tasks, []  # no judge at all: every rubric attempt fails with "no judge backend configured"
+    kept, dropped, records = gate.screen(tasks, judge, plan.judge, plan.verify, plan.run_id, plan.graded)
+    if stats_dir:
+        store.write_records(Path(stats_dir).parent / store.GATE_DIR, records)
+    return kept, dropped
 
 
 def write_stats(stats_dir: str, stats: SamplingStats) -> None:

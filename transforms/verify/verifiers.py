@@ -32,6 +32,7 @@ from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify import math_answers as vm
 from tasksieve.transforms.verify.answer_form import has_invisible
+from tasksieve.transforms.verify.judge import prompt as judge_prompt
 from tasksieve.transforms.verify.math_answers import extract_final_answers
 
 VERIFIABLE = ("math", "exact", "code", "rubric")
@@ -207,10 +208,8 @@ def verify_code(task: dict, completion: str, settings: VerifyConfig | None = Non
 
 # --- rubric --------------------------------------------------------------------------------
 
-JUDGE_SYSTEM = ("You are a strict grader. You are given a task, a response and numbered criteria. For each "
-                "criterion decide whether the response meets it. Reply with one line per criterion, in order, "
-                "exactly in the form '<number>: YES' or '<number>: NO', and nothing else.")
-_RATING = re.compile(r"^\W*(?:criterion\s*)?(\d+)\W*?\s*[:.)\-]\s*\**\s*(yes|no)\b", re.I | re.M)
+# The prompt, its fence and the reply parser: transforms/verify/judge/prompt.py.
+JUDGE_SYSTEM = judge_prompt.JUDGE_SYSTEM
 
 
 def criteria_of(task: dict) -> list[str]:
@@ -218,29 +217,12 @@ def criteria_of(task: dict) -> list[str]:
 
 
 def judge_messages(task: dict, completion: str, max_chars: int = 8000) -> tuple:
-    criteria = criteria_of(task)
-    response = completion if len(completion) <= max_chars else completion[:max_chars] + "\n[... cut]"
-    listed = "\n".join(f"{i}. {c}" for i, c in enumerate(criteria, 1))
-    user = (f"Task:\n{task['prompt']}\n\nResponse:\n{response}\n\nCriteria:\n{listed}\n\n"
-            f"Rate all {len(criteria)} criteria, one line each ('1: YES' or '1: NO').")
-    return (("system", JUDGE_SYSTEM), ("user", user))
+    """The judge's messages for one attempt: the response fenced as data."""
+    return judge_prompt.judge_messages(task["prompt"], criteria_of(task), completion or "", max_chars)[0]
 
 
-def parse_judgement(text: str, n_criteria: int) -> tuple[list[bool] | None, str | None]:
-    """Per-criterion ratings from the judge's reply. A criterion the judge
-    did not rate counts as not met, and the error says which."""
-    ratings: dict[int, bool] = {}
-    for num, word in _RATING.findall(text or ""):
-        i = int(num)
-        if 1 <= i <= n_criteria and i not in ratings:
-            ratings[i] = word.lower() == "yes"
-    if not ratings:
-        # The reply is model text that an attempt can steer: it is kept in
-        # extracted_answer for audit, never in the error.
-        return None, "judge reply has no ratings"
-    missing = [i for i in range(1, n_criteria + 1) if i not in ratings]
-    err = f"judge did not rate criteria {', '.join(map(str, missing))} (counted as not met)" if missing else None
-    return [ratings.get(i, False) for i in range(1, n_criteria + 1)], err
+def parse_judgement(text: str, n_criteria: int, nonce: str | None = None) -> tuple[list[bool] | None, str | None]:
+    return judge_prompt.parse_judgement(text, n_criteria, None, nonce)
 
 
 def judge_seed(task: dict, completion: str, seed: int | None) -> int:
@@ -256,8 +238,9 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
     if judge is None:
         return [_verdict("rubric", error="no judge backend configured") for _ in items]
     seeds = seeds or [None] * len(items)
-    requests = [GenRequest(messages=judge_messages(t, c, settings.judge_max_chars), seed=judge_seed(t, c, s))
-                for (t, c), s in zip(items, seeds)]
+    asked = [judge_prompt.judge_messages(t["prompt"], criteria_of(t), c or "", settings.judge_max_chars)
+             for t, c in items]
+    requests = [GenRequest(messages=m, seed=judge_seed(t, c, s)) for (t, c), (m, _), s in zip(items, asked, seeds)]
     try:
         results = judge.generate(requests)
     except (BackendUnavailable, ServerRefused):
@@ -265,7 +248,7 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
     except Exception as e:  # the judge failed: every attempt of the wave is marked, the run goes on
         return [_verdict("rubric", error=f"judge failed: {type(e).__name__}: {e}"[:500]) for _ in items]
     out = []
-    for (task, _), res in zip(items, results):
+    for (task, _), (_, nonce), res in zip(items, asked, results):
         t0 = time.perf_counter()
         v = _verdict("rubric", judge_model_id=judge.model_id, judge_prompt_tokens=res.prompt_tokens,
                      judge_completion_tokens=res.completion_tokens, judge_seconds=res.gen_seconds,
@@ -273,7 +256,7 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
         if res.error:
             v["error"] = f"judge failed: {res.error}"
         else:
-            ratings, err = parse_judgement(res.completion, len(criteria_of(task)))
+            ratings, err = parse_judgement(res.completion, len(criteria_of(task)), nonce)
             v["error"] = err
             if ratings:
                 score = sum(ratings) / len(ratings)
