@@ -9,6 +9,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent))  # tests/fakes.py
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test of the real vLLM engine is slow by nature: it belongs to the
+    full suite, never to the fast tier (`-m "not slow"`)."""
+    for item in items:
+        if item.get_closest_marker("vllm") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory):
     """The bundled sample delivery, built once per test session."""

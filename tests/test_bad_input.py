@@ -77,6 +77,7 @@ def test_each_class_of_bad_input_does_what_the_readme_says(name, tmp_path):
         assert any(_matches(w, example) for w in shown), (example, shown)
 
 
+@pytest.mark.slow
 def test_a_reader_that_skips_rows_fails_the_accounting_check(sample_dir, tmp_path, monkeypatch):
     """rows_in is counted without the reader, so a reader that gives up on
     the rest of a file (as the old one did on a deeply nested line) cannot

@@ -509,6 +509,7 @@ def _compare(inputs, tmp, cfg_text, *extra, batch_extra=(), memory_mib=None):
     return a, proc
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_on_the_bundled_sample(sample_dir, tmp_path):
     rows, proc = _compare([sample_dir], tmp_path, "[dedup]\n")
     assert sum(r["status"] == "dropped" for r in rows) == 15
@@ -527,6 +528,7 @@ def bench_pool(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
     # The meaning stage is off here (embedding 5,000 prompts is the slow part);
     # the sample and the hard cases run it. 32 id, hash and bucket shards,
@@ -539,6 +541,7 @@ def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
     assert {"exact_dedup", "near_dedup"} <= stages
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     files = sorted(bench_pool.glob("*.jsonl"))
     # Three edge shards and five bucket shards (not the defaults): the
@@ -549,6 +552,7 @@ def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
     import same_problem_cases as cases
 
@@ -566,6 +570,7 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
     assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path):
     import hostile
 
@@ -574,6 +579,7 @@ def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path
     assert sum(r["status"] == "quarantined" for r in rows) >= 1000
 
 
+@pytest.mark.slow
 def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
     """Task nodes are built from (source, task_id), which a delivery writes:
     ids holding the separator or the source "pool" once spelled another
@@ -645,6 +651,7 @@ def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
         assert got == want, trial
 
 
+@pytest.mark.slow
 def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
     """A delivery repeats ids within a file and across files, three times
     and more, with the same prompt (rows exact dedup would also want) and
@@ -680,10 +687,12 @@ def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
         assert q["reason"].endswith(f"{name}:{line})") and "repeats within source" in q["reason"], q
 
 
+@pytest.mark.slow
 def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
     _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runner", [(), ("--runner", "dask", "--dask-workers", "2")], ids=["in_process", "dask"])
 def test_candidates_with_none_confirmed_keep_every_row(tmp_path, runner):
     """Siblings of one template: near-identical words, other numbers and

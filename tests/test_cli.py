@@ -59,6 +59,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert _run("sample-data", str(tmp_path), "--bogus").returncode == 2
 
 
+@pytest.mark.slow
 def test_sample_data_is_deterministic(tmp_path):
     for d in ("a", "b"):
         assert _run("sample-data", str(tmp_path / d)).returncode == 0
@@ -106,6 +107,7 @@ def _pool_after_dedup(tmp_path, env_pool):
     return p.stdout.split()[-2:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="jemalloc is chosen on Linux only")
 def test_cli_runs_arrow_on_jemalloc_unless_the_user_chose_a_pool(tmp_path):
     """The CLI picks Arrow's allocator before pyarrow is first imported (it

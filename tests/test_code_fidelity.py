@@ -123,6 +123,7 @@ def test_forged_alias_or_argument_state_is_refused():
     ("import contextlib\nwith contextlib.suppress(ValueError):\n    double(-1)\n    raise AssertionError('no error')\n",
      "raise_expected_exception"),
 ], ids=["nan_comparisons", "nan_tolerance", "try_except_else", "assert_raises", "humaneval_raises", "suppress"])
+@pytest.mark.slow
 def test_weak_tests_a_nan_or_an_expected_exception_satisfies_are_dropped(tests, probe):
     ref = ("def double(x):\n    if x is None or isinstance(x, str):\n        raise TypeError('number')\n"
            "    if x < 0:\n        raise ValueError('negative')\n    return 2 * x\n")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import duckdb
+import pytest
 import pyarrow.parquet as pq
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
@@ -23,6 +24,7 @@ def _drops(out):
             for r in rows if r["status"] == "dropped"}
 
 
+@pytest.mark.slow
 def test_dedup_command_runs_the_cheap_stages_and_accounts_for_every_row(sample_dir, tmp_path):
     out = tmp_path / "out"
     proc = _dedup("--input", str(sample_dir), "--out", str(out))
@@ -40,6 +42,7 @@ def test_dedup_command_runs_the_cheap_stages_and_accounts_for_every_row(sample_d
     con.close()
 
 
+@pytest.mark.slow
 def test_dedup_against_a_pool_saved_index_reused(sample_dir, tmp_path):
     # Last quarter's pool: vendor_b's Parquet delivery, as it was accepted then.
     pool = sample_dir / "vendor_b.parquet"
@@ -67,6 +70,7 @@ def test_bad_pool_or_index_fails_with_one_line(sample_dir, tmp_path):
     assert proc.returncode == 1 and "needs --dedup-against" in proc.stderr
 
 
+@pytest.mark.slow
 def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
     """Two earlier sets with one source and the same task ids (quarters
     numbered from 1 again): each pool task is its own node, so a copy of a

@@ -57,6 +57,7 @@ def vllm_run(tmp_path_factory):
     return d / "out", proc
 
 
+@pytest.mark.slow
 def test_run_succeeds_and_prints_the_summary(vllm_run):
     out, proc = vllm_run
     assert proc.returncode == 0, proc.stderr[-3000:]

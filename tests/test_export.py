@@ -64,6 +64,7 @@ def _export(out, fmt, to, *extra):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["verl", "trl", "openrlhf"])
 def test_each_trainer_format_loads_with_datasets_one_row_per_learnable_task(curated, tmp_path, fmt):
     from datasets import load_dataset
@@ -112,6 +113,7 @@ def test_hf_format_is_a_datasets_folder_with_a_dataset_card(curated, tmp_path):
     assert "vendor_a" in card
 
 
+@pytest.mark.slow
 def test_rewards_give_the_runs_verdicts_on_its_recorded_attempts(curated, tmp_path):
     import tasksieve.rewards as rewards
 
@@ -154,6 +156,7 @@ def test_rubric_rewards_use_the_judge_as_curation_did():
     assert not any(v["passed"] for v in rewards.verdicts([json.dumps(task)], ["anything"]))
 
 
+@pytest.mark.slow
 def test_export_refuses_a_non_empty_folder_without_force_and_is_idempotent_with_it(curated, tmp_path):
     to = tmp_path / "x"
     to.mkdir()
@@ -180,6 +183,7 @@ def test_export_refuses_links_and_the_run_folder_itself(curated, tmp_path):
     assert p.returncode == 2 and (curated / "curation.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_licences_travel_and_filter(curated, tmp_path):
     learnable = _learnable(curated)
     p = _export(curated, "trl", tmp_path / "c", "--licenses", "commercial")
@@ -209,6 +213,7 @@ def test_export_of_a_folder_without_a_run_is_one_line(tmp_path):
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "tasksieve run" in p.stderr
 
 
+@pytest.mark.slow
 def test_a_selection_exports_only_the_chosen_tasks(curated, tmp_path):
     p = subprocess.run([*TASKSIEVE, "select", str(curated), "--budget-tasks", "2"], capture_output=True, text=True,
                        timeout=600)

@@ -260,6 +260,7 @@ def _hacked_attempts(task: dict) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_replaying_only_hacked_attempts_learns_nothing(tmp_path):
     delivery = tmp_path / "delivery"
     delivery.mkdir()

@@ -48,6 +48,7 @@ def _results(out: Path) -> list[dict]:
     return pq.read_table(out / "results.parquet").to_pylist()
 
 
+@pytest.mark.slow
 def test_the_generator_plants_over_1000_hostile_rows_of_every_class(runs):
     corpus, *_ = runs
     assert corpus.hostile_rows >= 1000

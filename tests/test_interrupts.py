@@ -52,6 +52,7 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
     server = FakeOpenAI(gated=True)
     try:
@@ -132,6 +133,7 @@ def test_a_malformed_200_then_a_good_answer_is_an_ordinary_attempt(quick_backoff
         server.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["empty", "html"])
 def test_a_server_answering_nonsense_stops_the_cli_with_exit_4_and_one_line(tmp_path, mode):
     server = FakeOpenAI(mode=mode)

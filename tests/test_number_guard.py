@@ -149,6 +149,7 @@ def test_the_same_edges_are_confirmed_with_and_without_the_array_guard(monkeypat
         assert calls_on == calls_off  # nothing for the guard to refuse: every close pair judged one by one
 
 
+@pytest.mark.slow
 def test_a_templated_delivery_keeps_its_decisions_with_the_array_guard(monkeypatch, tmp_path):
     """`tasksieve dedup` on 1,500 templated tasks, on the batch path with
     the array guard and without it, and on the reference path: the same

@@ -86,6 +86,7 @@ def server(tmp_path_factory):
         srv.kill()
 
 
+@pytest.mark.slow
 def test_real_server_gives_completions_tokens_and_distinct_samples_per_seed(server):
     backend = OpenAIBackend(_cfg(server.url, concurrency=4).model.openai, "smollm@test", _cfg(server.url).sampling)
     assert backend.model == "smollm"  # the only model the server lists
@@ -107,6 +108,7 @@ def _write_tasks(path: Path, n: int):
                                  "prompt": f"What is {i + 2} plus {i + 5}?", "answer": str(2 * i + 7)}) + "\n")
 
 
+@pytest.mark.slow
 def test_server_killed_mid_run_then_the_same_command_resumes_paying_for_nothing_twice(server, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     _write_tasks(tasks, 8)
@@ -200,6 +202,7 @@ def _backend(url, **kw):
     return OpenAIBackend(cfg.model.openai, "m@test", cfg.sampling)
 
 
+@pytest.mark.slow
 def test_rate_limits_and_server_errors_are_retried_with_backoff(scripted):
     script, url = scripted
     script.statuses = [429, 503, 500]

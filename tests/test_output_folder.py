@@ -39,6 +39,7 @@ def test_the_output_lock_refuses_a_second_holder(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_two_runs_into_one_folder_the_second_refuses_and_the_first_is_intact(tmp_path):
     server = FakeOpenAI(gated=True)  # holds the first run inside sampling until the test lets it go
     try:
@@ -108,6 +109,7 @@ def test_an_apostrophe_and_a_space_in_out(run_folder):
     assert (out / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_dedup_into_a_run_folder_leaves_the_runs_training_set_and_attempts(run_folder, sample_dir):
     out, figures = run_folder
     before = {name: _digest(out / name) for name in ("learnable.parquet", "attempts.parquet")}
@@ -129,6 +131,7 @@ def test_dedup_into_a_run_folder_leaves_the_runs_training_set_and_attempts(run_f
     assert report.returncode == 0, report.stderr  # the latest run is the dedup run
 
 
+@pytest.mark.slow
 def test_report_on_a_dedup_folder(sample_dir, tmp_path):
     out = tmp_path / "dedup"
     proc = subprocess.run([*TASKSIEVE, "dedup", "--input", str(sample_dir), "--out", str(out)], capture_output=True,

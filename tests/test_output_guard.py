@@ -69,6 +69,7 @@ def _dangerous(tmp_path, home, every: bool):
                   str(tmp_path / "to_etc"), str(tmp_path / "to_home"), "/usr/../etc/"] if every else few
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["dedup", "run", "validate", "sample-data", "report", "select"])
 def test_system_and_home_folders_are_refused(tmp_path, home, command):
     """Every folder for `dedup`; `/`, the home folder, a link to `/` and
@@ -91,6 +92,7 @@ def test_system_and_home_folders_are_refused(tmp_path, home, command):
     assert sorted(os.listdir(home)) == [".profile"]
 
 
+@pytest.mark.slow
 def test_a_non_empty_folder_without_a_run_needs_force(tmp_path):
     tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
     data = tmp_path / "data"

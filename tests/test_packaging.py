@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"schemas": "tasksieve/schemas", "transforms": "tasksieve/transforms", "pipeline": "tasksieve/pipeline",
            "tasksieve": "tasksieve"}
@@ -23,6 +25,7 @@ def _expected() -> set[str]:
     return want
 
 
+@pytest.mark.slow
 def test_the_wheel_contains_every_module_and_data_file(tmp_path):
     # Built as a user would (pip's isolated build with the declared backend).
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",

@@ -60,6 +60,7 @@ def _all_kernels(texts, p):
     return (sigs, sizes, sg.signatures(texts, p), inter, lens, sketches, *sg.sizes_and_sketches(texts, p), shared)
 
 
+@pytest.mark.slow
 def test_prebuilt_kernels_give_the_jit_bits(built, use, monkeypatch):
     folder, _ = built
     use(folder)
@@ -153,6 +154,7 @@ def test_a_build_for_other_kernels_numba_or_cpu_is_never_loaded(built, use, monk
     assert kernels.prebuilt_name() is None and kernels.get() is kernels._compile()
 
 
+@pytest.mark.slow
 def test_a_build_replaces_older_ones_whole(built, tmp_path):
     """Another version's module is removed, no temporary file is left, and a
     build that exists is not made again."""

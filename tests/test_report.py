@@ -31,6 +31,7 @@ def _one(con, sql, *params):
     return con.execute(sql, list(params)).fetchone()
 
 
+@pytest.mark.slow
 def test_cost_rows_add_up_to_every_figure(two_models):
     out, _, second = two_models
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)

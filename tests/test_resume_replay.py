@@ -68,6 +68,7 @@ def resumed(sample_dir, tmp_path_factory):
     return out, str(stopped.value), cached_lines, fig
 
 
+@pytest.mark.slow
 def test_a_dead_backend_stops_the_run_with_a_resume_message(resumed):
     out, message, cached_lines, _ = resumed
     assert "stopped answering" in message and "same command" in message and "attempt_cache" in message
@@ -97,6 +98,7 @@ def test_identical_rerun_generates_nothing_and_costs_no_generation(resumed, samp
     assert {a["reused_from_run"] for a in attempts} == {first["run_id"]}
 
 
+@pytest.mark.slow
 def test_a_new_model_reuses_nothing_and_keeps_the_old_models_history(sample_dir, tmp_path):
     first = run([str(sample_dir)], str(tmp_path), RunConfig(), None, [], backend_factory=_factory(ScriptedBackend()))
     second = run([str(sample_dir)], str(tmp_path), RunConfig(), None, [],
@@ -136,6 +138,7 @@ def test_torn_cache_lines_and_other_models_are_ignored(tmp_path):
     assert [r["run_id"] for r in picked] == ["r2"]
 
 
+@pytest.mark.slow
 def test_replay_recomputes_pass_rates_from_recorded_attempts_at_no_generation_cost(sample_dir, tmp_path):
     recorded = tmp_path / "recorded"
     first = run([str(sample_dir)], str(recorded), RunConfig(), None, [], backend_factory=_factory(ScriptedBackend()))

@@ -35,6 +35,7 @@ def both(sample_dir, tmp_path_factory):
     return (local, fig_local), (dask, fig_dask), loads
 
 
+@pytest.mark.slow
 def test_dask_and_inprocess_give_identical_results(both):
     (local, fig_local), (dask, fig_dask), _ = both
     rows_l, learn_l, cost_l = _outcome(local)

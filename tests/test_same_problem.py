@@ -257,6 +257,7 @@ def test_the_beam_stage_gives_the_same_judgement_as_the_in_memory_one():
     assert set(_beam(rows, semantic=False)) < in_memory  # shingles alone miss paraphrases
 
 
+@pytest.mark.slow
 def test_validate_reports_near_copies_within_and_against_the_pool(tmp_path):
     from tasksieve.pipeline.validate_delivery import validate_delivery
 

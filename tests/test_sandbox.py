@@ -145,6 +145,7 @@ def test_memory_bomb_is_contained(mode):
     assert not res.passed and res.error == "memory"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("prog", ["while True:\n    pass\n", "import time\ntime.sleep(600)\n",
                                   "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"],
@@ -316,6 +317,7 @@ def _subreaper():
         libc.prctl(36, 0, 0, 0, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_no_process_outlives_the_verdict(mode, hook):

@@ -276,6 +276,7 @@ def _cli(*args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_bad_input_exits_with_one_line(tmp_path):
     write_db(tmp_path, [("r1", "m@1", "2026-11-01T00:00:00", synthetic_pool()[:4])])
     empty = tmp_path / "empty"
@@ -318,6 +319,7 @@ def sample_selected(sample_dir, tmp_path_factory):
     return out, path, text
 
 
+@pytest.mark.slow
 def test_sample_selection_end_to_end(sample_selected):
     out, _, text = sample_selected
     sel = pq.read_table(out / "selected.parquet").to_pylist()

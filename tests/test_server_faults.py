@@ -101,6 +101,7 @@ def test_401_on_the_model_list_fails_before_the_run_with_a_hint(server):
 
 # --- body faults -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers"])
 def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
     srv = FakeOpenAI(mode=mode, drip_s=0.3)
@@ -112,6 +113,7 @@ def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
         srv.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers", "break_off", "malformed", "nontext", "deep", "html",
                                   "empty"])
 def test_a_body_fault_is_retried_and_a_good_answer_then_counts(mode):
@@ -163,6 +165,7 @@ def test_a_completion_with_a_lone_surrogate_fails_alone_and_the_wave_goes_on(ser
     assert out[1].completion == "\\boxed{2}"
 
 
+@pytest.mark.slow
 def test_a_request_in_flight_past_progress_after_s_prints_a_line(capfd):
     srv = FakeOpenAI(mode="stall")
     try:

@@ -66,6 +66,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_field_check_offenders_are_the_rows_that_fail_wherever_they_are(tmp_path):
     """GX names failing rows by the frame's index (expectations.delivery_frame);
     each must come back as its own file:line and task_id, past an
@@ -85,6 +86,7 @@ def test_field_check_offenders_are_the_rows_that_fail_wherever_they_are(tmp_path
     assert any(o["where"] == f"{delivery}:2" for o in by_check["schema"]["offenders"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,rows,tail,check,reason", CASES, ids=[c[0] for c in CASES])
 def test_each_check_fails_for_the_right_reason(tmp_path, case, rows, tail, check, reason):
     rows = [dict(r, prompt=_gsm8k_question()) if r.get("prompt", "x") is None else r for r in rows]
@@ -126,6 +128,7 @@ def test_duplicate_against_the_pool(tmp_path):
     assert o["where"] == f"{delivery}:4"
 
 
+@pytest.mark.slow
 def test_summary_lists_offenders_for_every_failed_check(tmp_path):
     """One delivery with every problem at once: each failed check in
     summary.json names its rows."""
@@ -216,6 +219,7 @@ def _cli(*args):
     return subprocess.run([*TASKSIEVE, "validate", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(tmp_path):
     good = _write(tmp_path / "good.jsonl", GOOD)
     bad = _write(tmp_path / "bad.jsonl", GOOD + [_bad(license="GPL-3.0")])
@@ -241,6 +245,7 @@ def test_cli_exit_codes(tmp_path):
     assert _cli("--out", str(tmp_path)).returncode == 2  # argparse: no delivery given
 
 
+@pytest.mark.slow
 @pytest.mark.vllm
 def test_probe_with_the_real_model(tmp_path):
     tasks = [{"task_id": f"r{i}", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "license": "MIT"}
@@ -269,6 +274,7 @@ def test_a_check_beside_the_others_hands_back_its_result_or_its_error():
     assert beside.result() == 0 and beside._thread.daemon  # a Ctrl-C in the main thread does not wait for it
 
 
+@pytest.mark.slow
 def test_a_vendor_sees_each_step_and_the_sanity_check_count_up(tmp_path, capsys):
     delivery = _write(tmp_path / "d.jsonl", GOOD)
     s = validate_delivery([str(delivery)], tmp_path / "out", data_docs=False)
@@ -281,6 +287,7 @@ def test_a_vendor_sees_each_step_and_the_sanity_check_count_up(tmp_path, capsys)
     assert "validate:" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_data_docs_are_built_under_a_relative_out(tmp_path, monkeypatch):
     """The default --out is ./validation: GX's file store wants an absolute
     folder, and without one the Data Docs were silently not built."""

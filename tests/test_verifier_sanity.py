@@ -23,6 +23,7 @@ def _code(entry="add", tests=HE_TESTS, ref="def add(a, b):\n    return a + b\n",
                  "prompt": f"Write a Python function {entry}(a, b) that returns a + b.", "content_hash": entry}, **kw)
 
 
+@pytest.mark.slow
 def test_working_code_tasks_pass_in_both_test_styles():
     for task in (_code(), _code(tests="assert add(2, 3) == 5\nassert add(0, 0) == 0\n")):
         v = check_verifier(task)
@@ -41,6 +42,7 @@ def test_working_code_tasks_pass_in_both_test_styles():
     (_code(ref=None), "no_reference", "no reference_solution"),
     (_code(tests="assert True\n"), "null_answer_passes", "`pass`"),
 ])
+@pytest.mark.slow
 def test_broken_code_tasks_are_caught(task, reason, says):
     v = check_verifier(task)
     assert v["broken"] and reason in v["reasons"], v
@@ -119,6 +121,7 @@ def test_answers_asked_ahead_stop_at_a_deadline_and_the_rest_are_asked_when_need
     assert calls == [3, 1, 1, 1]
 
 
+@pytest.mark.slow
 def test_sanity_route_marks_the_drop_with_evidence():
     tag, row = sanity_route(_code(ref="def add(a, b):\n    return 0\n"), RunConfig().verify)
     assert tag == DROPPED and row["drop_stage"] == "verifier_sanity" and row["drop_reason"] == "reference_fails"
@@ -172,6 +175,7 @@ def curated(tmp_path_factory):
     return root / "out", figures, backend
 
 
+@pytest.mark.slow
 def test_broken_tasks_are_dropped_before_sampling_and_accounting_holds(curated):
     out, fig, _ = curated
     rows = {r["task_id"]: r for r in pq.read_table(out / "results.parquet").to_pylist()}
@@ -230,6 +234,7 @@ def _mixed_tasks() -> list[dict]:
     return tasks
 
 
+@pytest.mark.slow
 def test_sanity_over_worker_processes_gives_each_task_its_own_verdict_in_order():
     from tasksieve.pipeline.delivery_checks import sanity_verdicts
 

@@ -56,6 +56,7 @@ def test_code_verifier_contains_hostile_attempts(body, reason):
     assert not v["passed"] and reason in v["error"]
 
 
+@pytest.mark.slow
 def test_math_and_exact_verifiers_pass_fail_and_hostile():
     task = {"domain": "math", "answer": "8"}
     assert verify_one(task, "so 5 + 3 = 8", FAST)["passed"]
