@@ -26,6 +26,9 @@ def _delivery() -> list[dict]:
                      "license": ["cc-by-4.0", "cc-by-nc-4.0", "mit"][i % 3], "source": ["vendor_a", "vendor_b"][i % 2]})
     for i, (a, b) in enumerate([(3, 9), (40, 2)]):
         rows.append({"task_id": f"p{i}", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "license": "mit"})
+    for i, (a, b) in enumerate([(71, 9), (305, 18), (66, 41)]):
+        rows.append({"task_id": f"e{i}", "domain": "exact", "prompt": f"Calculate {a} - {b}.", "answer": str(a - b),
+                     "license": "mit", "source": "vendor_e"})
     for i, name in enumerate(["minus", "subtract_two", "difference"]):
         rows.append({"task_id": f"c{i}", "domain": "code", "license": "apache-2.0",
                      "prompt": f"Write a Python function {name}(a, b) that returns a - b.",
@@ -70,7 +73,7 @@ def test_each_trainer_format_loads_with_datasets_one_row_per_learnable_task(cura
     from datasets import load_dataset
 
     learnable = _learnable(curated)
-    assert {r["domain"] for r in learnable} >= {"math", "code"}
+    assert {r["domain"] for r in learnable} >= {"math", "code", "exact"}
     p = _export(curated, fmt, tmp_path / fmt)
     assert p.returncode == 0, p.stderr
     assert f"exported {len(learnable)} tasks as {fmt}" in p.stdout and "math" in p.stdout and "code" in p.stdout
@@ -94,7 +97,7 @@ def test_each_trainer_format_loads_with_datasets_one_row_per_learnable_task(cura
             if r["ability"] == "code":
                 assert r["extra_info"]["entry_point"] and "assert" in r["extra_info"]["tests"]
     if fmt == "openrlhf":
-        assert all(json.loads(r["label"])["domain"] in ("math", "code") for r in rows)
+        assert all(json.loads(r["label"])["domain"] in ("math", "code", "exact") for r in rows)
     manifest = json.loads((tmp_path / fmt / "export.json").read_text())
     assert manifest["rows"] == len(learnable) and manifest["run_id"] == run_id
 
@@ -122,6 +125,8 @@ def test_rewards_give_the_runs_verdicts_on_its_recorded_attempts(curated, tmp_pa
     spec_by_hash = {r["extra_info"]["content_hash"]: r["extra_info"]["verifier"] for r in rows}
     attempts = [a for a in pq.read_table(curated / "attempts.parquet").to_pylist() if a["content_hash"] in spec_by_hash]
     assert len(attempts) >= 10 and {a["passed"] for a in attempts} == {True, False}
+    domains = {json.loads(spec_by_hash[a["content_hash"]])["domain"] for a in attempts}
+    assert domains >= {"math", "code", "exact"}
     scores = [rewards.compute_score(r["data_source"], a["completion"], r["reward_model"]["ground_truth"],
                                     r["extra_info"])
               for a in attempts for r in rows if r["extra_info"]["content_hash"] == a["content_hash"]]
