@@ -52,16 +52,16 @@ class SelectError(Exception):
     """Nothing can be selected or written; one line for a person."""
 
 
-def _rows(con, sql: str, params=()) -> list[dict]:
+def dict_rows(con, sql: str, params=()) -> list[dict]:
     cur = con.execute(sql, list(params))
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def _current_run(con, db_path: Path, run_id: str | None) -> dict:
+def current_run(con, db_path: Path, run_id: str | None) -> dict:
     """The run whose model is 'current': `run_id`, or the latest run that sampled."""
     try:
-        runs = _rows(con, "SELECT * FROM runs ORDER BY started_at, run_id")
+        runs = dict_rows(con, "SELECT * FROM runs ORDER BY started_at, run_id")
     except duckdb.CatalogException:
         raise SelectError(f"{db_path} holds no runs; run `tasksieve run` into this folder first") from None
     sampled = [r for r in runs if r.get("model_id")]
@@ -129,15 +129,15 @@ def load_pool(db_path: Path, run_id: str | None = None) -> Pool:
         raise SelectError(f"no curation.duckdb in {db_path.parent}; run `tasksieve run --out {db_path.parent}` first")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        run = _current_run(con, db_path, run_id)
+        run = current_run(con, db_path, run_id)
         key = [run["model_id"], run["started_at"]]
-        tasks = _rows(con, f"""
+        tasks = dict_rows(con, f"""
             WITH now AS ({_MEASURED}), means AS ({_ATTEMPT_MEANS}), expert AS ({_EXPERT})
             SELECT now.*, means.attempt_model, means.prompt_tokens, means.completion_tokens, means.gen_seconds,
                    expert.expert_usd
             FROM now LEFT JOIN means USING (run_id, content_hash) LEFT JOIN expert USING (run_id, source, task_id)
             WHERE now.status = 'learnable' ORDER BY task_id, source, content_hash""", key)
-        graduated = _rows(con, _GRADUATED + " ORDER BY task_id, source", key)
+        graduated = dict_rows(con, _GRADUATED + " ORDER BY task_id, source", key)
         unmeasured = con.execute(_UNMEASURED, key + [run["model_id"]]).fetchone()[0]
     finally:
         con.close()

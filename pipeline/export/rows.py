@@ -15,6 +15,8 @@ from pathlib import Path
 
 import duckdb
 
+from tasksieve.pipeline.select_cmd import dict_rows
+
 
 class ExportError(Exception):
     """Nothing can be exported; one line for a person."""
@@ -29,26 +31,15 @@ class ExportSource:
     selection_id: str | None
 
 
-def _dicts(con, sql: str, params=()) -> list[dict]:
-    cur = con.execute(sql, list(params))
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
 def _run(con, db: Path, run_id: str | None) -> dict:
+    """The run whose learnable set is exported: `tasksieve select`'s rule
+    (the named run, else the latest run that sampled)."""
+    from tasksieve.pipeline.select_cmd import SelectError, current_run
+
     try:
-        runs = _dicts(con, "SELECT run_id, model_id, config FROM runs ORDER BY started_at, run_id")
-    except duckdb.CatalogException:
-        raise ExportError(f"{db} holds no runs; run `tasksieve run` into this folder first") from None
-    if run_id is not None:
-        run = next((r for r in runs if r["run_id"] == run_id), None)
-        if run is None:
-            raise ExportError(f"run {run_id} is not in {db}")
-        return run
-    sampled = [r for r in runs if r.get("model_id")]
-    if not sampled:
-        raise ExportError(f"{db} holds no sampled run (only `dedup` runs); run `tasksieve run` first")
-    return sampled[-1]
+        return current_run(con, db, run_id)
+    except SelectError as e:
+        raise ExportError(str(e)) from None
 
 
 def system_prompts_of(config_json: str | None) -> dict[str, str]:
@@ -67,7 +58,9 @@ _ORDER = "ORDER BY t.task_id, t.source, t.content_hash"
 
 
 def read_export_source(out: Path, run_id: str | None = None, selection_id: str | None = None) -> ExportSource:
-    db = out / "curation.duckdb"
+    from tasksieve.pipeline.output_set import visible
+
+    db = visible(out, "curation.duckdb")  # through OUT/current: a link planted at OUT/curation.duckdb is not read
     if not db.is_file():
         raise ExportError(f"{out} holds no curation.duckdb; run `tasksieve run --out {out}` first")
     try:
@@ -78,7 +71,7 @@ def read_export_source(out: Path, run_id: str | None = None, selection_id: str |
         if selection_id is not None:
             return _selection(con, db, selection_id)
         run = _run(con, db, run_id)
-        rows = _dicts(con, f"SELECT t.*, ? AS model_id FROM tasks t WHERE t.run_id = ? AND t.status = 'learnable' "
+        rows = dict_rows(con, f"SELECT t.*, ? AS model_id FROM tasks t WHERE t.run_id = ? AND t.status = 'learnable' "
                            f"{_ORDER}", [run["model_id"], run["run_id"]])
         return ExportSource(rows, run["run_id"], run["model_id"], system_prompts_of(run["config"]), None)
     finally:
@@ -87,14 +80,14 @@ def read_export_source(out: Path, run_id: str | None = None, selection_id: str |
 
 def _selection(con, db: Path, selection_id: str) -> ExportSource:
     try:
-        known = _dicts(con, "SELECT selection_id, run_id FROM selections WHERE selection_id = ?", [selection_id])
+        known = dict_rows(con, "SELECT selection_id, run_id FROM selections WHERE selection_id = ?", [selection_id])
     except duckdb.CatalogException:
         raise ExportError(f"{db} holds no selections; run `tasksieve select` first") from None
     if not known:
         raise ExportError(f"selection {selection_id} is not in {db}")
     run = _run(con, db, known[0]["run_id"])
     # Each chosen task as measured by the run its selection row names.
-    rows = _dicts(con, f"""SELECT t.*, s.model_id AS model_id, s.rank AS selection_rank FROM selection s
+    rows = dict_rows(con, f"""SELECT t.*, s.model_id AS model_id, s.rank AS selection_rank FROM selection s
         JOIN tasks t ON t.run_id = s.run_id AND t.source IS NOT DISTINCT FROM s.source
              AND t.task_id IS NOT DISTINCT FROM s.task_id AND t.content_hash = s.content_hash
         WHERE s.selection_id = ? AND s.selected {_ORDER}""", [selection_id])
