@@ -121,5 +121,11 @@ def test_code_runs_in_the_sandbox_and_the_rubric_is_judged_and_costed(vllm_run):
     judged = con.execute("select count(*), min(judge_prompt_tokens), min(judge_completion_tokens) from attempts "
                          "where verifier = 'rubric' and judge_model_id like 'HuggingFaceTB/SmolLM2-135M-Instruct@%'").fetchone()
     assert judged[0] > 0 and judged[1] > 50 and judged[2] > 0
-    assert con.execute("select count(*) from costs where component = 'judge' and usd > 0").fetchone()[0] == judged[0]
+    # One priced judge row per judged attempt; the gate's own judge calls
+    # (probes, graded responses: before any attempt) are priced too, as
+    # rows without an attempt.
+    per_attempt, gate = con.execute("select count(*) filter (where attempt_idx is not null), "
+                                    "count(*) filter (where attempt_idx is null) from costs "
+                                    "where component = 'judge' and usd > 0").fetchone()
+    assert per_attempt == judged[0] and gate > 0
     con.close()
