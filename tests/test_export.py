@@ -238,3 +238,27 @@ def test_a_selection_exports_only_the_chosen_tasks(curated, tmp_path):
     assert json.loads((tmp_path / "sel" / "export.json").read_text())["selection_id"] == sid
     p = _export(curated, "verl", tmp_path / "nosel", "--selection", "no-such-id")
     assert p.returncode == 1 and "no-such-id" in p.stderr
+
+
+def test_a_failed_swap_leaves_the_previous_export_in_place(tmp_path, monkeypatch):
+    import os
+
+    from tasksieve.pipeline.export import command
+
+    to, staging = tmp_path / "to", tmp_path / ".to.export-x"
+    to.mkdir()
+    (to / "train.parquet").write_text("previous export")
+    staging.mkdir()
+    (staging / "train.parquet").write_text("new export")
+    real_rename = os.rename
+
+    def failing(src, dst):
+        if str(src) == str(staging):
+            raise OSError(28, "No space left on device")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(command.os, "rename", failing)
+    with pytest.raises(OSError):
+        command._swap_into_place(staging, to)
+    assert (to / "train.parquet").read_text() == "previous export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".to.export-x", "to"]  # nothing moved aside is left

@@ -87,7 +87,13 @@ def _swap_into_place(staging: Path, to: Path) -> None:
     if to.is_dir() and not to.is_symlink():
         old = Path(tempfile.mkdtemp(prefix=f".{to.name}.old-", dir=to.parent))
         os.rename(to, old / "x")
-    os.rename(staging, to)
+    try:
+        os.rename(staging, to)
+    except BaseException:
+        if old is not None:  # the previous export goes back where it was
+            os.rename(old / "x", to)
+            shutil.rmtree(old, ignore_errors=True)
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
