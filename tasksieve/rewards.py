@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.verify.verifiers import verify_one, verify_rubric_batch
+from tasksieve.transforms.verify.verifiers import verify_attempts
 
 _STATE: dict[str, Any] = {"settings": None, "judge": None}
 
@@ -47,19 +47,11 @@ def verdicts(specs: list, completions: list[str], seeds: list[int | None] | None
     """Verdicts (passed, score, error, ...) in order; rubric attempts are
     judged in one batch. `seeds` are the attempts' sampling seeds, which
     curation also fed the judge (only a judge that samples cares)."""
-    settings = _STATE["settings"] or VerifyConfig()
     tasks = [task_of(s) for s in specs]
-    seeds = seeds or [None] * len(tasks)
-    out: list[dict | None] = [None] * len(tasks)
-    rubric = [i for i, t in enumerate(tasks) if t["domain"] == "rubric"]
-    judged = verify_rubric_batch([(tasks[i], completions[i]) for i in rubric], _STATE["judge"], settings,
-                                 [seeds[i] for i in rubric])
-    for i, v in zip(rubric, judged):
-        out[i] = v
-    for i, t in enumerate(tasks):
-        if out[i] is None:
-            out[i] = verify_one(t, completions[i], settings)
-    return out
+    # The function the sampling stage verifies a wave with: the same split
+    # (rubric to the judge in one batch, the rest in parallel), the same verdicts.
+    return verify_attempts(list(zip(tasks, completions)), _STATE["judge"], _STATE["settings"] or VerifyConfig(),
+                           seeds)
 
 
 def _reward(v: dict) -> float:
