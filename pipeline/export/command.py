@@ -8,7 +8,7 @@ non-empty DIR is replaced only with --force.
 Exit codes: 0 written; 1 nothing to export or it could not be written
 (no run in OUT, unknown run or selection, OUT in use, DIR not writable, no
 row left after the licence filter); 2 usage error (DIR not empty without
---force, DIR a link or inside OUT's tables). One line on stderr.
+--force, DIR a link, the run folder or a folder above it). One line on stderr.
 """
 
 from __future__ import annotations
