@@ -39,7 +39,8 @@ from tasksieve.transforms.dedup.near import NearDedup
 from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import CountInputRows, ReadDeliveries
-from tasksieve.transforms.sample.stage import SampleAndClassify, SamplePlan
+from tasksieve.transforms.sample.stage import SamplePlan
+from tasksieve.transforms.sample.transform import SampleAndClassify
 from tasksieve.transforms.verify.sanity import VerifierSanity
 from tasksieve.transforms.stage import write_count
 from tasksieve.transforms.validate import ValidateRows
