@@ -12,7 +12,7 @@ default) or, with `[dedup] batch = false`, one row at a time
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
-are consolidated, sorted and loaded into DuckDB by `outputs.finalize`, after
+are consolidated, sorted and loaded into DuckDB by `finalize.finalize`, after
 the pipeline, so the final files are the same whatever runner wrote them.
 """
 
@@ -45,7 +45,7 @@ from tasksieve.transforms.verify.sanity import VerifierSanity
 from tasksieve.transforms.stage import write_count
 from tasksieve.transforms.validate import ValidateRows
 
-# The staged outputs and their schemas; `outputs.finalize` reads them back.
+# The staged outputs and their schemas; `finalize.finalize` reads them back.
 STAGED = {"results": RESULT_SCHEMA, "attempts": ATTEMPT_SCHEMA, "quarantine": QUARANTINE_SCHEMA, "costs": COST_SCHEMA}
 
 
