@@ -253,7 +253,8 @@ def test_band_edges_are_the_dict_of_buckets_edges():
     and one-word prompts, `within` off)."""
     from tasksieve.transforms.batch.candidates import band_edges
     from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
-    from tasksieve.transforms.dedup.near import bucket_edges, task_node
+    from tasksieve.transforms.dedup.near import bucket_edges
+    from tasksieve.transforms.dedup.near_judge import task_node
 
     rng = random.Random(11)
     sentences = [

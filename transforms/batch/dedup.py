@@ -43,7 +43,7 @@ import numpy as np
 
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
-from tasksieve.transforms.dedup.near import task_node
+from tasksieve.transforms.dedup.near_judge import task_node
 from tasksieve.transforms.batch.shards import (
     StringColumn,
     exact_keys,
