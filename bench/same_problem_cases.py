@@ -1,7 +1,7 @@
 """The hard-case set for the same-problem judgement (issue 13), built
 deterministically from templates written for it and from the bundled
 benchmarks. Used by bench/same_problem.py (all of it) and
-tests/test_same_problem.py (a sample).
+tests/dedup/test_same_problem.py (a sample).
 
     lookalikes()   clean tasks that share words with a benchmark item but are
                    not it (must be kept): stock GSM8K phrases, AIME boilerplate,

@@ -10,7 +10,7 @@ tasks or one shard's records, so Beam handles a few thousand elements
 per run instead of millions. batch/near.py does the rest of near dedup;
 transforms/batch/stages.py assembles both.
 
-The decisions are the row path's, by construction (tests/test_batch_dedup.py
+The decisions are the row path's, by construction (tests/batch/test_batch_dedup.py
 compares results.parquet of both): the same validate_row, first_by_position's order,
 content_hash, pick_survivor and band keys (shards.py and signatures.py
 reproduce them bit for bit):

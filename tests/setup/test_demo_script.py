@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parents[1] / "scripts" / "demo.sh"
+DEMO = Path(__file__).resolve().parents[2] / "scripts" / "demo.sh"
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
 

@@ -14,7 +14,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.decontam.index import build_index  # noqa: E402

@@ -24,7 +24,7 @@ from tasksieve.transforms.dedup.signatures import jaccard_counts
 from tasksieve.transforms.normalize import normalize_text
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 

@@ -25,7 +25,7 @@ from tasksieve.transforms.verify.sandbox import runner as sandbox
 
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KEY = "sk-issue48-" + "0123456789abcdef"  # the run's secret
 SECRET = "HIDDEN-ANSWER-4817"  # what the delivery's hidden asserts expect
 
