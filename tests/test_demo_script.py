@@ -8,11 +8,11 @@ made `run` refuse a non-empty folder holding no run: the demo died."""
 from __future__ import annotations
 
 import re
-
-import pytest
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 DEMO = Path(__file__).resolve().parents[1] / "scripts" / "demo.sh"
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
