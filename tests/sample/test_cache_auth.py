@@ -24,6 +24,7 @@ from tasksieve.transforms.sample.attempt_cache import (
     read_cache_file,
     settle_run,
     signed,
+    writer_for,
 )
 
 
@@ -157,6 +158,21 @@ def test_only_markers_this_user_wrote_count_as_finished(tmp_path, capfd):
     # The settled file is signed: read back whole.
     (rec,) = _read(tmp_path / "r1.parquet")
     assert rec["completion"] == "\\boxed{4}"
+
+
+def test_settling_a_run_closes_its_open_shard_writers(tmp_path):
+    # The shards are removed after settling: a handle left open would write
+    # into a deleted file, and leak one descriptor per run in a long process.
+    w = writer_for(str(tmp_path), "r2")
+    w.write(signed(_entry(run_id="r2")))
+    other = writer_for(str(tmp_path), "r3")
+    settle_run(
+        str(tmp_path), "r2", pa.Table.from_pylist([dict(_entry(), passed=True, reused_from_run=None)]), frozenset()
+    )
+    assert w._fh.closed and not other._fh.closed
+    assert not list(tmp_path.glob("r2-*.jsonl"))
+    assert writer_for(str(tmp_path), "r2") is not w  # a later run of that id gets a fresh writer
+    other.close()
 
 
 # --- the key --------------------------------------------------------------------------------------------

@@ -146,6 +146,14 @@ def writer_for(cache_dir: str, run_id: str) -> CacheWriter:
         return _WRITERS[key]
 
 
+def close_writers(run_id: str) -> None:
+    """Close this process's writers of a run (its shards are compacted and
+    removed next; an open handle would outlive the file it names)."""
+    with _WRITERS_LOCK:
+        for key in [k for k in _WRITERS if k[1] == run_id]:
+            _WRITERS.pop(key).close()
+
+
 def cache_files(cache_dir: str | None) -> list[str]:
     if not cache_dir or not Path(cache_dir).is_dir():
         return []
@@ -299,6 +307,7 @@ def settle_run(cache_dir: str, run_id: str, attempts: pa.Table, finished: frozen
     tmp = folder / FINISHED_DIR / f".{run_id}.{uuid.uuid4().hex}.tmp"
     tmp.write_text(marker_mac(run_id) + "\n")
     os.replace(tmp, marker)
+    close_writers(run_id)
     for shard in folder.glob(f"{run_id}-*.jsonl"):
         shard.unlink()
     return len(rows)
