@@ -151,49 +151,45 @@ def recorded_tasks(out: Path, k: int) -> list[tuple]:
     return tasks
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sim-tasks", type=int, default=5000)
-    ap.add_argument("--dev-seeds", default="1,2,3", help="seeds the defaults were chosen on")
-    ap.add_argument("--seeds", default="4,5,6", help="held-out seeds: the reported figures")
-    ap.add_argument("--chunk", type=int, default=1000, help="tasks predicted together, from the chunks before")
-    ap.add_argument("--skip-real", action="store_true", help="simulated pools only (tokens: 150 pass / 384 fail)")
-    ap.add_argument("--json", metavar="PATH", help="write the figures as JSON rows (issue 41)")
-    args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from sampling_pools import POOLS, streak_frontier
-
-    results, json_rows = {}, []
-    pass_tokens, fail_tokens = [150], [384]
+def real_part(results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> tuple[list[int], list[int]]:
+    """The bundled sample with the real model: fixed k=16 recorded, each rule
+    replayed over it; engine busy fractions. Tokens per pass / fail come back."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        if not args.skip_real:
-            from tasksieve.pipeline.sample_data import write_sample
+        from tasksieve.pipeline.sample_data import write_sample
 
-            write_sample(tmp / "sample")
-            sample = tmp / "sample" / "deliveries"
-            print("real model, fixed k=16 on the bundled sample (records every attempt) ...", flush=True)
-            fixed16 = real_run(sample, tmp / "fixed16", "fixed", 16)
-            tasks = recorded_tasks(tmp / "fixed16", 16)
-            pass_tokens = [t for o, ts, *_ in tasks for x, t in zip(o, ts) if x] or pass_tokens
-            fail_tokens = [t for o, ts, *_ in tasks for x, t in zip(o, ts) if not x] or fail_tokens
-            for k in (8, 16):
-                rows = evaluate(tasks, k, chunk=32)
-                results[f"real_k{k}"] = rows
-                print_table(f"Bundled sample, real SmolLM2-135M, {len(tasks)} sampled tasks, k={k} "
-                            "(p = pass rate over 16)", rows)
-            busy = {"fixed k=16": fixed16}
-            for mode in ("sequential", "bayes"):
-                print(f"\nreal model, {mode} k=8, empty attempt cache (engine busy fraction) ...", flush=True)
-                busy[f"{mode} k=8"] = real_run(sample, tmp / mode, mode, 8)
-            print("\nEngine busy fraction (time inside generate / sampling-stage wall), real runs")
-            print(f"{'run':<16}{'attempts':>9}{'engine s':>10}{'busy':>7}{'run wall s':>11}")
-            for name, fig in busy.items():
-                print(f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
-                      f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}")
-            results["busy"] = {n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
-                               for n, f in busy.items()}
+        write_sample(tmp / "sample")
+        sample = tmp / "sample" / "deliveries"
+        print("real model, fixed k=16 on the bundled sample (records every attempt) ...", flush=True)
+        fixed16 = real_run(sample, tmp / "fixed16", "fixed", 16)
+        tasks = recorded_tasks(tmp / "fixed16", 16)
+        pass_tokens = [t for o, ts, *_ in tasks for x, t in zip(o, ts) if x] or pass_tokens
+        fail_tokens = [t for o, ts, *_ in tasks for x, t in zip(o, ts) if not x] or fail_tokens
+        for k in (8, 16):
+            rows = evaluate(tasks, k, chunk=32)
+            results[f"real_k{k}"] = rows
+            print_table(f"Bundled sample, real SmolLM2-135M, {len(tasks)} sampled tasks, k={k} "
+                        "(p = pass rate over 16)", rows)
+        busy = {"fixed k=16": fixed16}
+        for mode in ("sequential", "bayes"):
+            print(f"\nreal model, {mode} k=8, empty attempt cache (engine busy fraction) ...", flush=True)
+            busy[f"{mode} k=8"] = real_run(sample, tmp / mode, mode, 8)
+        print("\nEngine busy fraction (time inside generate / sampling-stage wall), real runs")
+        print(f"{'run':<16}{'attempts':>9}{'engine s':>10}{'busy':>7}{'run wall s':>11}")
+        for name, fig in busy.items():
+            print(f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
+                  f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}")
+        results["busy"] = {n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
+                           for n, f in busy.items()}
+    return pass_tokens, fail_tokens
+
+
+def sim_part(args, results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> list[dict]:
+    """Every rule on each simulated pool, k = 8 and 16, dev and held-out seeds;
+    the JSON rows of issue 41."""
+    from sampling_pools import POOLS, streak_frontier
+
+    json_rows = []
     seed_sets = {"dev": [int(x) for x in args.dev_seeds.split(",") if x],
                  "held-out": [int(x) for x in args.seeds.split(",") if x]}
     for pool_name, make in POOLS.items():
@@ -219,6 +215,25 @@ def main() -> int:
             json_rows.append({"policy": "streak frontier (one prior for all, best of all (a, b))", "k": k,
                               "default": False, "pool": pool_name, "seeds": "held-out",
                               **{key: round(v, 4) if isinstance(v, float) else v for key, v in front.items()}})
+    return json_rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim-tasks", type=int, default=5000)
+    ap.add_argument("--dev-seeds", default="1,2,3", help="seeds the defaults were chosen on")
+    ap.add_argument("--seeds", default="4,5,6", help="held-out seeds: the reported figures")
+    ap.add_argument("--chunk", type=int, default=1000, help="tasks predicted together, from the chunks before")
+    ap.add_argument("--skip-real", action="store_true", help="simulated pools only (tokens: 150 pass / 384 fail)")
+    ap.add_argument("--json", metavar="PATH", help="write the figures as JSON rows (issue 41)")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    results = {}
+    pass_tokens, fail_tokens = [150], [384]
+    if not args.skip_real:
+        pass_tokens, fail_tokens = real_part(results, pass_tokens, fail_tokens)
+    json_rows = sim_part(args, results, pass_tokens, fail_tokens)
     print("\n" + json.dumps({"median_tokens": {"pass": statistics.median(pass_tokens),
                                                "fail": statistics.median(fail_tokens)}}))
     if args.json:

@@ -145,7 +145,8 @@ def drive(next_fn, outcomes) -> tuple[int, int, int]:
         waves += 1
 
 
-def run_predicted(pool, k: int, keep_signal: float, waves=(2, 2, 4), chunk: int = 1000, model_kwargs=None):
+def run_predicted(pool, k: int, keep_signal: float, waves=(2, 2, 4), chunk: int = 1000, model_kwargs=None,
+                  audit_share: float = 0.0):
     """Drive the `predicted` rule over the pool in chunks of `chunk` tasks (the
     stage's batches), each predicted from the attempts of the chunks before
     it only (this rule's own, cut-short observations): nothing of a task's
@@ -161,7 +162,9 @@ def run_predicted(pool, k: int, keep_signal: float, waves=(2, 2, 4), chunk: int 
             model.fit(seen_t, seen_s, seen_n)
         priors = model.priors([t for *_, t in part])
         a, b = stop_points(priors, k, price_for(priors, k, keep_signal))
-        for (outcomes, _, _, task), prior, stops in zip(part, priors, zip(a, b)):
+        for i, ((outcomes, _, _, task), prior, stops) in enumerate(zip(part, priors, zip(a, b))):
+            if random.Random(f"audit{lo + i}").random() < audit_share:
+                stops = (k, k)
             s, n, w = drive(lambda n, s: next_predicted(stops, k, waves, n, s), outcomes)
             seen_t.append(task)
             seen_s.append(s)

@@ -1,7 +1,7 @@
 """The `tasksieve` command line.
 
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
-                  [--sampling fixed|sequential|bayes] [-k K] [--backend vllm|openai|replay]
+                  [--sampling fixed|sequential|bayes|predicted] [-k K] [--backend vllm|openai|replay]
                   [--base-url URL] [--replay PATH...] [--attempt-cache DIR]
                   [--dedup-against POOL...] [--save-index DIR] [--runner NAME] [beam options...]
     tasksieve dedup --input PATH... --out DIR [--dedup-against POOL...] [--save-index DIR] [--config FILE]
@@ -172,7 +172,8 @@ def _run_and_dedup_parsers(sub) -> None:
     r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
     r.add_argument("--rates", metavar="FILE", help="TOML rates table (default: the bundled rates.default.toml)")
     r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
-    r.add_argument("--sampling", choices=["sequential", "fixed", "bayes"], help="sampling mode (default sequential)")
+    r.add_argument("--sampling", choices=["sequential", "fixed", "bayes", "predicted"],
+                   help="sampling mode (default sequential)")
     r.add_argument("--backend", choices=["vllm", "openai", "replay"],
                    help="vllm (in-process engine, default), openai (an OpenAI-compatible server), "
                         "replay (recorded attempts; see --replay)")

@@ -153,17 +153,27 @@ def test_at_price_zero_it_decides_exactly_as_fixed(k, outcomes, weights):
 def test_price_for_meets_the_expected_signal_target():
     priors = np.stack([_point((1.0, 0.9), (0.6, 0.1)), _point((0.0, 0.5), (0.3, 0.5)), beta_on_grid(0.1, 0.1)])
     for keep in (0.9, 0.95, 0.99):
-        price = price_for(priors, 8, keep)
+        price = price_for(priors, 8, keep, min_price=0.0)
         fixed, lost, attempts = expected(priors, 8, *stop_points(priors, 8, price))
         assert lost <= (1 - keep) * fixed + 1e-12
         # ...and is the largest such price (to its 2% step).
         _, lost_more, _ = expected(priors, 8, *stop_points(priors, 8, price * 1.05))
         assert lost_more > (1 - keep) * fixed or price * 1.05 >= 0.25
     # The more signal it must keep, the more attempts it spends.
-    spent = [expected(priors, 8, *stop_points(priors, 8, price_for(priors, 8, keep)))[2] for keep in (0.8, 0.95, 0.999)]
+    spent = [expected(priors, 8, *stop_points(priors, 8, price_for(priors, 8, keep, 0.0)))[2]
+             for keep in (0.8, 0.95, 0.999)]
     assert spent[0] <= spent[1] <= spent[2] and spent[0] < spent[2]
 
 
 def test_posterior_moves_towards_what_was_seen():
     flat = beta_on_grid(1.0, 1.0)
     assert mean(posterior(flat, 4, 4)) > mean(flat) > mean(posterior(flat, 0, 4))
+
+
+def test_a_batch_predicted_to_hold_no_signal_is_still_screened():
+    """Every task predicted all-pass or all-fail: 95% of (almost) no signal
+    would mean k attempts each; the price floor stops that."""
+    priors = np.stack([_point((1.0, 0.999), (0.5, 0.001)), _point((0.0, 0.999), (0.5, 0.001))])
+    a, b = stop_points(priors, 8, price_for(priors, 8, 0.95))
+    assert a[0] == 1 and b[1] == 1
+    assert price_for(priors, 8, 0.95, min_price=0.0) < 1e-4

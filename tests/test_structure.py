@@ -136,7 +136,7 @@ def test_every_sampling_setting_has_a_cache_key_decision():
 
 CHANGED = {"temperature": 0.5, "top_p": 0.9, "max_tokens": 100, "seed": 7, "system_prompt": "other",
            "system_prompts": {"code": "other"}, "mode": "fixed", "k": 3, "waves": [1], "tasks_per_batch": 7,
-           "groups": 2, "bayes": {"prior_a": 1.0}}
+           "groups": 2, "bayes": {"prior_a": 1.0}, "predicted": {"keep_signal": 0.9}}
 
 
 @pytest.mark.parametrize("field", sorted(SamplingConfig.model_fields))

@@ -75,10 +75,20 @@ def expected(priors: np.ndarray, k: int, a: np.ndarray, b: np.ndarray) -> tuple[
     return float((priors * fixed).sum()), float((priors * lost).sum()), float((priors * runs).sum())
 
 
-def price_for(priors: np.ndarray, k: int, keep_signal: float) -> float:
+# Never less: an attempt worth under 1/1000 of a coin-flip task's signal
+# (0.25) is not bought, even where the batch as predicted holds almost no
+# signal (every task predicted all-pass or all-fail), so that keeping 95% of
+# almost nothing does not mean sampling every task to k.
+MIN_PRICE = 0.00025
+
+
+def price_for(priors: np.ndarray, k: int, keep_signal: float, min_price: float = MIN_PRICE) -> float:
     """The largest price (to 2%) whose expected loss is <= 1 - keep_signal of
-    fixed's expected signal, under these priors."""
-    priors = np.atleast_2d(priors)
+    fixed's expected signal, under these priors; at least `min_price`."""
+    return max(_relative_price(np.atleast_2d(priors), k, keep_signal), min_price)
+
+
+def _relative_price(priors: np.ndarray, k: int, keep_signal: float) -> float:
     fixed, _, _ = expected(priors, k, np.full(len(priors), k), np.full(len(priors), k))
     if fixed <= 0:
         return 0.0

@@ -60,6 +60,8 @@ class SamplePlan:
     # labels of a --graded file, {task_id: graded attempts}.
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     graded: dict | None = None
+    # `predicted` mode: curation.duckdb of earlier runs (prior_history.py).
+    history_db: str | None = None
 
     @property
     def mode(self) -> str:
@@ -134,7 +136,7 @@ def is_generation(res: GenResult) -> bool:
 def sample_tasks(
     tasks: list[Task], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
     cache: CacheWriter | None = None, stats: SamplingStats | None = None, judge: Backend | None = None,
-    cached: dict[str, list[dict]] | None = None,
+    cached: dict[str, list[dict]] | None = None, predictor=None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
     task once decided. `judge` scores rubric attempts (default: `backend`).
@@ -142,22 +144,35 @@ def sample_tasks(
 
     `cached` maps a content hash to generations of earlier runs for this model
     and sampler (attempt_cache.py). Those attempts are re-verified, not
-    regenerated; new generations go to `cache` as each one finishes."""
+    regenerated; new generations go to `cache` as each one finishes.
+
+    `predictor` (mode `predicted`, prior_history.OnlinePredictor) gives each
+    task its stop points before its first attempt, from tasks decided
+    before this batch, and learns from this batch once it is decided."""
     policy = plan.policy
     if judge is None and getattr(backend, "can_judge", True):
         judge = backend
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
     state = _initial_state(tasks, cached or {})
+    if plan.mode == "predicted":
+        if predictor is None:
+            from tasksieve.transforms.sample.prior_history import OnlinePredictor
+
+            predictor = OnlinePredictor(plan.k, plan.sampling.predicted.keep_signal)
+        for st, (stops, predicted) in zip(state.values(), predictor.plan([st["task"] for st in state.values()])):
+            st["stops"], st["predicted"] = stops, predicted
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, how many more attempts)
         for st in state.values():
             if st["done"]:
                 continue
-            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"])
+            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"], st.get("stops"))
             if more == 0:
                 st["done"] = True
                 yield RESULT_TAG, _result(st, plan)
+                if predictor is not None and not st.get("failed"):
+                    predictor.observe(st["task"], st["pass"], st["n"])
                 if on_task_done:
                     on_task_done(1)
                 continue
@@ -286,6 +301,8 @@ def _result(st: dict, plan: SamplePlan) -> dict:
         why = {"why": "the replayed rollouts hold no attempt for this content_hash"}
         return dict(drop_record(st["task"], STAGE, "no_recorded_attempts", why), run_id=plan.run_id, status="dropped")
     stats = classify(st["pass"], st["n"], plan.band.min_pass_rate, plan.band.max_pass_rate)
+    if "predicted" in st:
+        stats["predicted_pass_rate"] = st["predicted"]  # before its first attempt (difficulty.py)
     if plan.mode == "bayes":
         stats["pass_rate_lo"], stats["pass_rate_hi"] = posterior_interval(plan.policy, st["pass"], st["n"])
     if stats["status"] in ("all_pass", "all_fail"):
@@ -326,6 +343,11 @@ class _SampleFn(beam.DoFn):
         self.backend = self.backend_factory()
         self.cache = writer_for(self.plan.cache_dir, self.plan.run_id) if self.plan.cache_dir else None
         self.judge = self.judge_factory() if self.judge_factory else self.backend
+        self.predictor = None
+        if self.plan.mode == "predicted":
+            from tasksieve.transforms.sample.prior_history import predictor_for
+
+            self.predictor = predictor_for(self.plan)  # earlier runs, then this worker's batches
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
@@ -342,7 +364,8 @@ class _SampleFn(beam.DoFn):
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
             yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge, cached)
+                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge, cached,
+                                    self.predictor)
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 
