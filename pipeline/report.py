@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from tasksieve.pipeline.output_set import visible
+from tasksieve.pipeline.report_calibration import calibration_html, calibration_terminal, load_calibration
 from tasksieve.pipeline.report_judge import judge_html, judge_terminal, load_judge
 from tasksieve.pipeline.safe_fs import write_text_atomic
 from tasksieve.pipeline.select_report import load_selection, selection_html, selection_terminal
@@ -71,6 +72,7 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
                                   "where dimension = 'overall' order by run_id"),
             "selection": load_selection(con, rid),  # the run's latest `tasksieve select`, or None
             "judge": load_judge(con, rid),  # rubric judge agreement (report_judge.py), or None
+            "calibration": load_calibration(con, rid),  # `predicted` sampling (report_calibration.py), or None
         }
     finally:
         con.close()
@@ -118,6 +120,7 @@ def render_terminal(d: dict) -> str:
     out += ["", f"attempts used {s['attempts_used']} of {s['attempts_fixed_k']} with fixed k ({_pct(s['saved_share'])} saved)"]
     out += selection_terminal(d["selection"]) if d.get("selection") else []
     out += judge_terminal(d["judge"]) if d.get("judge") else []
+    out += calibration_terminal(d["calibration"]) if d.get("calibration") else []
     return "\n".join(out)
 
 
@@ -274,6 +277,7 @@ def render_html(d: dict) -> str:
 <h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ''}
 {selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
+{calibration_html(d["calibration"], _html_table) if d.get("calibration") else ""}
 <h2>Runs in this database</h2>{compare}
 <p class="muted">Spend = every cost row of the run (expert cost of every task that entered, dropped ones included;
 generation and verification of every attempt). Cost per useful signal = spend / learnable tasks.</p>
