@@ -135,7 +135,7 @@ class DifficultyModel:
     power: float = 4.0
     shrink: float = 1.0
     em_iterations: int = 30
-    local_iterations: int = 10
+    local_iterations: int = 3
     # Fitted state.
     _global: np.ndarray | None = field(default=None, repr=False)
     _hist: object = field(default=None, repr=False)
