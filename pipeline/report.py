@@ -276,8 +276,7 @@ def render_html(d: dict) -> str:
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
 <h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ''}
-{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
-{calibration_html(d["calibration"], _html_table) if d.get("calibration") else ""}
+{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}{calibration_section(d)}
 <h2>Runs in this database</h2>{compare}
 <p class="muted">Spend = every cost row of the run (expert cost of every task that entered, dropped ones included;
 generation and verification of every attempt). Cost per useful signal = spend / learnable tasks.</p>
@@ -288,6 +287,10 @@ generation and verification of every attempt). Cost per useful signal = spend / 
 
 def judge_section(d: dict) -> str:
     return judge_html(d["judge"], _bars, _html_table) if d.get("judge") else ""
+
+
+def calibration_section(d: dict) -> str:
+    return calibration_html(d["calibration"], _html_table) if d.get("calibration") else ""
 
 
 def write_report(out: Path, run_id: str | None = None) -> tuple[Path, str]:
