@@ -145,28 +145,19 @@ def drive(next_fn, outcomes) -> tuple[int, int, int]:
         waves += 1
 
 
-def run_predicted(pool, k: int, keep_signal: float, waves=(2, 2, 4), chunk: int = 1000, model_kwargs=None,
-                  audit_share: float = 0.0):
+def run_predicted(pool, k: int, keep_signal: float, waves=(2, 2, 4), chunk: int = 250):
     """Drive the `predicted` rule over the pool in chunks of `chunk` tasks (the
-    stage's batches), each predicted from the attempts of the chunks before
-    it only (this rule's own, cut-short observations): nothing of a task's
-    own outcomes reaches its prior. Yields (passes, attempts, waves, predicted p)."""
-    from tasksieve.transforms.sample.difficulty import DifficultyModel, mean
-    from tasksieve.transforms.sample.predicted import next_predicted, price_for, stop_points
+    stage's batches) with the stage's own predictor (prior_history.py): each
+    chunk is predicted from the attempts of the chunks before it only (this
+    rule's own, cut-short observations), the first from nothing. Yields
+    (passes, attempts, waves, predicted p) per task."""
+    from tasksieve.transforms.sample.predicted import next_predicted
+    from tasksieve.transforms.sample.prior_history import OnlinePredictor
 
-    model = DifficultyModel(**(model_kwargs or {}))
-    seen_t, seen_s, seen_n = [], [], []
+    predictor = OnlinePredictor(k, keep_signal)
     for lo in range(0, len(pool), chunk):
         part = pool[lo : lo + chunk]
-        if seen_t:
-            model.fit(seen_t, seen_s, seen_n)
-        priors = model.priors([t for *_, t in part])
-        a, b = stop_points(priors, k, price_for(priors, k, keep_signal))
-        for i, ((outcomes, _, _, task), prior, stops) in enumerate(zip(part, priors, zip(a, b))):
-            if random.Random(f"audit{lo + i}").random() < audit_share:
-                stops = (k, k)
+        for (outcomes, _, _, task), (stops, predicted) in zip(part, predictor.plan([t for *_, t in part])):
             s, n, w = drive(lambda n, s: next_predicted(stops, k, waves, n, s), outcomes)
-            seen_t.append(task)
-            seen_s.append(s)
-            seen_n.append(n)
-            yield s, n, w, float(mean(prior))
+            predictor.observe(task, s, n)
+            yield s, n, w, predicted

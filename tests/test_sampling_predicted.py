@@ -100,3 +100,27 @@ def test_predicted_is_a_mode_and_its_settings_do_not_key_the_cache():
     assert cfg.sampling.sampler_key() == RunConfig().sampling.sampler_key()
     with pytest.raises(ValueError):
         RunConfig.model_validate({"sampling": {"predicted": {"keep_signal": 1.5}}})
+
+
+def test_the_history_is_bounded_and_refitted_as_it_grows(monkeypatch):
+    import tasksieve.transforms.sample.prior_history as ph
+
+    monkeypatch.setattr(ph, "MAX_HISTORY", 50)
+    predictor = OnlinePredictor(8, 0.95)
+    fits = []
+    real_fit = predictor.model.fit
+    predictor.model.fit = lambda *a: (fits.append(len(a[0])), real_fit(*a))[1]
+    task = _sums(1)[0]
+    predictor.plan([task])
+    assert fits == []  # nothing known: nothing to fit
+    for i in range(40):
+        predictor.observe(dict(task, prompt=f"Calculate {i} + 1."), 1, 1)
+    predictor.plan([task])
+    predictor.observe(task, 1, 1)
+    predictor.plan([task])  # 41 < 1.1 x 40: no refit yet
+    assert fits == [40]
+    for i in range(30):
+        predictor.observe(task, 1, 1)
+    assert len(predictor.tasks) <= 55
+    predictor.plan([task])
+    assert len(fits) == 2

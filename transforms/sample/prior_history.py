@@ -50,13 +50,15 @@ class OnlinePredictor:
         self.k, self.keep_signal = k, keep_signal
         self.model = DifficultyModel(prior_a=prior_a, prior_b=prior_b)
         self.tasks, self.passes, self.attempts = (list(x) for x in history)
-        self._fitted_on = -1
+        self._fitted_on = 0
 
     def plan(self, tasks: list[dict]) -> list[tuple[tuple[int, int], float]]:
         """((a, b) stop points, predicted pass rate) per task, from the history so far."""
         if not tasks:
             return []
-        if self._fitted_on != len(self.tasks):
+        # Refit once the history grew by a tenth (every batch while it is
+        # small): a pool of N tasks costs O(N log N) fitting, not O(N^2).
+        if len(self.tasks) > self._fitted_on and len(self.tasks) >= 1.1 * self._fitted_on:
             self.model.fit(self.tasks, self.passes, self.attempts)
             self._fitted_on = len(self.tasks)
         priors = self.model.priors(tasks)
@@ -68,6 +70,10 @@ class OnlinePredictor:
             self.tasks.append({f: task.get(f) for f in _FIELDS})
             self.passes.append(int(n_pass))
             self.attempts.append(int(n_attempts))
+            if len(self.tasks) > MAX_HISTORY * 1.1:  # bounded memory: the oldest tenth goes
+                cut = len(self.tasks) - MAX_HISTORY
+                del self.tasks[:cut], self.passes[:cut], self.attempts[:cut]
+                self._fitted_on = min(self._fitted_on, len(self.tasks) - 1)
 
 
 def predictor_for(plan) -> OnlinePredictor:

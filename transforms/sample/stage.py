@@ -159,7 +159,8 @@ def sample_tasks(
         if predictor is None:
             from tasksieve.transforms.sample.prior_history import OnlinePredictor
 
-            predictor = OnlinePredictor(plan.k, plan.sampling.predicted.keep_signal)
+            s = plan.sampling
+            predictor = OnlinePredictor(s.k, s.predicted.keep_signal, s.bayes.prior_a, s.bayes.prior_b)
         for st, (stops, predicted) in zip(state.values(), predictor.plan([st["task"] for st in state.values()])):
             st["stops"], st["predicted"] = stops, predicted
     while True:
