@@ -177,3 +177,25 @@ def test_a_batch_predicted_to_hold_no_signal_is_still_screened():
     a, b = stop_points(priors, 8, price_for(priors, 8, 0.95))
     assert a[0] == 1 and b[1] == 1
     assert price_for(priors, 8, 0.95, min_price=0.0) < 1e-4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 16), st.integers(1, 16), st.lists(st.integers(0, 1), min_size=16, max_size=16),
+       st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple))
+def test_predicted_stops_exactly_at_its_stop_points(k, a, b, outcomes, waves):
+    """Never past k; a pass and a fail end it; a streak ends at its stop
+    point (a passes or b fails in a row), never before; and it only differs
+    from fixed by calling a streak that the unseen attempts would break."""
+    s, n = _drive((a, b), k, waves, outcomes[:k])
+    seen = outcomes[:n]
+    assert 1 <= n <= k
+    if 0 < s < n:
+        first_mixed = next(i for i in range(1, n + 1) if 0 < sum(seen[:i]) < i)
+        assert n - first_mixed < max(waves)  # only the rest of that wave
+    elif s == n:
+        assert n == min(a, k)
+    else:
+        assert n == min(b, k)
+    fixed = outcomes[:k]
+    if (0 < s < n) != (0 < sum(fixed) < k):
+        assert not (0 < s < n) and n < k
