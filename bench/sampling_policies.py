@@ -126,7 +126,7 @@ def over_seeds(per_seed: list[list[dict]]) -> list[dict]:
 
 
 def real_run(sample: Path, out: Path, mode: str, k: int) -> dict:
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.command import run
     from tasksieve.schemas.config import RunConfig
 
     cfg = RunConfig.model_validate({"sampling": {"mode": mode, "k": k}, "attempt_cache": str(out / "cache")})
@@ -160,7 +160,7 @@ def real_part(results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> 
     replayed over it; engine busy fractions. Tokens per pass / fail come back."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        from tasksieve.pipeline.sample_data import write_sample
+        from tasksieve.pipeline.setup.sample_data import write_sample
 
         write_sample(tmp / "sample")
         sample = tmp / "sample" / "deliveries"

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tasksieve.pipeline.console import quiet_engine_start, verbose
+from tasksieve.transforms.console import quiet_engine_start, verbose
 from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
 
 
@@ -34,7 +34,7 @@ def configure_vllm_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # vLLM's CPU warnings (thread binding, LD_PRELOAD hints) are noise for a
     # curation run; real failures still surface as exceptions. --verbose
-    # shows its log (pipeline/console.py).
+    # shows its log (transforms/console.py).
     if not verbose():
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -66,7 +66,7 @@ def guard_llvmlite() -> None:
 
 def engine_kwargs(model_path: str, sampling, model_cfg, cpu: bool) -> dict:
     """vLLM `LLM(...)` arguments from [model]: every one of
-    ModelConfig.ENGINE_FIELDS is passed (tests/test_engine_args.py), those
+    ModelConfig.ENGINE_FIELDS is passed (tests/backends/test_engine_args.py), those
     left unset (None) keep vLLM's default."""
     dtype = model_cfg.dtype
     if dtype == "auto" and cpu:
