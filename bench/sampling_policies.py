@@ -83,13 +83,20 @@ def evaluate(tasks: list[tuple], k: int, chunk: int = 1000) -> list[dict]:
         sig = sum(signal(t[2]) for t, st in zip(tasks, statuses) if st == "learnable")
         fixed_sig = sum(signal(t[2]) for t, st in zip(tasks, fixed_status) if st == "learnable")
         learnable = statuses.count("learnable")
-        row = {"policy": label, "k": k, "default": is_default, "attempts": attempts, "learnable": learnable,
-               "attempts_ratio": attempts / (k * len(tasks)), "signal_kept": sig / fixed_sig if fixed_sig else 1.0,
-               "waves_per_task": sum(w for _, _, w, _ in runs) / len(tasks),
-               "tokens_per_learnable": tokens / learnable if learnable else float("nan"),
-               "agreement": sum(s == f for s, f in zip(statuses, fixed_status)) / len(tasks),
-               "learnable_kept": sum(s == f == "learnable" for s, f in zip(statuses, fixed_status)),
-               "learnable_fixed": fixed_status.count("learnable")}
+        row = {
+            "policy": label,
+            "k": k,
+            "default": is_default,
+            "attempts": attempts,
+            "learnable": learnable,
+            "attempts_ratio": attempts / (k * len(tasks)),
+            "signal_kept": sig / fixed_sig if fixed_sig else 1.0,
+            "waves_per_task": sum(w for _, _, w, _ in runs) / len(tasks),
+            "tokens_per_learnable": tokens / learnable if learnable else float("nan"),
+            "agreement": sum(s == f for s, f in zip(statuses, fixed_status)) / len(tasks),
+            "learnable_kept": sum(s == f == "learnable" for s, f in zip(statuses, fixed_status)),
+            "learnable_fixed": fixed_status.count("learnable"),
+        }
         if mode == "predicted":
             pred = [r[3] for r in runs]
             row["brier_true_p"] = calibration(pred, [t[2] for t in tasks])["brier"]
@@ -101,13 +108,17 @@ def evaluate(tasks: list[tuple], k: int, chunk: int = 1000) -> list[dict]:
 
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    print(f"{'policy':<21}{'k':>3}{'x fixed':>8}{'signal':>8}{'worst x':>8}{'worst sig':>10}{'waves':>6}"
-          f"{'learnable':>10}{'tok/learn':>10}{'agree':>7}")
+    print(
+        f"{'policy':<21}{'k':>3}{'x fixed':>8}{'signal':>8}{'worst x':>8}{'worst sig':>10}{'waves':>6}"
+        f"{'learnable':>10}{'tok/learn':>10}{'agree':>7}"
+    )
     for r in rows:
-        print(f"{r['policy']:<21}{r['k']:>3}{r['attempts_ratio']:>8.3f}{r['signal_kept']:>8.3f}"
-              f"{r.get('worst_attempts_ratio', r['attempts_ratio']):>8.3f}"
-              f"{r.get('worst_signal_kept', r['signal_kept']):>10.3f}{r['waves_per_task']:>6.2f}"
-              f"{r['learnable']:>10.0f}{r['tokens_per_learnable']:>10.0f}{r['agreement']:>7.1%}")
+        print(
+            f"{r['policy']:<21}{r['k']:>3}{r['attempts_ratio']:>8.3f}{r['signal_kept']:>8.3f}"
+            f"{r.get('worst_attempts_ratio', r['attempts_ratio']):>8.3f}"
+            f"{r.get('worst_signal_kept', r['signal_kept']):>10.3f}{r['waves_per_task']:>6.2f}"
+            f"{r['learnable']:>10.0f}{r['tokens_per_learnable']:>10.0f}{r['agreement']:>7.1%}"
+        )
 
 
 def over_seeds(per_seed: list[list[dict]]) -> list[dict]:
@@ -115,8 +126,17 @@ def over_seeds(per_seed: list[list[dict]]) -> list[dict]:
     out = []
     for rows in zip(*per_seed):
         r = dict(rows[0])
-        for key in ("attempts_ratio", "signal_kept", "waves_per_task", "tokens_per_learnable", "agreement",
-                    "learnable", "brier", "brier_true_p", "brier_constant"):
+        for key in (
+            "attempts_ratio",
+            "signal_kept",
+            "waves_per_task",
+            "tokens_per_learnable",
+            "agreement",
+            "learnable",
+            "brier",
+            "brier_true_p",
+            "brier_constant",
+        ):
             if key in r:
                 r[key] = statistics.fmean(x[key] for x in rows)
         r["worst_attempts_ratio"] = max(x["attempts_ratio"] for x in rows)
@@ -150,8 +170,9 @@ def recorded_tasks(out: Path, k: int) -> list[tuple]:
         rows.sort(key=lambda a: a["attempt_idx"])
         if len(rows) >= k:
             outcomes = [int(bool(a["passed"])) for a in rows]
-            tasks.append((outcomes, [a["completion_tokens"] for a in rows], sum(outcomes) / len(outcomes),
-                          task_of.get(h, {})))
+            tasks.append(
+                (outcomes, [a["completion_tokens"] for a in rows], sum(outcomes) / len(outcomes), task_of.get(h, {}))
+            )
     return tasks
 
 
@@ -172,8 +193,9 @@ def real_part(results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> 
         for k in (8, 16):
             rows = evaluate(tasks, k, chunk=32)
             results[f"real_k{k}"] = rows
-            print_table(f"Bundled sample, real SmolLM2-135M, {len(tasks)} sampled tasks, k={k} "
-                        "(p = pass rate over 16)", rows)
+            print_table(
+                f"Bundled sample, real SmolLM2-135M, {len(tasks)} sampled tasks, k={k} (p = pass rate over 16)", rows
+            )
         busy = {"fixed k=16": fixed16}
         for mode in ("sequential", "bayes"):
             print(f"\nreal model, {mode} k=8, empty attempt cache (engine busy fraction) ...", flush=True)
@@ -181,10 +203,14 @@ def real_part(results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> 
         print("\nEngine busy fraction (time inside generate / sampling-stage wall), real runs")
         print(f"{'run':<16}{'attempts':>9}{'engine s':>10}{'busy':>7}{'run wall s':>11}")
         for name, fig in busy.items():
-            print(f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
-                  f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}")
-        results["busy"] = {n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
-                           for n, f in busy.items()}
+            print(
+                f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
+                f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}"
+            )
+        results["busy"] = {
+            n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
+            for n, f in busy.items()
+        }
     return pass_tokens, fail_tokens
 
 
@@ -194,31 +220,54 @@ def sim_part(args, results: dict, pass_tokens: list[int], fail_tokens: list[int]
     from sampling_pools import POOLS, streak_frontier
 
     json_rows = []
-    seed_sets = {"dev": [int(x) for x in args.dev_seeds.split(",") if x],
-                 "held-out": [int(x) for x in args.seeds.split(",") if x]}
+    seed_sets = {
+        "dev": [int(x) for x in args.dev_seeds.split(",") if x],
+        "held-out": [int(x) for x in args.seeds.split(",") if x],
+    }
     for pool_name, make in POOLS.items():
         for k in (8, 16):
             for which, seeds in seed_sets.items():
                 if not seeds:
                     continue
-                per_seed = [evaluate(make(args.sim_tasks, k, pass_tokens, fail_tokens, seed=s), k, args.chunk)
-                            for s in seeds]
+                per_seed = [
+                    evaluate(make(args.sim_tasks, k, pass_tokens, fail_tokens, seed=s), k, args.chunk) for s in seeds
+                ]
                 rows = over_seeds(per_seed)
                 results[f"{pool_name}_k{k}_{which}"] = rows
-                print_table(f"Pool {pool_name!r}, {args.sim_tasks} tasks, k={k}, {which} seeds {seeds} "
-                            "(mean; worst seed)", rows)
-                json_rows += [{"policy": r["policy"], "k": k, "default": r["default"],
-                               "attempts_ratio": round(r["attempts_ratio"], 4),
-                               "signal_kept": round(r["signal_kept"], 4), "pool": pool_name, "seeds": which,
-                               "worst_attempts_ratio": round(r["worst_attempts_ratio"], 4),
-                               "worst_signal_kept": round(r["worst_signal_kept"], 4),
-                               **({"brier": round(r["brier"], 4), "brier_constant": round(r["brier_constant"], 4)}
-                                  if "brier" in r else {})} for r in rows]
+                print_table(
+                    f"Pool {pool_name!r}, {args.sim_tasks} tasks, k={k}, {which} seeds {seeds} (mean; worst seed)", rows
+                )
+                json_rows += [
+                    {
+                        "policy": r["policy"],
+                        "k": k,
+                        "default": r["default"],
+                        "attempts_ratio": round(r["attempts_ratio"], 4),
+                        "signal_kept": round(r["signal_kept"], 4),
+                        "pool": pool_name,
+                        "seeds": which,
+                        "worst_attempts_ratio": round(r["worst_attempts_ratio"], 4),
+                        "worst_signal_kept": round(r["worst_signal_kept"], 4),
+                        **(
+                            {"brier": round(r["brier"], 4), "brier_constant": round(r["brier_constant"], 4)}
+                            if "brier" in r
+                            else {}
+                        ),
+                    }
+                    for r in rows
+                ]
             front = streak_frontier(make(min(args.sim_tasks, 3000), k, [1], [1], seed=seed_sets["held-out"][0]), k)
             print(f"limit of one-prior-for-all rules on {pool_name!r}, k={k}: {front}")
-            json_rows.append({"policy": "streak frontier (one prior for all, best of all (a, b))", "k": k,
-                              "default": False, "pool": pool_name, "seeds": "held-out",
-                              **{key: round(v, 4) if isinstance(v, float) else v for key, v in front.items()}})
+            json_rows.append(
+                {
+                    "policy": "streak frontier (one prior for all, best of all (a, b))",
+                    "k": k,
+                    "default": False,
+                    "pool": pool_name,
+                    "seeds": "held-out",
+                    **{key: round(v, 4) if isinstance(v, float) else v for key, v in front.items()},
+                }
+            )
     return json_rows
 
 
@@ -238,13 +287,25 @@ def main() -> int:
     pass_tokens, fail_tokens = [150], [384]
     if not args.skip_real:
         pass_tokens, fail_tokens = real_part(results, pass_tokens, fail_tokens)
-    json_rows = [{"policy": r["policy"], "k": r["k"], "default": r["default"],
-                  "attempts_ratio": round(r["attempts_ratio"], 4), "signal_kept": round(r["signal_kept"], 4),
-                  "pool": "real (SmolLM2-135M, bundled sample; p = pass rate over 16)"}
-                 for k in (8, 16) for r in results.get(f"real_k{k}", [])]
+    json_rows = [
+        {
+            "policy": r["policy"],
+            "k": r["k"],
+            "default": r["default"],
+            "attempts_ratio": round(r["attempts_ratio"], 4),
+            "signal_kept": round(r["signal_kept"], 4),
+            "pool": "real (SmolLM2-135M, bundled sample; p = pass rate over 16)",
+        }
+        for k in (8, 16)
+        for r in results.get(f"real_k{k}", [])
+    ]
     json_rows += [] if args.skip_sim else sim_part(args, results, pass_tokens, fail_tokens)
-    print("\n" + json.dumps({"median_tokens": {"pass": statistics.median(pass_tokens),
-                                               "fail": statistics.median(fail_tokens)}}))
+    print(
+        "\n"
+        + json.dumps(
+            {"median_tokens": {"pass": statistics.median(pass_tokens), "fail": statistics.median(fail_tokens)}}
+        )
+    )
     if args.json:
         json_rows.append({"engine_ratio": results.get("engine_ratio")})
         Path(args.json).write_text(json.dumps(json_rows, indent=1))

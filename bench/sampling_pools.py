@@ -27,24 +27,65 @@ TEMPLATES = [
     ("{n1} has {a} {obj}. {n2} gives {n1} {b} more {obj}. How many {obj} does {n1} have now?", "int", "easy"),
     ("A crate holds {a} {obj}. How many {obj} are there in {b} crates?", "int", "easy"),
     ("{n1} reads {a} pages about {obj} each day. How many pages does {n1} read in {b} days?", "int", "easy"),
-    ("{n1} shares {a} {obj} equally among {b} friends. What fraction of the {obj} does each friend get?",
-     "fraction", "mixed"),
-    ("The price of {obj} rose from {a} to {b} dollars. By what percent did it rise? Give two decimals.",
-     "decimal", "mixed"),
-    ("A bag has {a} red and {b} blue {obj}. Two are drawn without replacement. What is the probability "
-     "that both are red?", "fraction", "mixed"),
-    ("Let f(x) = {a}x^3 - {b}x be the number of {obj} after x weeks. Find the second derivative of f.",
-     "expr", "hard"),
-    ("In how many ways can {a} distinct {obj} be put in a row so that {b} given ones are never adjacent?",
-     "int", "hard"),
+    (
+        "{n1} shares {a} {obj} equally among {b} friends. What fraction of the {obj} does each friend get?",
+        "fraction",
+        "mixed",
+    ),
+    (
+        "The price of {obj} rose from {a} to {b} dollars. By what percent did it rise? Give two decimals.",
+        "decimal",
+        "mixed",
+    ),
+    (
+        "A bag has {a} red and {b} blue {obj}. Two are drawn without replacement. What is the probability "
+        "that both are red?",
+        "fraction",
+        "mixed",
+    ),
+    ("Let f(x) = {a}x^3 - {b}x be the number of {obj} after x weeks. Find the second derivative of f.", "expr", "hard"),
+    (
+        "In how many ways can {a} distinct {obj} be put in a row so that {b} given ones are never adjacent?",
+        "int",
+        "hard",
+    ),
     ("Find the least prime p > {a} such that p + {b} {obj} can be split into two perfect squares.", "int", "hard"),
 ]
 PROFILES = {"easy": (0.95, 0.01, 0.04, 0.75), "mixed": (0.25, 0.10, 0.65, 0.5), "hard": (0.03, 0.90, 0.07, 0.3)}
 # Easy templates are the commonest, as in the published case (about half all-pass).
 TEMPLATE_WEIGHTS = [{"easy": 1.6, "mixed": 1.0, "hard": 0.7}[prof] for _, _, prof in TEMPLATES]
-OBJECTS = ["apples", "marbles", "stamps", "coins", "pencils", "books", "tickets", "shells", "cards", "bricks",
-           "lamps", "kites", "boats", "chairs", "rings", "seeds", "tiles", "cups", "dolls", "hats",
-           "keys", "maps", "nails", "pens", "ropes", "shoes", "spoons", "tents", "vases", "wheels"]
+OBJECTS = [
+    "apples",
+    "marbles",
+    "stamps",
+    "coins",
+    "pencils",
+    "books",
+    "tickets",
+    "shells",
+    "cards",
+    "bricks",
+    "lamps",
+    "kites",
+    "boats",
+    "chairs",
+    "rings",
+    "seeds",
+    "tiles",
+    "cups",
+    "dolls",
+    "hats",
+    "keys",
+    "maps",
+    "nails",
+    "pens",
+    "ropes",
+    "shoes",
+    "spoons",
+    "tents",
+    "vases",
+    "wheels",
+]
 NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"]
 
 
@@ -95,8 +136,14 @@ def text_pool(n: int, k: int, pass_tokens: list[int], fail_tokens: list[int], se
         answer = {"int": str(a + b), "fraction": f"{a}/{a + b}", "decimal": f"{b / a:.2f}", "expr": f"{6 * a}x"}[shape]
         outcomes = [int(rng.random() < p) for _ in range(k)]
         tokens = [rng.choice(pass_tokens if o else fail_tokens) for o in outcomes]
-        task = {"task_id": f"t{i}", "domain": "math", "source": "vendor", "prompt": prompt, "answer": answer,
-                "_group": (tmpl, obj)}  # the bench's oracle only; the predictor reads prompt, answer, domain, source
+        task = {
+            "task_id": f"t{i}",
+            "domain": "math",
+            "source": "vendor",
+            "prompt": prompt,
+            "answer": answer,
+            "_group": (tmpl, obj),
+        }  # the bench's oracle only; the predictor reads prompt, answer, domain, source
         tasks.append((outcomes, tokens, p, task))
     return tasks
 

@@ -8,8 +8,13 @@ import pytest
 from tasksieve.schemas.config import ConfigError, ModelConfig, RunConfig, SamplingConfig, load_config
 from tasksieve.transforms.backends.vllm import engine_kwargs
 
-GPU = {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.85, "enable_prefix_caching": True,
-       "max_num_seqs": 512, "dtype": "bfloat16"}
+GPU = {
+    "tensor_parallel_size": 2,
+    "gpu_memory_utilization": 0.85,
+    "enable_prefix_caching": True,
+    "max_num_seqs": 512,
+    "dtype": "bfloat16",
+}
 
 
 def test_every_engine_argument_is_passed_through():
@@ -29,9 +34,16 @@ def test_unset_gpu_arguments_keep_vllm_defaults_and_cpu_sizes_its_cache():
 
 def test_every_engine_field_changes_the_engine_arguments():
     base = engine_kwargs("/m", SamplingConfig(), ModelConfig(), cpu=True)
-    changed = {"dtype": "bfloat16", "max_model_len": 4096, "kv_cache_gib": 4.0, "max_num_batched_tokens": 1024,
-               "max_num_seqs": 8, "tensor_parallel_size": 4, "gpu_memory_utilization": 0.5,
-               "enable_prefix_caching": False}
+    changed = {
+        "dtype": "bfloat16",
+        "max_model_len": 4096,
+        "kv_cache_gib": 4.0,
+        "max_num_batched_tokens": 1024,
+        "max_num_seqs": 8,
+        "tensor_parallel_size": 4,
+        "gpu_memory_utilization": 0.5,
+        "enable_prefix_caching": False,
+    }
     assert set(changed) == set(ModelConfig.ENGINE_FIELDS)
     for name, value in changed.items():
         assert engine_kwargs("/m", SamplingConfig(), ModelConfig(**{name: value}), cpu=True) != base, name

@@ -8,8 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasksieve.transforms.sample.difficulty import (GRID, DifficultyModel, answer_shape, beta_on_grid, calibration,
-                                                    mean, posterior)
+from tasksieve.transforms.sample.difficulty import (
+    GRID,
+    DifficultyModel,
+    answer_shape,
+    beta_on_grid,
+    calibration,
+    mean,
+    posterior,
+)
 from tasksieve.transforms.sample.predicted import expected, next_predicted, price_for, stop_points
 
 
@@ -23,8 +30,12 @@ def _planted(n=400, seed=0):
     tasks, passes = [], []
     for i in range(n):
         topic, p = rng.choice([("apples", 1.0), ("zebras", 0.0), ("kites", 0.5)])
-        tasks.append(_task(f"{rng.choice(['Ana', 'Ben'])} counts {rng.randint(2, 90)} {topic} in the {topic} shed. "
-                           f"How many {topic} are left after {rng.randint(1, 9)}?"))
+        tasks.append(
+            _task(
+                f"{rng.choice(['Ana', 'Ben'])} counts {rng.randint(2, 90)} {topic} in the {topic} shed. "
+                f"How many {topic} are left after {rng.randint(1, 9)}?"
+            )
+        )
         passes.append(sum(rng.random() < p for _ in range(4)))
     return tasks, passes
 
@@ -32,9 +43,11 @@ def _planted(n=400, seed=0):
 def test_it_learns_a_planted_dependence_of_pass_rate_on_topic():
     tasks, passes = _planted()
     model = DifficultyModel().fit(tasks, passes, [4] * len(tasks))
-    new = [_task("Eli counts 17 apples in the apples shed. How many apples are left after 3?"),
-           _task("Eli counts 17 zebras in the zebras shed. How many zebras are left after 3?"),
-           _task("Eli counts 17 kites in the kites shed. How many kites are left after 3?")]
+    new = [
+        _task("Eli counts 17 apples in the apples shed. How many apples are left after 3?"),
+        _task("Eli counts 17 zebras in the zebras shed. How many zebras are left after 3?"),
+        _task("Eli counts 17 kites in the kites shed. How many kites are left after 3?"),
+    ]
     apples, zebras, kites = mean(model.priors(new))
     assert apples > 0.9 and zebras < 0.1 and 0.3 < kites < 0.7
     # ...and says so with confidence: most of the apple prior's mass at p = 1.
@@ -48,8 +61,14 @@ def test_a_shuffled_history_teaches_nothing_about_topic():
     shuffled = passes[:]
     random.Random(1).shuffle(shuffled)
     model = DifficultyModel().fit(tasks, shuffled, [4] * len(tasks))
-    apples, zebras = mean(model.priors([_task("Eli counts 17 apples in the apples shed. How many apples are left?"),
-                                        _task("Eli counts 17 zebras in the zebras shed. How many zebras are left?")]))
+    apples, zebras = mean(
+        model.priors(
+            [
+                _task("Eli counts 17 apples in the apples shed. How many apples are left?"),
+                _task("Eli counts 17 zebras in the zebras shed. How many zebras are left?"),
+            ]
+        )
+    )
     assert abs(apples - zebras) < 0.15
 
 
@@ -72,8 +91,14 @@ def test_a_task_unlike_any_in_the_history_gets_the_pool_wide_prior():
 
 
 def test_answer_shapes():
-    assert [answer_shape(_task("q", a)) for a in ("12", "-3.5", "3/4", "2x+1", "Paris", "")] == \
-        ["int", "decimal", "fraction", "expr", "text", "none"]
+    assert [answer_shape(_task("q", a)) for a in ("12", "-3.5", "3/4", "2x+1", "Paris", "")] == [
+        "int",
+        "decimal",
+        "fraction",
+        "expr",
+        "text",
+        "none",
+    ]
     assert answer_shape(_task("q", None, domain="code")) == "code"
 
 
@@ -136,8 +161,11 @@ def _drive(stops, k, waves, outcomes):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 16), st.lists(st.integers(0, 1), min_size=16, max_size=16),
-       st.lists(st.floats(0.0, 1.0), min_size=len(GRID), max_size=len(GRID)))
+@given(
+    st.integers(1, 16),
+    st.lists(st.integers(0, 1), min_size=16, max_size=16),
+    st.lists(st.floats(0.0, 1.0), min_size=len(GRID), max_size=len(GRID)),
+)
 def test_at_price_zero_it_decides_exactly_as_fixed(k, outcomes, weights):
     """Demanding every bit of signal (price 0) no streak stops early, whatever
     the prior: the keep/drop decision is fixed's."""
@@ -160,8 +188,9 @@ def test_price_for_meets_the_expected_signal_target():
         _, lost_more, _ = expected(priors, 8, *stop_points(priors, 8, price * 1.05))
         assert lost_more > (1 - keep) * fixed or price * 1.05 >= 0.25
     # The more signal it must keep, the more attempts it spends.
-    spent = [expected(priors, 8, *stop_points(priors, 8, price_for(priors, 8, keep, 0.0)))[2]
-             for keep in (0.8, 0.95, 0.999)]
+    spent = [
+        expected(priors, 8, *stop_points(priors, 8, price_for(priors, 8, keep, 0.0)))[2] for keep in (0.8, 0.95, 0.999)
+    ]
     assert spent[0] <= spent[1] <= spent[2] and spent[0] < spent[2]
 
 
@@ -180,8 +209,13 @@ def test_a_batch_predicted_to_hold_no_signal_is_still_screened():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 16), st.integers(1, 16), st.integers(1, 16), st.lists(st.integers(0, 1), min_size=16, max_size=16),
-       st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple))
+@given(
+    st.integers(1, 16),
+    st.integers(1, 16),
+    st.integers(1, 16),
+    st.lists(st.integers(0, 1), min_size=16, max_size=16),
+    st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple),
+)
 def test_predicted_stops_exactly_at_its_stop_points(k, a, b, outcomes, waves):
     """Never past k; a pass and a fail end it; a streak ends at its stop
     point (a passes or b fails in a row), never before; and it only differs

@@ -25,8 +25,9 @@ def test_two_predicted_runs_record_learn_and_report(sample_dir, tmp_path):
     second = run([str(sample_dir)], str(out), cfg, None, [], backend_factory=scripted_backend)
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     by_run = dict(con.execute("select run_id, sum(n_attempts) from tasks group by run_id").fetchall())
-    spread = con.execute("select count(distinct round(predicted_pass_rate, 3)) from tasks where run_id = ?",
-                         [second["run_id"]]).fetchone()[0]
+    spread = con.execute(
+        "select count(distinct round(predicted_pass_rate, 3)) from tasks where run_id = ?", [second["run_id"]]
+    ).fetchone()[0]
     con.close()
     # The second run predicted each task from the first run's results: it
     # tells tasks apart and screens the ones the first run always or never solved.

