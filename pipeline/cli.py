@@ -1,7 +1,7 @@
 """The `tasksieve` command line.
 
     tasksieve run --input PATH... --out DIR [--config FILE] [--model DIR]
-                  [--sampling fixed|sequential|bayes] [-k K] [--backend vllm|openai|replay]
+                  [--sampling fixed|sequential|bayes|predicted] [-k K] [--backend vllm|openai|replay]
                   [--base-url URL] [--replay PATH...] [--attempt-cache DIR]
                   [--dedup-against POOL...] [--save-index DIR] [--runner NAME] [beam options...]
     tasksieve dedup --input PATH... --out DIR [--dedup-against POOL...] [--save-index DIR] [--config FILE]

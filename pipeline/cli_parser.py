@@ -48,7 +48,9 @@ def _run_and_dedup_parsers(sub) -> None:
     r.add_argument("--config", "-c", metavar="FILE", help="TOML run config (see tasksieve.example.toml)")
     r.add_argument("--rates", metavar="FILE", help="TOML rates table (default: the bundled rates.default.toml)")
     r.add_argument("--model", metavar="DIR", help="Hugging Face model folder (default: bundled SmolLM2-135M-Instruct)")
-    r.add_argument("--sampling", choices=["sequential", "fixed", "bayes"], help="sampling mode (default sequential)")
+    r.add_argument(
+        "--sampling", choices=["sequential", "fixed", "bayes", "predicted"], help="sampling mode (default sequential)"
+    )
     r.add_argument(
         "--backend",
         choices=["vllm", "openai", "replay"],

@@ -92,6 +92,19 @@ class ModelConfig(Section):
     # ("CPU Generator does not use offset") when prompts are chunked.
     max_num_batched_tokens: int = Field(65536, gt=0)
     max_num_seqs: int = Field(256, gt=0)
+    # GPU engine arguments, passed to vLLM as they are (None: vLLM's default).
+    tensor_parallel_size: int = Field(1, gt=0, description="GPUs one model is split over")
+    gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="share of each GPU's memory vLLM may take (weights + KV cache); vLLM's default 0.9",
+    )
+    enable_prefix_caching: bool | None = Field(
+        None,
+        description="re-use the KV cache of a shared prompt prefix "
+        "(the system prompt, a task's k attempts); vLLM's default",
+    )
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
     max_failed_share: float = Field(
         0.05,
@@ -104,6 +117,37 @@ class ModelConfig(Section):
     replay_paths: list[str] = Field(
         default_factory=list, description="recorded attempts (Parquet/JSONL/datasets) for backend = replay"
     )
+
+    # What reaches vLLM's engine (transforms/backends/vllm.py engine_kwargs).
+    ENGINE_FIELDS: ClassVar[tuple] = (
+        "dtype",
+        "max_model_len",
+        "kv_cache_gib",
+        "max_num_batched_tokens",
+        "max_num_seqs",
+        "tensor_parallel_size",
+        "gpu_memory_utilization",
+        "enable_prefix_caching",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data):
+        """An unknown key (a misspelt engine argument, one tasksieve does not
+        pass) is an error naming the close match and what is passed."""
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                import difflib
+
+                close = difflib.get_close_matches(unknown[0], list(cls.model_fields), n=1)
+                raise ValueError(
+                    f"unknown key {unknown[0]!r}"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                    + "; the engine arguments tasksieve passes to vLLM are "
+                    + ", ".join(cls.ENGINE_FIELDS)
+                )
+        return data
 
     @model_validator(mode="after")
     def _replay_has_paths(self):
@@ -130,8 +174,28 @@ class BayesConfig(Section):
     confidence: float = Field(0.95, gt=0.5, lt=1, description="stop when the decision is at least this probable")
 
 
+class PredictedConfig(Section):
+    """`predicted` stopping: each task's pass rate estimated before its first
+    attempt (transforms/sample/difficulty.py, predicted.py)."""
+
+    # Chosen in bench/sampling_policies.py on its dev seeds: asking for 0.97
+    # kept >= 0.95 of fixed-k's signal on every seed and pool.
+    keep_signal: float = Field(
+        0.97,
+        gt=0,
+        le=1,
+        description="share of fixed-k's GRPO signal (sum p(1-p) over the "
+        "learnable set) each batch keeps, in expectation under the predictions",
+    )
+    history: bool = Field(
+        True,
+        description="learn from earlier runs in OUT/curation.duckdb (any model), besides "
+        "the tasks this run decided before",
+    )
+
+
 class SamplingConfig(Section):
-    mode: Literal["sequential", "fixed", "bayes"] = "sequential"
+    mode: Literal["sequential", "fixed", "bayes", "predicted"] = "sequential"
     k: int = Field(8, ge=1, le=MAX_K, description="most attempts per task")
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
     waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
@@ -146,6 +210,7 @@ class SamplingConfig(Section):
     # workers (`--dask-workers` sets it).
     groups: int = Field(1, gt=0)
     bayes: BayesConfig = Field(default_factory=BayesConfig)
+    predicted: PredictedConfig = Field(default_factory=PredictedConfig)
     # The math prompt, and the one for any domain not in system_prompts.
     system_prompt: str = (
         "You are a careful math assistant. Solve the problem step by step, "
@@ -181,7 +246,9 @@ class SamplingConfig(Section):
         {"temperature", "top_p", "max_tokens", "seed", "system_prompt", "system_prompts"}
     )
     # How many attempts, in which waves, grouped how: not what one attempt is.
-    SCHEDULE_FIELDS: ClassVar[frozenset] = frozenset({"mode", "k", "waves", "tasks_per_batch", "groups", "bayes"})
+    SCHEDULE_FIELDS: ClassVar[frozenset] = frozenset(
+        {"mode", "k", "waves", "tasks_per_batch", "groups", "bayes", "predicted"}
+    )
 
     def sampler_key(self) -> str:
         """Hash of everything that changes what an attempt would be."""

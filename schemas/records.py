@@ -108,6 +108,9 @@ RESULT_SCHEMA = pa.schema(
         # ("measured" / "unmeasured") and its Cohen's kappa (table judge_agreement).
         pa.field("judge_agreement", pa.string()),
         pa.field("judge_kappa", pa.float64()),
+        # `predicted` sampling: the pass rate predicted before the first
+        # attempt (transforms/sample/difficulty.py); pass_rate is the realised one.
+        pa.field("predicted_pass_rate", pa.float64()),
     ]
 )
 

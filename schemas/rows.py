@@ -53,6 +53,7 @@ class Result(Task, total=False):
     raw: Optional[str]
     judge_agreement: Optional[str]  # rubric: measured | unmeasured (transforms/verify/judge/gate.py)
     judge_kappa: Optional[float]
+    predicted_pass_rate: Optional[float]  # `predicted` sampling, before the first attempt
 
 
 class Attempt(TypedDict, total=False):

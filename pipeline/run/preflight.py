@@ -9,6 +9,7 @@ cannot use). `tasksieve validate` imports its shared checks from here.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -421,6 +422,10 @@ def prepare_run(
         judge_id = getattr(judge_factory, "model_id", None) or cfg.judge.model_id or judge_factory().model_id
         rates.for_model(judge_id)  # the judge's tokens are priced too
     plan = make_plan(cfg, run_id, model_id, cache_dir)
+    if cfg.sampling.mode == "predicted":
+        from tasksieve.pipeline.outputs.output_set import visible
+
+        plan = dataclasses.replace(plan, history_db=str(visible(out, "curation.duckdb")))
     pools = prepare_pools(cfg, staging)  # a bad pool fails before the model loads
     if how.runner in (None, IN_PROCESS):
         _load_engine(factory, model_id)

@@ -64,6 +64,33 @@ def guard_llvmlite() -> None:
     cls._dunders_refused = True
 
 
+def engine_kwargs(model_path: str, sampling, model_cfg, cpu: bool) -> dict:
+    """vLLM `LLM(...)` arguments from [model]: every one of
+    ModelConfig.ENGINE_FIELDS is passed (tests/backends/test_engine_args.py), those
+    left unset (None) keep vLLM's default."""
+    dtype = model_cfg.dtype
+    if dtype == "auto" and cpu:
+        dtype = "float32"  # see ModelConfig.dtype
+    kwargs = dict(
+        model=model_path,
+        dtype=dtype,
+        max_model_len=model_cfg.max_model_len,
+        max_num_seqs=model_cfg.max_num_seqs,
+        max_num_batched_tokens=model_cfg.max_num_batched_tokens,
+        tensor_parallel_size=model_cfg.tensor_parallel_size,
+        enforce_eager=True,
+        seed=sampling.seed,
+    )
+    for name in ("gpu_memory_utilization", "enable_prefix_caching"):
+        if getattr(model_cfg, name) is not None:
+            kwargs[name] = getattr(model_cfg, name)
+    if cpu:
+        # On CPU the KV cache must be sized explicitly; the default takes
+        # a fraction of all RAM.
+        kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
+    return kwargs
+
+
 class VllmBackend:
     """vLLM's offline engine, loaded once per process (see `get_backend`)."""
 
@@ -77,24 +104,8 @@ class VllmBackend:
         except Exception as e:
             raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
         quiet_engine_start()  # again once torch is in: its logging set-up may reset a level
-        cpu = _cpu_only()
-        dtype = model_cfg.dtype
-        if dtype == "auto" and cpu:
-            dtype = "float32"  # see ModelConfig.dtype
-        kwargs = dict(
-            model=model_path,
-            dtype=dtype,
-            max_model_len=model_cfg.max_model_len,
-            max_num_seqs=model_cfg.max_num_seqs,
-            max_num_batched_tokens=model_cfg.max_num_batched_tokens,
-            enforce_eager=True,
-            seed=sampling.seed,
-            use_tqdm_on_load=verbose(),  # its weight-loading bar; tasksieve says "loading model"
-        )
-        if cpu:
-            # On CPU the KV cache must be sized explicitly; the default takes
-            # a fraction of all RAM.
-            kwargs["kv_cache_memory_bytes"] = int(model_cfg.kv_cache_gib * 2**30)
+        kwargs = engine_kwargs(model_path, sampling, model_cfg, cpu=_cpu_only())
+        kwargs["use_tqdm_on_load"] = verbose()  # its weight-loading bar; tasksieve says "loading model"
         guard_llvmlite()
         try:
             self.llm = LLM(**kwargs)

@@ -33,7 +33,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-MODES = ("fixed", "sequential", "bayes")
+MODES = ("fixed", "sequential", "bayes", "predicted")
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,16 @@ def bayes_decided(p: Policy, n_done: int, n_pass: int) -> bool:
     return inside >= p.confidence or inside <= 1 - p.confidence
 
 
-def next_attempts(p: Policy, n_done: int, n_pass: int) -> int:
-    """How many more attempts to ask for now; 0 means the task is decided."""
+def next_attempts(p: Policy, n_done: int, n_pass: int, stops: tuple[int, int] | None = None) -> int:
+    """How many more attempts to ask for now; 0 means the task is decided.
+    `stops`: for `predicted`, the task's stop points (predicted.py); without
+    them it decides like `sequential`."""
+    if p.mode == "predicted":
+        from tasksieve.transforms.sample.predicted import next_predicted
+
+        if not p.band_is_default:
+            return max(p.k - n_done, 0)  # as `sequential`: a narrowed band needs all k
+        return next_predicted(stops or (p.k, p.k), p.k, p.waves, n_done, n_pass)
     remaining = p.k - n_done
     if remaining <= 0:
         return 0

@@ -60,6 +60,8 @@ class SamplePlan:
     # labels of a --graded file, {task_id: graded attempts}.
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     graded: dict | None = None
+    # `predicted` mode: curation.duckdb of earlier runs (prior_history.py).
+    history_db: str | None = None
 
     @property
     def mode(self) -> str:
@@ -164,6 +166,7 @@ def sample_tasks(
     stats: SamplingStats | None = None,
     judge: Backend | None = None,
     cached: dict[str, list[dict]] | None = None,
+    predictor=None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
     task once decided. `judge` scores rubric attempts (default: `backend`).
@@ -171,22 +174,36 @@ def sample_tasks(
 
     `cached` maps a content hash to generations of earlier runs for this model
     and sampler (attempt_cache.py). Those attempts are re-verified, not
-    regenerated; new generations go to `cache` as each one finishes."""
+    regenerated; new generations go to `cache` as each one finishes.
+
+    `predictor` (mode `predicted`, prior_history.OnlinePredictor) gives each
+    task its stop points before its first attempt, from tasks decided
+    before this batch, and learns from this batch once it is decided."""
     policy = plan.policy
     if judge is None and getattr(backend, "can_judge", True):
         judge = backend
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
     state = _initial_state(tasks, cached or {})
+    if plan.mode == "predicted":
+        if predictor is None:
+            from tasksieve.transforms.sample.prior_history import OnlinePredictor
+
+            s = plan.sampling
+            predictor = OnlinePredictor(s.k, s.predicted.keep_signal, s.bayes.prior_a, s.bayes.prior_b)
+        for st, (stops, predicted) in zip(state.values(), predictor.plan([st["task"] for st in state.values()])):
+            st["stops"], st["predicted"] = stops, predicted
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, how many more attempts)
         for st in state.values():
             if st["done"]:
                 continue
-            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"])
+            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"], st.get("stops"))
             if more == 0:
                 st["done"] = True
                 yield RESULT_TAG, _result(st, plan)
+                if predictor is not None and not st.get("failed"):
+                    predictor.observe(st["task"], st["pass"], st["n"])
                 if on_task_done:
                     on_task_done(1)
                 continue
@@ -339,6 +356,8 @@ def _result(st: dict, plan: SamplePlan) -> dict:
         why = {"why": "the replayed rollouts hold no attempt for this content_hash"}
         return dict(drop_record(st["task"], STAGE, "no_recorded_attempts", why), run_id=plan.run_id, status="dropped")
     stats = classify(st["pass"], st["n"], plan.band.min_pass_rate, plan.band.max_pass_rate)
+    if "predicted" in st:
+        stats["predicted_pass_rate"] = st["predicted"]  # before its first attempt (difficulty.py)
     if plan.mode == "bayes":
         stats["pass_rate_lo"], stats["pass_rate_hi"] = posterior_interval(plan.policy, st["pass"], st["n"])
     if stats["status"] in ("all_pass", "all_fail"):

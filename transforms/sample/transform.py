@@ -66,6 +66,11 @@ class _SampleFn(beam.DoFn):
         self.backend = self.backend_factory()
         self.cache = writer_for(self.plan.cache_dir, self.plan.run_id) if self.plan.cache_dir else None
         self.judge = self.judge_factory() if self.judge_factory else self.backend
+        self.predictor = None
+        if self.plan.mode == "predicted":
+            from tasksieve.transforms.sample.prior_history import predictor_for
+
+            self.predictor = predictor_for(self.plan)  # earlier runs, then this worker's batches
 
     def process(self, group, total, tasks_per_batch):
         _Progress.update(total, 0)  # show the bar before the first (long) wave
@@ -90,6 +95,7 @@ class _SampleFn(beam.DoFn):
                 stats,
                 self.judge,
                 cached,
+                self.predictor,
             )
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
