@@ -62,7 +62,7 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
             "total_usd": con.execute("select coalesce(sum(usd), 0) from costs where run_id = ?", [rid]).fetchone()[0],
             "waste": _rows(con, "select * from waste where run_id = ?", [rid]),
             "saved": _rows(con, "select * from attempts_saved where run_id = ?", [rid])[0],
-            "dropped": _rows(con, "select source, task_id, drop_stage, drop_reason, drop_detail, status from tasks "
+            "dropped": _rows(con, "select source, task_id, source_file, line, drop_stage, drop_reason, drop_detail, status from tasks "
                                   "where run_id = ? and status in ('dropped', 'quarantined') "
                                   "order by drop_stage, drop_reason, source, task_id limit ?", [rid, MAX_DROPPED_ROWS]),
             "n_dropped": con.execute("select count(*) from tasks where run_id = ? and status in ('dropped', 'quarantined')",
@@ -254,7 +254,8 @@ def render_html(d: dict) -> str:
                                      for k, c in items if yield_of[(dim, k)]["tasks"]]
     headers = ["", "tasks", "learnable", "yield", "spend", "per learnable", "per pass/fail pair"]
     waste_rows = [[w["stage"], w["reason"] or "", w["status"], w["tasks"], _usd(w["usd"])] for w in d["waste"]]
-    dropped_rows = [[r["drop_stage"], r["drop_reason"], f"{r['source'] or ''}/{r['task_id'] or '(no id)'}", _evidence(r["drop_detail"])]
+    dropped_rows = [[r["drop_stage"], r["drop_reason"], f"{r['source'] or ''}/{r['task_id'] or '(no id)'}",
+                     f"{r['source_file']}:{r['line']}" if r.get("source_file") else "", _evidence(r["drop_detail"])]
                     for r in d["dropped"]]
     more = d["n_dropped"] - len(d["dropped"])
     compare = _html_table(["run", "model", "learnable", "spend", "per learnable"],
@@ -271,7 +272,7 @@ def render_html(d: dict) -> str:
 <h2>Yield and cost per useful signal, by source</h2>{_html_table(["source"] + headers[1:], slice_rows(by_source, "source"), "table-source")}
 <h2>By batch</h2>{_html_table(["batch"] + headers[1:], slice_rows(by_batch, "batch"), "table-batch")}
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
-<h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
+<h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "file:line", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ''}
 {selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
 <h2>Runs in this database</h2>{compare}

@@ -122,8 +122,8 @@ def _schema_expectations(add, f) -> None:
     for col in ("prompt", "answer", "tests", "entry_point", "reference_solution", "license", "created_at"):
         add(gxe.ExpectColumnValuesToBeInTypeList, "schema", f"{col} is text", column=col, type_list=["str"])
     add(gxe.ExpectColumnValuesToBeUnique, "schema", "task_id is unique within the delivery", column="task_id")
-    add(gxe.ExpectColumnValuesToNotBeNull, "schema", "every row names its domain (or has an answer: math)",
-        column="domain")
+    add(gxe.ExpectColumnValuesToNotBeNull, "schema", "every row names its domain, or has an 'answer' (then it "
+        "is math): a row with neither lacks its answer", column="domain")
     add(gxe.ExpectColumnValuesToBeInSet, "schema", f"domain is one of {', '.join(f.allowed_domains)}",
         column="domain", value_set=list(f.allowed_domains))
 
