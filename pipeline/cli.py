@@ -151,7 +151,10 @@ def _interrupted(message: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tasksieve import __version__
+
     p = _Parser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
+    p.add_argument("--version", action="version", version=f"tasksieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _run_and_dedup_parsers(sub)
     _analyst_parsers(sub)

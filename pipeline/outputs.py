@@ -70,18 +70,21 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 
 
 def write_files(out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None,
-                learnable_file: bool = True) -> pa.Table:
+                learnable_file: bool = True, meta: dict[str, str] | None = None) -> pa.Table:
     """Write the tables named in `names` (default: all) as OUT/<name>.parquet,
     and learnable.parquet unless `learnable_file` is false (`dedup` leaves a
-    run's training set alone)."""
+    run's training set alone); each file carries `meta`, the run's
+    provenance (pipeline/provenance.py), as key-value metadata."""
+    from tasksieve.pipeline.provenance import stamped
+
     for name, table in tables.items():
         if names is None or name in names:
-            write_parquet_atomic(table, out / f"{name}.parquet")
+            write_parquet_atomic(stamped(table, meta or {}), out / f"{name}.parquet")
     results = tables["results"]
     learnable = results.filter(pc.equal(results["status"], "learnable")).select(LEARNABLE_SCHEMA.names)
     learnable = learnable.cast(LEARNABLE_SCHEMA)
     if learnable_file:
-        write_parquet_atomic(learnable, out / "learnable.parquet")
+        write_parquet_atomic(stamped(learnable, meta or {}), out / "learnable.parquet")
     return learnable
 
 
@@ -214,7 +217,9 @@ def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, 
     just wrote."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
     counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
-    learnable = write_files(dest, tables, files, learnable_file)
+    from tasksieve.pipeline.provenance import run_metadata
+
+    learnable = write_files(dest, tables, files, learnable_file, run_metadata(run_row))
     results, attempts, costs = tables["results"], tables["attempts"], tables["costs"]
     sampled_tasks = pc.sum(pc.greater(pc.fill_null(results["n_attempts"], 0), 0)).as_py() or 0
     total_usd = pc.sum(costs["usd"]).as_py() or 0.0

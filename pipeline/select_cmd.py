@@ -35,10 +35,11 @@ from tasksieve.pipeline.output_set import DB, visible
 from tasksieve.pipeline.out_guard import (EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous,
                                           refuse_folders_at_file_names)
 from tasksieve.pipeline.safe_fs import real_subdir, write_atomic
+from tasksieve.pipeline.provenance import run_metadata, stamped
 from tasksieve.pipeline.select_write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
 from tasksieve.schemas.records import LEARNABLE_SCHEMA
-from tasksieve.transforms.select.budget import Budget, training_price
+from tasksieve.transforms.select.budget import Budget, buyer_price, training_price
 from tasksieve.transforms.select.choose import Candidates, Caps, Choice, choose
 from tasksieve.transforms.select.clusters import auto_k, embed_prompts, kmeans, representatives
 from tasksieve.transforms.select.compare import cluster_table, per_dollar, random_baseline
@@ -236,10 +237,11 @@ def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
         except EmbeddingUnavailable as e:
             raise SelectError(f"{e}; or set [select] diversity = false") from None
         cluster = kmeans(vecs, cfg.clusters or auto_k(len(t)), seed=cfg.seed)
-    cand = Candidates(task_id=[r["task_id"] for r in t], value=value, price=_prices(pool, group), cluster=cluster,
+    expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
+    price = buyer_price(expert, _prices(pool, group))
+    cand = Candidates(task_id=[r["task_id"] for r in t], value=value, price=price, cluster=cluster,
                       source=[r["source"] or "(none)" for r in t], domain=[r["domain"] or "(none)" for r in t],
                       vecs=vecs)
-    expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
     return Prepared(pool, cand, p, m, expert, group, vecs)
 
 
@@ -396,7 +398,8 @@ def _select_held(out: Path, budget: Budget, cfg: SelectConfig, run_id: str | Non
               "selection_clusters": pa.Table.from_pylist(clusters),
               "selections": pa.Table.from_pylist([_summary_row(prep, fig, budget, cfg, sid)])}
     try:
-        write_selection(out, _selected_table(prep, rows), tables, sid)
+        write_selection(out, stamped(_selected_table(prep, rows), dict(run_metadata(prep.pool.run), selection_id=sid)),
+                        tables, sid)
     except (OSError, duckdb.Error) as e:
         if disk_full(e)[0]:
             raise
@@ -411,7 +414,7 @@ def _head_lines(prep: Prepared, budget: Budget, cfg: SelectConfig) -> list[str]:
     lines = [f"selecting from run {run['run_id']} (model {run['model_id']}): {len(prep.cand)} learnable tasks, "
              f"budget {budget.text()}",
              f"{describe(cfg.value, cfg.prior_strength)}; pool mean m = {prep.prior_mean:.3f}; "
-             f"price = {prep.group_size} rollouts at the run's rates"]
+             f"price = the task's expert price + {prep.group_size} rollouts at the run's rates"]
     if pool.graduated:
         lines.append(f"graduated: {len(pool.graduated)} tasks learnable under an earlier model are all_pass under "
                      f"{run['model_id']}; not drawn from")
