@@ -16,26 +16,14 @@
 Every command takes --verbose: the libraries' own warnings and logs too
 (pipeline/console.py); without it the console shows tasksieve's lines only.
 
-Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
-input, model that does not load, output folder in use or not writable, unknown
-runner: one line on stderr); 2 usage error (unknown option); 3 the
-row-accounting check failed; 4 the run stopped mid-way (the model server went
-away): finished attempts are saved, the same command resumes; 5 the model
-server refused the requests (401/403: the key; 404: the model name or URL;
-another status no retry mends) or more than model.max_failed_share of them
-failed: nothing is reported as complete, the same command resumes once fixed; 130 interrupted
-(Ctrl-C): one line says what was saved, the same command resumes.
-Exit code 6 (every command): the disk or quota was full (one line: the folder, its free space).
-A system or home folder as OUT is a usage error (2), as is a non-empty --out with no run (--force).
-Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
-2 usage error (missing file, bad profile: one line on stderr); 3 the validator
-itself failed (an internal error, one line on stderr: the delivery was not judged).
-Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
-OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
-budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
-Exit codes (export): 0 written; 1 nothing to export or not writable (no run, unknown
-run or selection, OUT in use, every row refused by --licenses); 2 usage error (--to
-not empty without --force, a link, or the run folder itself). One line on stderr.
+One exit-code table for every command (README, "Exit codes"): 0 done
+(validate: acceptable); 1 validate: not acceptable, others: stopped by the
+state of things (OUT in use or not writable, a model that does not load, a
+server not answering, no run in OUT); 2 usage: a bad option, --config or
+--profile, a path given that does not exist or cannot be used (a missing
+input, --out inside an input, a system folder); 3 run/dedup: row accounting
+failed, validate: internal error; 4 run: the backend went away (resume);
+5 run: the server refused; 6 disk full; 130 interrupted. One line on stderr.
 """
 
 from __future__ import annotations
@@ -282,6 +270,9 @@ def _main(args, extra: list[str]) -> int:
     handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate, "select": _select,
                 "export": _export,
                 "prepare-model": _prepare_model}
+    if args.command in ("report", "select", "export") and not os.path.lexists(args.out):
+        _say(f"error: OUT not found: {args.out} (give the --out folder of a `tasksieve run`)")
+        return 2  # a path given that does not exist: usage, as a missing --input is
     if args.command in handlers:
         return handlers[args.command](args)
     return _run_or_dedup(args, extra)
@@ -429,14 +420,17 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except UsageError as e:
         _say(f"error: {e}")
         return 2
-    except (ConfigError, RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
+    except ConfigError as e:  # a bad --config (or -k, --dask-workers): usage, as in every command
+        _say(f"error: {e}")
+        return 2
+    except (RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
         _say(f"error: {e}")
         return 1
     except RunInterrupted as e:
         return _interrupted(str(e))
     except ValidationError as e:
         _say(f"error: {e.errors()[0]['msg']}")
-        return 1
+        return 2
     except RunStopped as e:
         _say(f"STOPPED: {e}")
         return 4

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -259,6 +260,18 @@ def _funnel_lines(out: Path, run_id: str, upto: str | None = None) -> list[str]:
     return lines
 
 
+DROPS_QUERY = "select drop_stage, drop_reason, task_id, drop_detail from drops"
+
+
+def duckdb_command(db: Path, query: str) -> str:
+    """A shell command that runs `query` on `db` with this Python's duckdb
+    package (installed with tasksieve; a `duckdb` program usually is not)."""
+    import shlex
+
+    code = f"import duckdb; print(duckdb.connect({str(db)!r}, read_only=True).sql({query!r}))"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
 def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
     """The summary of `tasksieve dedup`: the funnel up to decontamination."""
     lines = _funnel_lines(out, run_id, upto="decontaminate")
@@ -270,7 +283,7 @@ def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"quarantined {fig['quarantined']}  OK",
         "",
         f"outputs in {out}: results.parquet quarantine.parquet costs.parquet curation.duckdb",
-        f"evidence: duckdb {out}/curation.duckdb -c \"select drop_stage, drop_reason, task_id, drop_detail from drops\"",
+        f"evidence: {duckdb_command(out / 'curation.duckdb', DROPS_QUERY)}",
     ]
     return "\n".join(lines)
 

@@ -66,7 +66,7 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
     d = cfg.dedup
     if not d.against:
         if d.save_index:
-            raise RunError("--save-index needs --dedup-against (the pool to index)")
+            raise UsageError("--save-index needs --dedup-against (the pool to index)")
         return ()
     params = params_from_config(d)
     indexes, raw = [], []
@@ -194,7 +194,7 @@ def refuse_inside_inputs(path: str | Path | None, inputs: list[str], flag: str) 
     for raw in inputs:
         real_in = Path(os.path.realpath(raw))
         if real_in.is_dir() and _inside(real, real_in):
-            raise RunError(f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
+            raise UsageError(f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
                            f"written there as deliveries; choose a folder outside the inputs")
 
 
@@ -204,13 +204,13 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
     this run's outputs as deliveries."""
     try:
         paths = expand_inputs(inputs)
-    except Exception as e:
-        raise RunError(str(e)) from None
+    except Exception as e:  # a path given that cannot be read as given: usage, like `validate`'s
+        raise UsageError(str(e)) from None
     out = Path(out_dir)
     refuse_inside_inputs(out, inputs, "--out")
     refuse_system_folder(out, "--out")
     if out.exists() and not out.is_dir():
-        raise RunError(f"--out {out} is a file, not a folder")
+        raise UsageError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -286,7 +286,7 @@ def hold_output(out: Path, command: str):
 def check_writable_folder(path: Path, what: str) -> None:
     """Create `path` if needed and prove a file can be written in it."""
     if path.exists() and not path.is_dir():
-        raise RunError(f"{what} {path} is a file, not a folder")
+        raise UsageError(f"{what} {path} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -328,7 +328,7 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
         except ImportError as e:
             raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
         except Exception:
-            raise RunError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
+            raise UsageError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
                            "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner") from None
     if not beam_args:
         return

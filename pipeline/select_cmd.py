@@ -477,8 +477,12 @@ def command(args) -> int:
         return EXIT_USAGE
     try:
         cfg = load_config(args.config).select
+    except ConfigError as e:  # a bad --config is a usage error in every command
+        say(str(e))
+        return EXIT_USAGE
+    try:
         text = select(args.out, budget, cfg, args.run_id, args.dry_run, tuple(args.by or ("cluster", "source")))
-    except (SelectError, ConfigError) as e:
+    except SelectError as e:
         say(str(e))
         return EXIT_CANNOT_SELECT
     except (OSError, duckdb.Error) as e:
