@@ -82,7 +82,7 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
             try:
                 expand_inputs(raw)
             except Exception as e:
-                raise RunError(f"--dedup-against: {e}") from None
+                raise UsageError(f"--dedup-against: {e}") from None
             target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
             print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
             t0 = time.perf_counter()
@@ -150,8 +150,8 @@ def _graded_file(cfg: RunConfig) -> dict | None:
 
     try:
         return load_graded_file(cfg.judge.graded)
-    except GradedFileError as e:
-        raise RunError(str(e)) from None
+    except GradedFileError as e:  # a file given that cannot be used: usage (exit 2)
+        raise UsageError(str(e)) from None
 
 
 def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:

@@ -168,7 +168,7 @@ def test_config_files_that_are_devices_are_one_line_errors(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(hostile_files.rows(1)[0]) + "\n")
     proc = subprocess.run([*TASKSIEVE, "dedup", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"),
                            "--config", "/dev/zero"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("tasksieve: error:"), proc.stderr[-2000:]
 

@@ -198,4 +198,4 @@ def test_labels_from_a_graded_file(tmp_path):
     p = subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "run", "--input", str(tmp_path / "in"),
                         "--out", str(tmp_path / "o2"), "--graded", str(labels.parent / "bad.json")],
                        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 1 and "--graded" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "--graded" in p.stderr and "Traceback" not in p.stderr
