@@ -61,6 +61,7 @@ def _arrow_allocator() -> None:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 EXIT_INTERRUPTED = 130
 EXIT_VALIDATE_INTERNAL = 3
 
@@ -148,9 +149,16 @@ def _parser() -> argparse.ArgumentParser:
     _analyst_parsers(sub)
     _vendor_and_setup_parsers(sub)
     verbose_help = "also show the libraries' own warnings and logs (torch, vLLM, Beam), which are filtered out otherwise"
-    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    quiet_help = "no progress lines or bars: only errors, warnings and the result"
+    level_help = "tasksieve's log level on the console and in OUT/tasksieve.log (default INFO; WARNING and up: no progress)"
+    p.add_argument("--verbose", "-v", action="store_true", help=verbose_help)
+    p.add_argument("--quiet", "-q", action="store_true", help=quiet_help)
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help=level_help)
     for command in sub.choices.values():  # after the command too; SUPPRESS keeps one given before it
-        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+        command.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+        command.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS, help=quiet_help)
+        command.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
+                             help=level_help)
     return p
 
 
@@ -246,6 +254,17 @@ def _vendor_and_setup_parsers(sub) -> None:
     sub.add_parser("prepare-model", help="convert the bundled SmolLM2-135M-Instruct GGUF to a cached HF folder")
 
 
+def _quiet_and_level(quiet: bool, level: str | None) -> None:
+    """--quiet and --log-level, in the environment (worker processes inherit
+    them): the progress renderer (transforms/progress.py) and the log file
+    (pipeline/logfile.py) read them."""
+    from tasksieve.pipeline import logfile
+
+    if quiet:
+        os.environ["TASKSIEVE_QUIET"] = "1"  # transforms/progress.py's QUIET_ENV (not imported: it imports Beam)
+    logfile.set_level(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     _offline_env()
     _arrow_allocator()
@@ -255,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     console.set_verbose(args.verbose)
+    _quiet_and_level(args.quiet, args.log_level)
     console.quiet_program_env()  # before anything imports torch or datasets
     try:
         return _main(args, extra)
@@ -321,6 +341,10 @@ def _report(args) -> int:
 
     if _refused(args.out, "OUT"):
         return 2
+    from tasksieve.pipeline.logfile import attach
+
+    if os.path.isdir(args.out) and not os.path.islink(args.out):
+        attach(args.out)
     try:
         path, text = write_report(Path(args.out), args.run_id)
     except ReportError as e:

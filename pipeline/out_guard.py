@@ -77,7 +77,7 @@ def refusal(path: str | Path, flag: str) -> str | None:
 # Names a command writes in OUT (outputs, its own folders, the lock, the
 # report, the caches). A folder holding only these is tasksieve's.
 OWN_NAMES = frozenset({
-    ".tasksieve.lock", "current", "runs", "_staging", "attempt_cache", "select_cache", "report.html",
+    ".tasksieve.lock", "tasksieve.log", "current", "runs", "_staging", "attempt_cache", "select_cache", "report.html",
     "learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet", "costs.parquet",
     "selected.parquet", "curation.duckdb", "curation.duckdb.wal",
 })

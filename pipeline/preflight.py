@@ -35,6 +35,7 @@ from tasksieve.transforms.backends.base import Backend, ModelLoadError
 from tasksieve.transforms.backends.factory import get_backend
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, is_index, load_meta
+from tasksieve.transforms.progress import say
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample.stage import SamplePlan
 
@@ -74,7 +75,7 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
         for path in d.against:
             if is_index(path):
                 meta = load_meta(path, params)
-                print(f"reference pool: index {path} ({meta['rows']} tasks)", file=sys.stderr)
+                say(f"reference pool: index {path} ({meta['rows']} tasks)")
                 indexes.append(str(path))
             else:
                 raw.append(path)
@@ -84,11 +85,11 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
             except Exception as e:
                 raise UsageError(f"--dedup-against: {e}") from None
             target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
-            print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
+            say(f"reference pool: hashing {len(raw)} path(s) into {target} ...")
             t0 = time.perf_counter()
             meta = build_index(raw, params, target)
-            print(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
-                  + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""), file=sys.stderr)
+            say(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
+                + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""))
             indexes.append(str(target))
     except PoolIndexError as e:
         raise RunError(str(e)) from None
@@ -478,7 +479,7 @@ def _sampling_engine(cfg: RunConfig, backend_factory: Callable[[], Backend] | No
 def _load_engine(factory: Callable, model_id: str) -> None:
     """In process, the engine is loaded now: a model that does not load fails
     before any stage runs, and is loaded once."""
-    print(f"loading model {model_id} ...", file=sys.stderr)
+    say(f"loading model {model_id} ...")
     try:
         factory()
     except ModelLoadError as e:
