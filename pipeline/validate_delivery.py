@@ -137,6 +137,10 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     try:
         gx = timed("field expectations (GX)", _run_gx, raws, profile, docs_tmp)
         if docs_tmp is not None:
+            if gx["data_docs"].get("built"):
+                from tasksieve.pipeline.data_docs import make_offline
+
+                make_offline(docs_tmp.resolve())  # in the private folder, before it is placed
             gx = _place_docs(out, docs_tmp, gx)
     finally:
         if docs_tmp is not None:
