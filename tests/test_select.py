@@ -288,7 +288,7 @@ def test_bad_input_exits_with_one_line(tmp_path):
     write_db(empty, [("r1", "m@1", "2026-11-01T00:00:00", [dict(t, n_pass=ATTEMPTS) for t in synthetic_pool()[:3]])])
     bare = tmp_path / "bare"
     bare.mkdir()
-    cases = [((str(tmp_path / "nope"), "--budget-tasks", "5"), 1, "not a folder"),
+    cases = [((str(tmp_path / "nope"), "--budget-tasks", "5"), 2, "OUT not found"),  # a missing path: usage
              ((str(bare), "--budget-tasks", "5"), 1, "no curation.duckdb"),
              ((str(empty), "--budget-tasks", "5"), 1, "no learnable task"),
              ((str(tmp_path), "--budget-tasks", "0"), 2, "at least 1"),
