@@ -323,6 +323,9 @@ class _Progress:
                 b.initial += n  # done, but took no sampling time: not in the rate
             b.update(n)
             if b.n >= b.total:
+                from tasksieve.transforms.progress import log
+
+                log.info("%s", b)  # the bar's last state, for the log file
                 b.close()
                 cls._bar = None
 
