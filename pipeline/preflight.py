@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import secrets
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from tasksieve.transforms.backends.base import Backend, ModelLoadError
 from tasksieve.transforms.backends.factory import get_backend
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, is_index, load_meta
-from tasksieve.transforms.progress import say
+from tasksieve.transforms.progress import say, warn
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample.stage import SamplePlan
 
@@ -379,7 +378,7 @@ def warn_about_config(cfg: RunConfig) -> tuple[str, ...]:
     run records them (runs.warnings)."""
     found = tuple(config_warnings(cfg, bwrap_works))
     for line in found:
-        print(f"tasksieve: warning: {line}", file=sys.stderr)
+        warn(line)
     return found
 
 

@@ -47,6 +47,15 @@ def say(line: str) -> None:
     sys.stderr.flush()
 
 
+def warn(message: str) -> None:
+    """`tasksieve: warning: ...` above any bar, even with --quiet, and in the log."""
+    log.warning(message)
+    from tqdm import tqdm
+
+    tqdm.write(f"tasksieve: warning: {message}", file=sys.stderr)
+    sys.stderr.flush()
+
+
 def bar(total: int | None, desc: str, unit: str):
     """A tqdm bar on stderr: rate over the whole run so far (smoothing 0:
     work that finishes in waves gives a steady rate and ETA), hidden with --quiet."""

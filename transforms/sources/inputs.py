@@ -17,7 +17,6 @@ import lzma
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +36,9 @@ class InputError(Exception):
 
 
 def _warn(message: str) -> None:
-    print(f"tasksieve: warning: {message}", file=sys.stderr)
+    from tasksieve.transforms.progress import warn
+
+    warn(message)
 
 
 # --- which files are deliveries ------------------------------------------------------------
