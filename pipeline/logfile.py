@@ -76,7 +76,7 @@ def attach(out: Path | str) -> Path | None:
     except OSError as e:
         print(f"tasksieve: warning: no log file: {path}: {e.strerror or e}", file=sys.stderr)
         return None
-    handler = logging.StreamHandler(stream)
+    handler = _LogFileHandler(stream)
     handler.setFormatter(logging.Formatter(_FORMAT))
     set_level(None)
     ours = logging.getLogger("tasksieve")
@@ -87,6 +87,14 @@ def attach(out: Path | str) -> Path | None:
     _handler = handler
     ours.info("tasksieve %s: %s", _version(), " ".join(sys.argv[1:]) or "(called in process)")
     return path
+
+
+class _LogFileHandler(logging.StreamHandler):
+    """A record that cannot be written (a full disk) is dropped in silence:
+    the log never turns a one-line error into logging's traceback."""
+
+    def handleError(self, record):
+        pass
 
 
 class _LibraryRecords(logging.Filter):
