@@ -322,6 +322,9 @@ def _sample_data(args) -> int:
 
     if _refused(args.out, "OUT"):
         return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):  # a file given where a folder goes: usage
+        _say(f"error: cannot write the sample into {args.out}: Not a directory")
+        return 2
     try:
         lines = write_sample(args.out, all_domains=True)
     except OSError as e:

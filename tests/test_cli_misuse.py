@@ -66,7 +66,7 @@ MISUSE = [
      "tasksieve: error: --dask-workers must be at least 1"),
     ("save index without a pool", "dedup -i {t}/d.jsonl -o {t}/o --save-index {t}/idx", 2,
      "tasksieve: error: --save-index needs --dedup-against"),
-    ("sample data onto a file", "sample-data {t}/a_file", 1,
+    ("sample data onto a file", "sample-data {t}/a_file", 2,
      "tasksieve: error: cannot write the sample into {t}/a_file: Not a directory"),
     ("report without a database", "report {t}/folder", 1, "tasksieve: error: no curation.duckdb at"),
     ("report on a file", "report {t}/a_file", 1, "tasksieve: error: no curation.duckdb at"),

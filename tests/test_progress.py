@@ -144,3 +144,30 @@ def test_dedup_writes_a_log_in_out_and_quiet_silences_progress(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     assert target.read_text() == "keep\n"
     assert not (tmp_path / "o" / "tasksieve.log").is_symlink()
+
+
+def test_the_log_file_drops_a_record_it_cannot_write_without_a_traceback(tmp_path, capsys):
+    import errno
+    import logging
+
+    from tasksieve.pipeline import logfile
+
+    class Full(io.StringIO):
+        def write(self, s):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    assert logfile.attach(tmp_path) == tmp_path / "tasksieve.log"
+    try:
+        logfile._handler.stream = Full()
+        logging.getLogger("tasksieve").warning("a line the full disk will not take")
+    finally:
+        logfile.detach()
+    assert capsys.readouterr().err == ""
+
+
+def test_the_log_file_is_not_opened_through_a_fifo(tmp_path, capsys):
+    from tasksieve.pipeline import logfile
+
+    os.mkfifo(tmp_path / "tasksieve.log")
+    assert logfile.attach(tmp_path) is None  # refused at once, never blocked on
+    assert "no log file" in capsys.readouterr().err
