@@ -32,10 +32,20 @@ def _dist_version(name: str) -> str:
         return "not installed"
 
 
+def system_prompts_of(config_json: str | None) -> dict[str, str]:
+    """domain -> system prompt, as the run's recorded config had them."""
+    from tasksieve.schemas.config import RunConfig
+    from tasksieve.schemas.records import DOMAINS
+
+    try:
+        sampling = RunConfig.model_validate(json.loads(config_json or "{}")).sampling
+    except Exception:  # an older or odd config: the defaults, as that run would have had them
+        sampling = RunConfig().sampling
+    return {d: sampling.system_prompts.get(d, sampling.system_prompt) for d in DOMAINS}
+
+
 def system_prompt_hashes(config_json: str | None) -> dict[str, str]:
     """domain -> SHA-256 of its system prompt, as the run's config had them."""
-    from tasksieve.pipeline.export.rows import system_prompts_of
-
     return {d: hashlib.sha256(p.encode("utf-8")).hexdigest() for d, p in system_prompts_of(config_json).items()}
 
 

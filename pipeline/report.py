@@ -254,9 +254,8 @@ def render_html(d: dict) -> str:
                                      for k, c in items if yield_of[(dim, k)]["tasks"]]
     headers = ["", "tasks", "learnable", "yield", "spend", "per learnable", "per pass/fail pair"]
     waste_rows = [[w["stage"], w["reason"] or "", w["status"], w["tasks"], _usd(w["usd"])] for w in d["waste"]]
-    dropped_rows = [[r["drop_stage"], r["drop_reason"], f"{r['source'] or ''}/{r['task_id'] or '(no id)'}",
-                     f"{r['source_file']}:{r['line']}" if r.get("source_file") else "", _evidence(r["drop_detail"])]
-                    for r in d["dropped"]]
+    dropped_rows = [[r["drop_stage"], r["drop_reason"], f"{r['source'] or ''}/{r['task_id'] or '(no id)'}", _where(r),
+                     _evidence(r["drop_detail"])] for r in d["dropped"]]
     more = d["n_dropped"] - len(d["dropped"])
     compare = _html_table(["run", "model", "learnable", "spend", "per learnable"],
                           [[c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
@@ -281,6 +280,10 @@ generation and verification of every attempt). Cost per useful signal = spend / 
 <script>{RENDER_PROBE}</script>
 </body></html>
 """
+
+
+def _where(row: dict) -> str:
+    return f"{row['source_file']}:{row['line']}" if row.get("source_file") else ""
 
 
 def judge_section(d: dict) -> str:
