@@ -13,8 +13,10 @@
                      [--split-by none|source|domain] [--system-prompt TEXT] [--licenses ID...] [--force]
     tasksieve sample-data OUT
     tasksieve prepare-model
-Every command takes --verbose: the libraries' own warnings and logs too
+Every command takes --verbose/-v: the libraries' own warnings and logs too
 (pipeline/console.py); without it the console shows tasksieve's lines only.
+--quiet/-q hides progress; --log-level sets how much tasksieve says, on the
+console and in OUT/tasksieve.log (pipeline/logfile.py); --version.
 
 One exit-code table for every command (README, "Exit codes"): 0 done
 (validate: acceptable); 1 validate: not acceptable, others: stopped by the
@@ -346,8 +348,8 @@ def _report(args) -> int:
         return 2
     from tasksieve.pipeline.logfile import attach
 
-    if os.path.isdir(args.out) and not os.path.islink(args.out):
-        attach(args.out)
+    if os.path.isdir(args.out) and not os.path.islink(args.out) and os.path.lexists(Path(args.out, "curation.duckdb")):
+        attach(args.out)  # only into a run's folder: a mistyped OUT gains no file
     try:
         path, text = write_report(Path(args.out), args.run_id)
     except ReportError as e:
