@@ -171,3 +171,11 @@ def test_the_log_file_is_not_opened_through_a_fifo(tmp_path, capsys):
     os.mkfifo(tmp_path / "tasksieve.log")
     assert logfile.attach(tmp_path) is None  # refused at once, never blocked on
     assert "no log file" in capsys.readouterr().err
+
+
+def test_report_on_a_folder_without_a_run_leaves_no_log_there(tmp_path, capsys):
+    from tasksieve.pipeline.cli import main
+
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["report", str(tmp_path)]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
