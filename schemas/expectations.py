@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tasksieve.schemas.profile import Profile
 from tasksieve.schemas.records import DOMAINS
-from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN, declared_domain
+from tasksieve.schemas.records import REQUIRED_BY_DOMAIN, declared_domain
 
 # Columns of the frame GX sees; its index is each row's "file:line".
 TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",
@@ -316,7 +316,7 @@ def _docs_status(docs_dir: Path | None) -> dict:
     if index.is_file():
         return {"built": True, "index": str(index),
                 "note": "built to open offline: no page loads anything from the network or runs a script "
-                        "(pipeline/data_docs.py), and the index links to every validation result; delivery values "
+                        "(pipeline/validate/data_docs.py), and the index links to every validation result; delivery values "
                         "are shown with < > & \" ' ` replaced by look-alikes (\u2039 \u203a \uff06 \uff02 \uff07 "
                         "\uff40) so that no value can act as markup; summary.json and report.html hold them exactly"}
     return {"built": False, "index": None, "note": "GX did not write Data Docs (no index.html)"}

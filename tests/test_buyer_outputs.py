@@ -13,7 +13,7 @@ import pytest
 
 from tasksieve import __version__
 from tasksieve.pipeline.cli import main
-from tasksieve.pipeline.provenance import read as provenance
+from tasksieve.pipeline.outputs.provenance import read as provenance
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.select.budget import buyer_price
 
@@ -23,7 +23,7 @@ KEYS = {"run_id", "model_id", "k", "sampling_policy", "system_prompt_sha256", "v
 @pytest.fixture(scope="module")
 def sample_run(sample_dir, tmp_path_factory):
     from fakes import better_scripted_backend
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.command import run
 
     out = tmp_path_factory.mktemp("buyer-out")
     figures = run([str(sample_dir)], str(out), RunConfig(), None, [], backend_factory=better_scripted_backend)

@@ -150,7 +150,7 @@ def test_the_log_file_drops_a_record_it_cannot_write_without_a_traceback(tmp_pat
     import errno
     import logging
 
-    from tasksieve.pipeline import logfile
+    from tasksieve.pipeline.outputs import logfile
 
     class Full(io.StringIO):
         def write(self, s):
@@ -166,7 +166,7 @@ def test_the_log_file_drops_a_record_it_cannot_write_without_a_traceback(tmp_pat
 
 
 def test_the_log_file_is_not_opened_through_a_fifo(tmp_path, capsys):
-    from tasksieve.pipeline import logfile
+    from tasksieve.pipeline.outputs import logfile
 
     os.mkfifo(tmp_path / "tasksieve.log")
     assert logfile.attach(tmp_path) is None  # refused at once, never blocked on

@@ -50,7 +50,7 @@ def test_readme_commands_are_all_of_a_kind_this_test_runs():
 @pytest.mark.slow
 def test_readme_examples_run_as_printed(tmp_path, monkeypatch, capsys):
     from fakes import better_scripted_backend
-    from tasksieve.pipeline import preflight
+    from tasksieve.pipeline.run import preflight
     from tasksieve.pipeline.cli import main
 
     monkeypatch.chdir(tmp_path)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tasksieve.pipeline.validate_delivery import validate_delivery
+from tasksieve.pipeline.validate.command import validate_delivery
 from tasksieve.transforms.validate import validate_row
 
 ROWS = [

@@ -4,7 +4,7 @@ bar on the terminal, prints the line and redraws the bar, so a line never
 lands in the middle of a bar; bars (`bar`) are tqdm bars on stderr. With
 `--quiet` (TASKSIEVE_QUIET=1, which worker processes inherit) neither is
 shown; every line still goes to the `tasksieve` logger, and so to the log
-file in OUT (pipeline/logfile.py).
+file in OUT (pipeline/outputs/logfile.py).
 
 Progress lines for long runs, driven by what the stages emit: a pass-through
 DoFn counts the rows in the elements it sees (rows or chunks of rows) and
