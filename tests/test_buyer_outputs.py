@@ -32,8 +32,9 @@ def sample_run(sample_dir, tmp_path_factory):
 
 
 def test_version_flag():
-    p = subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "--version"], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "tasksieve.pipeline.cli", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0 and p.stdout.strip() == f"tasksieve {__version__}"
 
 
@@ -72,8 +73,11 @@ def test_dollar_budget_buys_what_the_buyer_pays_for_and_chooses_a_subset(sample_
     assert 0 < len(sel) < figures["learnable"], (len(sel), figures["learnable"])
     assert sum(r["price_usd"] for r in sel) <= 50
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
-    expert = dict(con.execute("select task_id, sum(usd) from costs where component = 'expert' and unit <> 'unpriced' "
-                              "group by task_id").fetchall())
+    expert = dict(
+        con.execute(
+            "select task_id, sum(usd) from costs where component = 'expert' and unit <> 'unpriced' group by task_id"
+        ).fetchall()
+    )
     con.close()
     for r in sel:
         assert r["price_usd"] >= expert.get(r["task_id"], 0) > 0, r["task_id"]

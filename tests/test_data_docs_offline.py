@@ -15,16 +15,19 @@ import pytest
 from inert_check import dump_dom
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
-ROWS = [{"task_id": "g1", "prompt": "Calculate 3 + 5 and give the result.", "answer": "8", "license": "MIT"},
-        {"task_id": "bad", "prompt": "Calculate 6 + 2 and give the result.", "answer": "8", "license": "GPL-3.0"}]
+ROWS = [
+    {"task_id": "g1", "prompt": "Calculate 3 + 5 and give the result.", "answer": "8", "license": "MIT"},
+    {"task_id": "bad", "prompt": "Calculate 6 + 2 and give the result.", "answer": "8", "license": "GPL-3.0"},
+]
 REMOTE_ASSET = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
 
 @pytest.mark.slow
 def test_validate_with_a_relative_out_writes_data_docs_that_open_offline(tmp_path):
     (tmp_path / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    proc = subprocess.run([*TASKSIEVE, "validate", "x.jsonl", "--out", "rel/"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "validate", "x.jsonl", "--out", "rel/"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]  # GPL-3.0: not acceptable
     summary = json.loads((tmp_path / "rel" / "summary.json").read_text())
     assert summary["data_docs"]["built"], summary["data_docs"]

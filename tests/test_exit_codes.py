@@ -31,8 +31,11 @@ def _one_line(proc) -> str:
 @pytest.mark.slow
 def test_a_missing_input_is_exit_2_in_every_command(tmp_path):
     nope = str(tmp_path / "nope.jsonl")
-    for argv in (["run", "-i", nope, "-o", str(tmp_path / "o")], ["dedup", "-i", nope, "-o", str(tmp_path / "o")],
-                 ["validate", nope, "--out", str(tmp_path / "v")]):
+    for argv in (
+        ["run", "-i", nope, "-o", str(tmp_path / "o")],
+        ["dedup", "-i", nope, "-o", str(tmp_path / "o")],
+        ["validate", nope, "--out", str(tmp_path / "v")],
+    ):
         proc = _cli(*argv)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert _one_line(proc) == f"tasksieve: error: input not found: {nope}"
@@ -45,10 +48,12 @@ def test_a_bad_config_is_exit_2_in_every_command(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[sampling]\nk = -4\n")
     (tmp_path / "out").mkdir()
-    for argv in (["run", "-i", str(delivery), "-o", str(tmp_path / "o"), "--config", str(bad)],
-                 ["dedup", "-i", str(delivery), "-o", str(tmp_path / "o"), "--config", str(bad)],
-                 ["select", str(tmp_path / "out"), "--budget-tasks", "3", "--config", str(bad)],
-                 ["validate", str(delivery), "--out", str(tmp_path / "v"), "--config", str(bad)]):
+    for argv in (
+        ["run", "-i", str(delivery), "-o", str(tmp_path / "o"), "--config", str(bad)],
+        ["dedup", "-i", str(delivery), "-o", str(tmp_path / "o"), "--config", str(bad)],
+        ["select", str(tmp_path / "out"), "--budget-tasks", "3", "--config", str(bad)],
+        ["validate", str(delivery), "--out", str(tmp_path / "v"), "--config", str(bad)],
+    ):
         proc = _cli(*argv)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert "sampling.k" in _one_line(proc), argv
@@ -68,13 +73,15 @@ def test_a_hub_id_as_input_gets_a_hint(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_dedup_names_a_duckdb_query_that_runs_with_the_installed_python(tmp_path, capsys):
-    rows = [{"task_id": "a", "prompt": "Calculate 2 + 40.", "answer": "42"},
-            {"task_id": "b", "prompt": "Calculate 2 + 40.", "answer": "42"}]
+    rows = [
+        {"task_id": "a", "prompt": "Calculate 2 + 40.", "answer": "42"},
+        {"task_id": "b", "prompt": "Calculate 2 + 40.", "answer": "42"},
+    ]
     delivery = tmp_path / "d.jsonl"
     delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["dedup", "--input", str(delivery), "--out", str(tmp_path / "o")]) == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("evidence: "))
-    command = line[len("evidence: "):]
+    command = line[len("evidence: ") :]
     assert not command.startswith("duckdb ")  # no `duckdb` program is installed with tasksieve
     assert shlex.split(command)[0] == sys.executable
     proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120, env=ENV)
@@ -84,7 +91,7 @@ def test_dedup_names_a_duckdb_query_that_runs_with_the_installed_python(tmp_path
 
 def test_readme_has_one_exit_code_table_for_every_command():
     text = open(README, encoding="utf-8").read()
-    table = text[text.index("| exit | meaning"):].split("\n\n")[0]
+    table = text[text.index("| exit | meaning") :].split("\n\n")[0]
     codes = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
     assert codes == ["0", "1", "2", "3", "4", "5", "6", "130"], codes
     for command in ("run", "dedup", "validate", "select", "export", "report"):

@@ -107,8 +107,14 @@ def test_quiet_shows_nothing_but_still_logs(tty, monkeypatch):
 
 def _cli(*args, cwd=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKSIEVE_")}
-    return subprocess.run([*TASKSIEVE, *args], capture_output=True, text=True, timeout=600, cwd=cwd,
-                          env=dict(env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"))
+    return subprocess.run(
+        [*TASKSIEVE, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env=dict(env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"),
+    )
 
 
 @pytest.mark.slow

@@ -62,8 +62,12 @@ def test_the_run_reports_quarantine_table_names_file_and_line(tmp_path):
     delivery = tmp_path / "x.jsonl"
     delivery.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
     cli = [sys.executable, "-m", "tasksieve.pipeline.cli"]
-    p = subprocess.run([*cli, "dedup", "--input", str(delivery), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [*cli, "dedup", "--input", str(delivery), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     p = subprocess.run([*cli, "report", str(tmp_path / "o")], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -32,8 +32,9 @@ log = logging.getLogger("tasksieve")
 
 def quiet() -> bool:
     """--quiet, or a --log-level above INFO: no progress on the console."""
-    return (os.environ.get(QUIET_ENV, "").strip() not in ("", "0")
-            or os.environ.get("TASKSIEVE_LOG_LEVEL", "").strip().upper() in ("WARNING", "ERROR"))
+    return os.environ.get(QUIET_ENV, "").strip() not in ("", "0") or os.environ.get(
+        "TASKSIEVE_LOG_LEVEL", ""
+    ).strip().upper() in ("WARNING", "ERROR")
 
 
 def say(line: str) -> None:
@@ -61,8 +62,16 @@ def bar(total: int | None, desc: str, unit: str):
     work that finishes in waves gives a steady rate and ETA), hidden with --quiet."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, smoothing=0, file=sys.stderr,
-                disable=quiet(), mininterval=0.5)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        dynamic_ncols=True,
+        smoothing=0,
+        file=sys.stderr,
+        disable=quiet(),
+        mininterval=0.5,
+    )
 
 
 def progress_line(label: str, seen: int, elapsed: float, total: int | None, unit: str = "rows") -> str:
@@ -103,8 +112,15 @@ class Progress(beam.DoFn):
     `unit` names what is counted: the steps between reading and the end of
     dedup count the shards they have finished ("shards", of a known total)."""
 
-    def __init__(self, label: str, total: int | None = None, chunks: bool = True, every_s: float = 2.0,
-                 count: bool = False, unit: str = "rows"):
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        chunks: bool = True,
+        every_s: float = 2.0,
+        count: bool = False,
+        unit: str = "rows",
+    ):
         self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
         self.unit = unit
         self.built = time.time()  # when the graph was built (wall clock: the same on every worker)

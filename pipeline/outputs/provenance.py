@@ -94,4 +94,4 @@ def read(path) -> dict[str, str]:
     import pyarrow.parquet as pq
 
     raw = pq.read_schema(path).metadata or {}
-    return {k.decode()[len(PREFIX):]: v.decode() for k, v in raw.items() if k.decode().startswith(PREFIX)}
+    return {k.decode()[len(PREFIX) :]: v.decode() for k, v in raw.items() if k.decode().startswith(PREFIX)}

@@ -24,8 +24,10 @@ import re
 from pathlib import Path
 
 # Nothing from the network, no script: files of the docs folder and inline styles only.
-CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; "
-       "base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "base-uri 'none'; form-action 'none'"
+)
 
 _REMOTE = r"""["']?\s*(?:https?:)?//"""
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>", re.S | re.I)
@@ -49,8 +51,7 @@ def _clean(text: str) -> str:
     text = _SCRIPT.sub("", text)
     text = _REMOTE_LINK.sub("", text)
     text = _REMOTE_IMG.sub("", text)
-    head = (f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP)}">'
-            f"<style>{_STYLE}</style>")
+    head = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP)}"><style>{_STYLE}</style>'
     text, n = _HEAD.subn(lambda m: m.group(0) + head, text, count=1)
     if not n:
         text = head + text
@@ -96,8 +97,7 @@ def make_offline(root: Path) -> list[Path]:
     items = [(p.relative_to(root).as_posix(), _label(p, root)) for p in results + suites]
     if index.is_file():
         text = _clean(index.read_text(encoding="utf-8"))
-        index.write_text(_with_nav(text, _nav(items, "Validation results and expectation suites")),
-                         encoding="utf-8")
+        index.write_text(_with_nav(text, _nav(items, "Validation results and expectation suites")), encoding="utf-8")
     for page in results + suites:
         back = os.path.relpath(index, page.parent).replace(os.sep, "/")
         text = _clean(page.read_text(encoding="utf-8"))

@@ -43,6 +43,7 @@ def _warn(message: str) -> None:
 
 # --- which files are deliveries ------------------------------------------------------------
 
+
 def delivery_kind(name: str) -> str | None:
     """'jsonl' or 'parquet' for a delivery file name (case-insensitive,
     JSONL optionally compressed), else None."""
@@ -68,9 +69,7 @@ def _why_not_read(name: str) -> str:
 
 def is_datasets_folder(path: Path) -> bool:
     return path.is_dir() and (
-        (path / "dataset_info.json").exists()
-        or (path / "state.json").exists()
-        or (path / "dataset_dict.json").exists()
+        (path / "dataset_info.json").exists() or (path / "state.json").exists() or (path / "dataset_dict.json").exists()
     )
 
 
@@ -83,9 +82,11 @@ def hub_hint(raw: str) -> str:
     if not _HUB_ID.fullmatch(raw) or raw.startswith(".") or Path(raw).suffix.lower() in _HINT_SUFFIXES:
         return ""
     name = raw.split("/")[-1]
-    return (f"; {raw!r} looks like a Hugging Face hub id, and tasksieve reads local files only (it never downloads): "
-            f"save it first with python -c \"import datasets; datasets.load_dataset('{raw}').save_to_disk('{name}')\" "
-            f"and give --input {name}")
+    return (
+        f"; {raw!r} looks like a Hugging Face hub id, and tasksieve reads local files only (it never downloads): "
+        f"save it first with python -c \"import datasets; datasets.load_dataset('{raw}').save_to_disk('{name}')\" "
+        f"and give --input {name}"
+    )
 
 
 _HINT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".gz", ".bz2", ".xz", ".txt", ".csv", ".zst", ".zip")
@@ -127,8 +128,9 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
                 continue
             found = _scan_folder(p, seen_dirs, seen_files, warn)
             if not found:
-                raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
-                                 f"(read: {READABLE})")
+                raise InputError(
+                    f"input folder {raw} holds no delivery files and is not a datasets folder (read: {READABLE})"
+                )
             for real_file, shown in found:
                 out.setdefault(real_file, shown)
         else:
