@@ -15,7 +15,7 @@ from tasksieve.pipeline.cli import main
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
 def _cli(*args, cwd=None):
