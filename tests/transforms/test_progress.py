@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tasksieve.transforms import progress
-from tasksieve.transforms.sample import stage
+from tasksieve.transforms.sample import transform
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
@@ -32,7 +32,7 @@ def tty(monkeypatch):
     monkeypatch.delenv(progress.QUIET_ENV, raising=False)
     monkeypatch.delenv("TASKSIEVE_LOG_LEVEL", raising=False)
     yield err
-    stage._Progress._bar = None
+    transform._Progress._bar = None
 
 
 def terminal(monkeypatch, err):
@@ -46,8 +46,8 @@ def _segments(text: str) -> list[str]:
 
 def test_a_stage_line_is_printed_above_the_sampling_bar_never_inside_it(tty, monkeypatch):
     terminal(monkeypatch, tty)
-    stage._Progress.update(10, 0)  # the sampling bar is on the terminal
-    stage._Progress.update(10, 2)
+    transform._Progress.update(10, 0)  # the sampling bar is on the terminal
+    transform._Progress.update(10, 2)
     step = progress.Progress("dedup: kept", total=None, every_s=0.0)
     step.setup()
     list(step.process((5, "chunk")))
@@ -63,13 +63,13 @@ def test_a_stage_line_is_printed_above_the_sampling_bar_never_inside_it(tty, mon
 
 def test_the_sampling_rate_runs_from_the_first_sampled_task_and_counts_only_sampled_tasks(tty, monkeypatch):
     terminal(monkeypatch, tty)
-    stage._Progress.update(10, 3, sampled=False)  # dropped by the judge gate at once: no sampling time
-    bar = stage._Progress._bar
+    transform._Progress.update(10, 3, sampled=False)  # dropped by the judge gate at once: no sampling time
+    bar = transform._Progress._bar
     bar.start_t -= 60  # a minute passes before sampling starts (the gate, a slow first group)
     before = time.time()
-    stage._Progress.start_clock(10)
+    transform._Progress.start_clock(10)
     assert bar.start_t >= before - 1
-    stage._Progress.update(10, 1)
+    transform._Progress.update(10, 1)
     d = bar.format_dict
     assert d["n"] == 4 and d["initial"] == 3
     # tqdm rates (n - initial) / elapsed: 1 sampled task over the seconds since the clock started.
@@ -78,8 +78,8 @@ def test_the_sampling_rate_runs_from_the_first_sampled_task_and_counts_only_samp
     meter = bar.format_meter(**d)
     eta = re.search(r"<(\d+):(\d+)", meter)
     assert eta, meter
-    stage._Progress.update(10, 6)
-    assert stage._Progress._bar is None  # done: closed
+    transform._Progress.update(10, 6)
+    assert transform._Progress._bar is None  # done: closed
 
 
 def test_quiet_shows_nothing_but_still_logs(tty, monkeypatch):
