@@ -13,29 +13,19 @@
                      [--split-by none|source|domain] [--system-prompt TEXT] [--licenses ID...] [--force]
     tasksieve sample-data OUT
     tasksieve prepare-model
-Every command takes --verbose: the libraries' own warnings and logs too
+Every command takes --verbose/-v: the libraries' own warnings and logs too
 (transforms/console.py); without it the console shows tasksieve's lines only.
+--quiet/-q hides progress; --log-level sets how much tasksieve says, on the
+console and in OUT/tasksieve.log (pipeline/outputs/logfile.py); --version.
 
-Exit codes (run, dedup): 0 success; 1 the run could not start (bad config, missing
-input, model that does not load, output folder in use or not writable, unknown
-runner: one line on stderr); 2 usage error (unknown option); 3 the
-row-accounting check failed; 4 the run stopped mid-way (the model server went
-away): finished attempts are saved, the same command resumes; 5 the model
-server refused the requests (401/403: the key; 404: the model name or URL;
-another status no retry mends) or more than model.max_failed_share of them
-failed: nothing is reported as complete, the same command resumes once fixed; 130 interrupted
-(Ctrl-C): one line says what was saved, the same command resumes.
-Exit code 6 (every command): the disk or quota was full (one line: the folder, its free space).
-A system or home folder as OUT is a usage error (2), as is a non-empty --out with no run (--force).
-Exit codes (validate): 0 the delivery is acceptable; 1 it is not;
-2 usage error (missing file, bad profile: one line on stderr); 3 the validator
-itself failed (an internal error, one line on stderr: the delivery was not judged).
-Exit codes (select): 0 done; 1 nothing to select from or nothing written (no run in
-OUT, an empty learnable pool, bad config, output folder in use); 2 usage error (no
-budget, both budgets, a zero, negative or non-numeric budget). One line on stderr.
-Exit codes (export): 0 written; 1 nothing to export or not writable (no run, unknown
-run or selection, OUT in use, every row refused by --licenses); 2 usage error (--to
-not empty without --force, a link, or the run folder itself). One line on stderr.
+One exit-code table for every command (README, "Exit codes"): 0 done
+(validate: acceptable); 1 validate: not acceptable, others: stopped by the
+state of things (OUT in use or not writable, a model that does not load, a
+server not answering, no run in OUT); 2 usage: a bad option, --config or
+--profile, a path given that does not exist or cannot be used (a missing
+input, --out inside an input, a system folder); 3 run/dedup: row accounting
+failed, validate: internal error; 4 run: the backend went away (resume);
+5 run: the server refused; 6 disk full; 130 interrupted. One line on stderr.
 """
 
 from __future__ import annotations
@@ -144,6 +134,17 @@ def _interrupted(message: str) -> int:
     return EXIT_INTERRUPTED
 
 
+def _quiet_and_level(quiet: bool, level: str | None) -> None:
+    """--quiet and --log-level, in the environment (worker processes inherit
+    them): the progress renderer (transforms/progress.py) and the log file
+    (pipeline/outputs/logfile.py) read them."""
+    from tasksieve.pipeline.outputs import logfile
+
+    if quiet:
+        os.environ["TASKSIEVE_QUIET"] = "1"  # transforms/progress.py's QUIET_ENV (not imported: it imports Beam)
+    logfile.set_level(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     _offline_env()
     _arrow_allocator()
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in ("run", "dedup") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     console.set_verbose(args.verbose)
+    _quiet_and_level(args.quiet, args.log_level)
     console.quiet_program_env()  # before anything imports torch or datasets
     try:
         return _main(args, extra)
@@ -175,6 +177,9 @@ def _main(args, extra: list[str]) -> int:
         "export": _export,
         "prepare-model": _prepare_model,
     }
+    if args.command in ("report", "select", "export") and not os.path.lexists(args.out):
+        _say(f"error: OUT not found: {args.out} (give the --out folder of a `tasksieve run`)")
+        return 2  # a path given that does not exist: usage, as a missing --input is
     if args.command in handlers:
         return handlers[args.command](args)
     return _run_or_dedup(args, extra)
@@ -204,6 +209,9 @@ def _sample_data(args) -> int:
 
     if _refused(args.out, "OUT"):
         return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):  # a file given where a folder goes: usage
+        _say(f"error: cannot write the sample into {args.out}: Not a directory")
+        return 2
     try:
         lines = write_sample(args.out, all_domains=True)
     except OSError as e:
@@ -223,6 +231,10 @@ def _report(args) -> int:
 
     if _refused(args.out, "OUT"):
         return 2
+    from tasksieve.pipeline.outputs.logfile import attach
+
+    if os.path.isdir(args.out) and not os.path.islink(args.out) and os.path.lexists(Path(args.out, "curation.duckdb")):
+        attach(args.out)  # only into a run's folder: a mistyped OUT gains no file
     try:
         path, text = write_report(Path(args.out), args.run_id)
     except ReportError as e:
@@ -336,14 +348,17 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     except UsageError as e:
         _say(f"error: {e}")
         return 2
-    except (ConfigError, RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
+    except ConfigError as e:  # a bad --config (or -k, --dask-workers): usage, as in every command
+        _say(f"error: {e}")
+        return 2
+    except (RunError, NotAFolder) as e:  # NotAFolder: a file where tasksieve keeps a folder
         _say(f"error: {e}")
         return 1
     except RunInterrupted as e:
         return _interrupted(str(e))
     except ValidationError as e:
         _say(f"error: {e.errors()[0]['msg']}")
-        return 1
+        return 2
     except RunStopped as e:
         _say(f"STOPPED: {e}")
         return 4

@@ -14,8 +14,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"tasksieve: error: {message} (see {self.prog} --help)\n")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from tasksieve import __version__
+
     p = Parser(prog="tasksieve", description="Curate learnable RL post-training tasks.")
+    p.add_argument("--version", action="version", version=f"tasksieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _run_and_dedup_parsers(sub)
     _analyst_parsers(sub)
@@ -23,9 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
     verbose_help = (
         "also show the libraries' own warnings and logs (torch, vLLM, Beam), which are filtered out otherwise"
     )
-    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    quiet_help = "no progress lines or bars: only errors, warnings and the result"
+    level_help = (
+        "tasksieve's log level on the console and in OUT/tasksieve.log (default INFO; WARNING and up: no progress)"
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help=verbose_help)
+    p.add_argument("--quiet", "-q", action="store_true", help=quiet_help)
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help=level_help)
     for command in sub.choices.values():  # after the command too; SUPPRESS keeps one given before it
-        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+        command.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+        command.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS, help=quiet_help)
+        command.add_argument(
+            "--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS, help=level_help
+        )
     return p
 
 

@@ -146,7 +146,7 @@ def _schema_expectations(add, f) -> None:
     add(
         gxe.ExpectColumnValuesToNotBeNull,
         "schema",
-        "every row names its domain (or has an answer: math)",
+        "every row names its domain, or has an 'answer' (then it is math): a row with neither lacks its answer",
         column="domain",
     )
     add(
@@ -418,8 +418,8 @@ def _docs_status(docs_dir: Path | None) -> dict:
         return {
             "built": True,
             "index": str(index),
-            "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
-            "so without a network they open unstyled (the content is all there); delivery values "
+            "note": "built to open offline: no page loads anything from the network or runs a script "
+            "(pipeline/validate/data_docs.py), and the index links to every validation result; delivery values "
             "are shown with < > & \" ' ` replaced by look-alikes (\u2039 \u203a \uff06 \uff02 \uff07 "
             "\uff40) so that no value can act as markup; summary.json and report.html hold them exactly",
         }

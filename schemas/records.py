@@ -209,11 +209,18 @@ REQUIRED_BY_DOMAIN = {
 }
 
 
+# Fields only a code or rubric row has.
+_OTHER_DOMAIN_FIELDS = ("tests", "entry_point", "rubric", "graded_attempts")
+
+
 def declared_domain(rec: dict):
     """The row's domain. A missing or null one (Parquet writes null for a
-    column a row does not use) in a row with an answer field is math, so
-    the row is then judged as a math task ("math task has no 'answer'")."""
+    column a row does not use) is math in a row with an answer field, and in
+    a row with no field of another domain: that row is judged as a math
+    task, and blamed on what it lacks ("math task has no 'answer'"), not on
+    its domain. A row without a domain but with code or rubric fields keeps
+    None ("field 'domain' is None")."""
     domain = rec.get("domain")
-    if domain is None and "answer" in rec:
+    if domain is None and ("answer" in rec or all(rec.get(k) is None for k in _OTHER_DOMAIN_FIELDS)):
         return "math"
     return domain

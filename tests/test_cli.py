@@ -23,7 +23,7 @@ def _error_line(proc):
 
 def test_missing_input_fails_with_one_line(tmp_path):
     p = _run("run", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o"))
-    assert p.returncode == 1
+    assert p.returncode == 2  # a usage error in every command (README, "Exit codes")
     assert "input not found" in _error_line(p)
     assert not (tmp_path / "o").exists()
 
@@ -33,7 +33,7 @@ def test_bad_config_fails_with_one_line(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[sampling]\nmode = 'adaptive'\n")
     p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--config", str(cfg))
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "sampling.mode" in _error_line(p)
 
 
@@ -45,7 +45,7 @@ def test_bad_rates_fail_with_one_line(tmp_path):
         "[[generation]]\nmodel = '*'\nunit = 'tokens'\nusd_per_m_input = 1\nusd_per_m_output = 1\n"
     )
     p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--rates", str(rates))
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "expert.usd_per_hour: Input should be greater than or equal to 0" in _error_line(p)
 
 

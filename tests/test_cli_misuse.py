@@ -55,25 +55,25 @@ MISUSE = [
     (
         "unknown runner",
         "run -i {t}/d.jsonl -o {t}/o --runner NoSuchRunner",
-        1,
+        2,
         "tasksieve: error: unknown --runner 'NoSuchRunner': use inprocess (the default), dask, or a Beam runner",
     ),
     (
         "attempt cache is a file",
         "run -i {t}/d.jsonl -o {t}/o --attempt-cache {t}/a_file",
-        1,
+        2,
         "tasksieve: error: --attempt-cache {t}/a_file is a file, not a folder",
     ),
     (
         "attempt cache inside an input",
         "run -i {t}/folder -o {t}/o --attempt-cache {t}/folder/cache",
-        1,
+        2,
         "tasksieve: error: --attempt-cache {t}/folder/cache is inside the --input folder {t}/folder",
     ),
     (
         "out is a file",
         "dedup -i {t}/d.jsonl -o {t}/a_file",
-        1,
+        2,
         "tasksieve: error: --out {t}/a_file is a file, not a folder",
     ),
     (
@@ -85,13 +85,13 @@ MISUSE = [
     (
         "out inside an input",
         "dedup -i {t}/folder -o {t}/folder/out",
-        1,
+        2,
         "tasksieve: error: --out {t}/folder/out is inside the --input folder {t}/folder",
     ),
     (
         "save index inside an input",
         "dedup -i {t}/folder -o {t}/o --dedup-against {t}/d.jsonl --save-index {t}/folder/idx",
-        1,
+        2,
         "tasksieve: error: --save-index {t}/folder/idx is inside the --input folder",
     ),
     (
@@ -100,40 +100,49 @@ MISUSE = [
         1,
         "tasksieve: error: output folder {t}/held is in use by tasksieve run (pid",
     ),
-    ("missing input", "run -i {t}/nope.jsonl -o {t}/o", 1, "tasksieve: error: input not found: {t}/nope.jsonl"),
+    ("missing input", "run -i {t}/nope.jsonl -o {t}/o", 2, "tasksieve: error: input not found: {t}/nope.jsonl"),
     (
         "input of unknown format",
         "dedup -i {t}/notes.txt -o {t}/o",
-        1,
+        2,
         "tasksieve: error: input {t}/notes.txt: unknown format (not a delivery file",
     ),
     (
         "input is a FIFO",
         "dedup -i {t}/pipe.jsonl -o {t}/o",
-        1,
+        2,
         "tasksieve: error: input {t}/pipe.jsonl is a FIFO, not a file or folder; it is not read",
     ),
-    ("k below 1", "run -i {t}/d.jsonl -o {t}/o -k 0", 1, "tasksieve: error: -k must be at least 1"),
+    ("k below 1", "run -i {t}/d.jsonl -o {t}/o -k 0", 2, "tasksieve: error: -k must be at least 1"),
     (
         "dask workers below 1",
         "dedup -i {t}/d.jsonl -o {t}/o --dask-workers 0",
-        1,
+        2,
         "tasksieve: error: --dask-workers must be at least 1",
     ),
     (
         "save index without a pool",
         "dedup -i {t}/d.jsonl -o {t}/o --save-index {t}/idx",
-        1,
+        2,
         "tasksieve: error: --save-index needs --dedup-against",
     ),
     (
         "sample data onto a file",
         "sample-data {t}/a_file",
-        1,
+        2,
         "tasksieve: error: cannot write the sample into {t}/a_file: Not a directory",
     ),
     ("report without a database", "report {t}/folder", 1, "tasksieve: error: no curation.duckdb at"),
     ("report on a file", "report {t}/a_file", 1, "tasksieve: error: no curation.duckdb at"),
+    (
+        "missing input, dedup",
+        "dedup -i {t}/nope.jsonl -o {t}/o",
+        2,
+        "tasksieve: error: input not found: {t}/nope.jsonl",
+    ),
+    ("select a missing OUT", "select {t}/nope --budget-tasks 3", 2, "tasksieve: error: OUT not found: {t}/nope"),
+    ("report a missing OUT", "report {t}/nope", 2, "tasksieve: error: OUT not found: {t}/nope"),
+    ("export a missing OUT", "export {t}/nope --format hf --to {t}/x", 2, "tasksieve: error: OUT not found: {t}/nope"),
     (
         "validate a missing delivery",
         "validate {t}/nope.jsonl --out {t}/v",
@@ -160,7 +169,7 @@ def test_misuse_gets_its_exit_code_and_one_line(world, case, argv, code, line):
     assert len(lines) == 1, proc.stderr  # one line, nothing else: no usage block, no warning, no traceback
     assert lines[0].startswith(line.format(t=t)), (lines[0], line.format(t=t))
     assert proc.stdout == ""
-    if code == 1 and args[0] in ("run", "dedup") and case != "out in use":
+    if code in (1, 2) and args[0] in ("run", "dedup") and case != "out in use":
         assert not (world / "o" / "curation.duckdb").exists() and not (world / "o" / "_staging").exists()
 
 

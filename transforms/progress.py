@@ -1,4 +1,12 @@
-"""Progress lines for long runs, driven by what the stages emit: a pass-through
+"""Every progress line and bar tasksieve shows goes through here: one
+renderer, tqdm. Lines (`say`) are written with tqdm.write, which lifts any
+bar on the terminal, prints the line and redraws the bar, so a line never
+lands in the middle of a bar; bars (`bar`) are tqdm bars on stderr. With
+`--quiet` (TASKSIEVE_QUIET=1, which worker processes inherit) neither is
+shown; every line still goes to the `tasksieve` logger, and so to the log
+file in OUT (pipeline/outputs/logfile.py).
+
+Progress lines for long runs, driven by what the stages emit: a pass-through
 DoFn counts the rows in the elements it sees (rows or chunks of rows) and
 prints rows, rows/s and, when the input's row count is known, an ETA.
 
@@ -11,10 +19,59 @@ at most one line per `every_s` seconds.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import time
 
 import apache_beam as beam
+
+QUIET_ENV = "TASKSIEVE_QUIET"
+log = logging.getLogger("tasksieve")
+
+
+def quiet() -> bool:
+    """--quiet, or a --log-level above INFO: no progress on the console."""
+    return os.environ.get(QUIET_ENV, "").strip() not in ("", "0") or os.environ.get(
+        "TASKSIEVE_LOG_LEVEL", ""
+    ).strip().upper() in ("WARNING", "ERROR")
+
+
+def say(line: str) -> None:
+    """One line on stderr above any bar (unless --quiet), and in the log."""
+    log.info(line.strip())
+    if quiet():
+        return
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stderr)
+    sys.stderr.flush()
+
+
+def warn(message: str) -> None:
+    """`tasksieve: warning: ...` above any bar, even with --quiet, and in the log."""
+    log.warning(message)
+    from tqdm import tqdm
+
+    tqdm.write(f"tasksieve: warning: {message}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def bar(total: int | None, desc: str, unit: str):
+    """A tqdm bar on stderr: rate over the whole run so far (smoothing 0:
+    work that finishes in waves gives a steady rate and ETA), hidden with --quiet."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        dynamic_ncols=True,
+        smoothing=0,
+        file=sys.stderr,
+        disable=quiet(),
+        mininterval=0.5,
+    )
 
 
 def progress_line(label: str, seen: int, elapsed: float, total: int | None, unit: str = "rows") -> str:
@@ -43,14 +100,10 @@ class Ticker:
         self.seen, now = seen, time.time()
         if now - self.last >= self.every_s:
             self.last = now
-            print(progress_line(self.label, seen, now - self.t0, self.total, self.unit), file=sys.stderr, flush=True)
+            say(progress_line(self.label, seen, now - self.t0, self.total, self.unit))
 
     def done(self) -> None:
-        print(
-            progress_line(self.label + " (done)", self.seen, time.time() - self.t0, None, self.unit),
-            file=sys.stderr,
-            flush=True,
-        )
+        say(progress_line(self.label + " (done)", self.seen, time.time() - self.t0, None, self.unit))
 
 
 class Progress(beam.DoFn):
@@ -83,9 +136,7 @@ class Progress(beam.DoFn):
         self.seen += element if self.count else element[0] if self.chunks else 1
         if now - self.last >= self.every_s:
             self.last = now
-            print(
-                progress_line(self.label, self.seen, now - self.t0, self.total, self.unit), file=sys.stderr, flush=True
-            )
+            say(progress_line(self.label, self.seen, now - self.t0, self.total, self.unit))
         yield element
 
     def teardown(self):
@@ -98,6 +149,4 @@ class Progress(beam.DoFn):
             elapsed = self.latest - self.t0
             if elapsed < self.every_s:
                 elapsed = self.latest - self.built
-            print(
-                progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit), file=sys.stderr, flush=True
-            )
+            say(progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit))

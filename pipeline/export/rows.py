@@ -9,12 +9,12 @@ selection, so `--run-id` and `--selection` can name older ones.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from tasksieve.pipeline.outputs.provenance import system_prompts_of
 from tasksieve.pipeline.select.pool import dict_rows
 
 
@@ -40,18 +40,6 @@ def _run(con, db: Path, run_id: str | None) -> dict:
         return current_run(con, db, run_id)
     except SelectError as e:
         raise ExportError(str(e)) from None
-
-
-def system_prompts_of(config_json: str | None) -> dict[str, str]:
-    """domain -> system prompt, as the run's recorded config had them."""
-    from tasksieve.schemas.config import RunConfig
-    from tasksieve.schemas.records import DOMAINS
-
-    try:
-        sampling = RunConfig.model_validate(json.loads(config_json or "{}")).sampling
-    except Exception:  # an older or odd config: the defaults, as that run would have had them
-        sampling = RunConfig().sampling
-    return {d: sampling.system_prompts.get(d, sampling.system_prompt) for d in DOMAINS}
 
 
 _ORDER = "ORDER BY t.task_id, t.source, t.content_hash"

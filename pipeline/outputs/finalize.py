@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -75,19 +76,26 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 
 
 def write_files(
-    out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None, learnable_file: bool = True
+    out: Path,
+    tables: dict[str, pa.Table],
+    names: tuple[str, ...] | None = None,
+    learnable_file: bool = True,
+    meta: dict[str, str] | None = None,
 ) -> pa.Table:
     """Write the tables named in `names` (default: all) as OUT/<name>.parquet,
     and learnable.parquet unless `learnable_file` is false (`dedup` leaves a
-    run's training set alone)."""
+    run's training set alone); each file carries `meta`, the run's
+    provenance (pipeline/outputs/provenance.py), as key-value metadata."""
+    from tasksieve.pipeline.outputs.provenance import stamped
+
     for name, table in tables.items():
         if names is None or name in names:
-            write_parquet_atomic(table, out / f"{name}.parquet")
+            write_parquet_atomic(stamped(table, meta or {}), out / f"{name}.parquet")
     results = tables["results"]
     learnable = results.filter(pc.equal(results["status"], "learnable")).select(LEARNABLE_SCHEMA.names)
     learnable = learnable.cast(LEARNABLE_SCHEMA)
     if learnable_file:
-        write_parquet_atomic(learnable, out / "learnable.parquet")
+        write_parquet_atomic(stamped(learnable, meta or {}), out / "learnable.parquet")
     return learnable
 
 
@@ -235,7 +243,9 @@ def finalize(
     just wrote."""
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
     counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
-    learnable = write_files(dest, tables, files, learnable_file)
+    from tasksieve.pipeline.outputs.provenance import run_metadata
+
+    learnable = write_files(dest, tables, files, learnable_file, run_metadata(run_row))
     results, attempts, costs = tables["results"], tables["attempts"], tables["costs"]
     sampled_tasks = pc.sum(pc.greater(pc.fill_null(results["n_attempts"], 0), 0)).as_py() or 0
     total_usd = pc.sum(costs["usd"]).as_py() or 0.0
@@ -288,6 +298,18 @@ def _funnel_lines(out: Path, run_id: str, upto: str | None = None) -> list[str]:
     return lines
 
 
+DROPS_QUERY = "select drop_stage, drop_reason, task_id, drop_detail from drops"
+
+
+def duckdb_command(db: Path, query: str) -> str:
+    """A shell command that runs `query` on `db` with this Python's duckdb
+    package (installed with tasksieve; a `duckdb` program usually is not)."""
+    import shlex
+
+    code = f"import duckdb; print(duckdb.connect({str(db)!r}, read_only=True).sql({query!r}))"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
 def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
     """The summary of `tasksieve dedup`: the funnel up to decontamination."""
     lines = _funnel_lines(out, run_id, upto="decontaminate")
@@ -299,7 +321,7 @@ def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"quarantined {fig['quarantined']}  OK",
         "",
         f"outputs in {out}: results.parquet quarantine.parquet costs.parquet curation.duckdb",
-        f'evidence: duckdb {out}/curation.duckdb -c "select drop_stage, drop_reason, task_id, drop_detail from drops"',
+        f"evidence: {duckdb_command(out / 'curation.duckdb', DROPS_QUERY)}",
     ]
     return "\n".join(lines)
 

@@ -119,6 +119,7 @@ def refusal(path: str | Path, flag: str) -> str | None:
 OWN_NAMES = frozenset(
     {
         ".tasksieve.lock",
+        "tasksieve.log",
         "current",
         "runs",
         "_staging",

@@ -69,7 +69,7 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
             "saved": _rows(con, "select * from attempts_saved where run_id = ?", [rid])[0],
             "dropped": _rows(
                 con,
-                "select source, task_id, drop_stage, drop_reason, drop_detail, status from tasks "
+                "select source, task_id, source_file, line, drop_stage, drop_reason, drop_detail, status from tasks "
                 "where run_id = ? and status in ('dropped', 'quarantined') "
                 "order by drop_stage, drop_reason, source, task_id limit ?",
                 [rid, MAX_DROPPED_ROWS],
@@ -362,6 +362,7 @@ def render_html(d: dict) -> str:
             r["drop_stage"],
             r["drop_reason"],
             f"{r['source'] or ''}/{r['task_id'] or '(no id)'}",
+            _where(r),
             _evidence(r["drop_detail"]),
         ]
         for r in d["dropped"]
@@ -386,7 +387,7 @@ def render_html(d: dict) -> str:
 <h2>Yield and cost per useful signal, by source</h2>{_html_table(["source"] + headers[1:], slice_rows(by_source, "source"), "table-source")}
 <h2>By batch</h2>{_html_table(["batch"] + headers[1:], slice_rows(by_batch, "batch"), "table-batch")}
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
-<h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
+<h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "file:line", "evidence"], dropped_rows, "table-dropped")}
 {f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ""}
 {selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}{calibration_section(d)}
 <h2>Runs in this database</h2>{compare}
@@ -395,6 +396,10 @@ generation and verification of every attempt). Cost per useful signal = spend / 
 <script>{RENDER_PROBE}</script>
 </body></html>
 """
+
+
+def _where(row: dict) -> str:
+    return f"{row['source_file']}:{row['line']}" if row.get("source_file") else ""
 
 
 def judge_section(d: dict) -> str:

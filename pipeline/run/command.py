@@ -7,7 +7,6 @@ hold the output folder's lock and claim their staging folder the same way.
 
 from __future__ import annotations
 
-import sys
 import time
 from datetime import datetime, timezone
 from typing import Callable
@@ -18,11 +17,13 @@ from tasksieve.pipeline.run.graph import RunSpec
 from tasksieve.pipeline.run.errors import RunError
 from tasksieve.pipeline.run.folders import hold_output, inputs_and_output, refuse_foreign
 from tasksieve.pipeline.run.preflight import Invocation, RunContext, check_command, prepare_dedup, prepare_run
+from tasksieve.pipeline.outputs.logfile import attach as attach_log
 from tasksieve.pipeline.outputs.staging import claimed_staging
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.sample.attempt_cache import cache_files, finished_runs
 from tasksieve.transforms.sample.cache_auth import CacheKeyError, cache_key
+from tasksieve.transforms.progress import say
 from tasksieve.transforms.sample.stage import read_stats
 
 
@@ -48,6 +49,7 @@ def run(
     paths, out = inputs_and_output(inputs, out_dir)
     refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "run"):
+        attach_log(out)
         with claimed_staging(out, "run") as staging:
             done = _execute_and_finish(
                 prepare_run(paths, out, cfg, how, backend_factory, judge_factory, staging=staging), staging
@@ -74,6 +76,7 @@ def dedup(
     paths, out = inputs_and_output(inputs, out_dir)
     refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "dedup"):
+        attach_log(out)
         with claimed_staging(out, "dedup") as staging:
             done = _execute_and_finish(prepare_dedup(paths, out, cfg, how, staging), staging)
         return summarise(*done)
@@ -102,22 +105,15 @@ def _graph_spec(ctx: RunContext, staging) -> RunSpec:
 def _announce(ctx: RunContext, spec: RunSpec) -> None:
     if ctx.plan is not None:
         if spec.cache_files:
-            print(
-                f"attempt cache: {ctx.cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
-                file=sys.stderr,
-            )
+            say(f"attempt cache: {ctx.cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used")
         return
     kept_files = [n for n in ("learnable.parquet", "attempts.parquet") if (ctx.out / n).exists()]
     if kept_files:
-        print(
-            f"dedup: {ctx.out} holds {' and '.join(kept_files)} of an earlier run; they are left as they are",
-            file=sys.stderr,
-        )
+        say(f"dedup: {ctx.out} holds {' and '.join(kept_files)} of an earlier run; they are left as they are")
     d = ctx.cfg.dedup
-    print(
+    say(
         f"dedup: {len(ctx.paths)} input file(s) -> read, validate, exact, "
-        f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...",
-        file=sys.stderr,
+        f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ..."
     )
 
 

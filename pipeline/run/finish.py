@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +17,7 @@ from tasksieve.pipeline.run.graph import ROWS_COUNTED_FILE, ROWS_READ_FILE, STAG
 from tasksieve.pipeline.outputs.output_set import OutputSet
 from tasksieve.pipeline.outputs.finalize import dedup_summary_text, finalize, read_rows_in, summary_text
 from tasksieve.pipeline.outputs.safe_fs import is_real_dir
+from tasksieve.transforms.progress import say
 from tasksieve.pipeline.run.preflight import IN_PROCESS, RunContext
 from tasksieve.transforms.sample.attempt_cache import settle_run
 from tasksieve.pipeline.outputs.staging import chunk_name, chunk_table, write_table
@@ -72,10 +72,7 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
     rows_read = read_rows_in(staging, ROWS_READ_FILE)
     wall = time.perf_counter() - t0
     if ctx.plan is None:
-        print(
-            f"dedup: {rows_in} rows in {wall:.1f}s ({rows_in / wall if wall else 0:.0f} rows/s); writing outputs ...",
-            file=sys.stderr,
-        )
+        say(f"dedup: {rows_in} rows in {wall:.1f}s ({rows_in / wall if wall else 0:.0f} rows/s); writing outputs ...")
         with OutputSet(out, ctx.run_id) as outset:
             figures, _ = finalize(
                 outset.dir,

@@ -28,7 +28,7 @@ def refuse_inside_inputs(path: str | Path | None, inputs: list[str], flag: str) 
     for raw in inputs:
         real_in = Path(os.path.realpath(raw))
         if real_in.is_dir() and _inside(real, real_in):
-            raise RunError(
+            raise UsageError(
                 f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
                 f"written there as deliveries; choose a folder outside the inputs"
             )
@@ -40,13 +40,13 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
     this run's outputs as deliveries."""
     try:
         paths = expand_inputs(inputs)
-    except Exception as e:
-        raise RunError(str(e)) from None
+    except Exception as e:  # a path given that cannot be read as given: usage, like `validate`'s
+        raise UsageError(str(e)) from None
     out = Path(out_dir)
     refuse_inside_inputs(out, inputs, "--out")
     refuse_system_folder(out, "--out")
     if out.exists() and not out.is_dir():
-        raise RunError(f"--out {out} is a file, not a folder")
+        raise UsageError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -125,7 +125,7 @@ def hold_output(out: Path, command: str):
 def check_writable_folder(path: Path, what: str) -> None:
     """Create `path` if needed and prove a file can be written in it."""
     if path.exists() and not path.is_dir():
-        raise RunError(f"{what} {path} is a file, not a folder")
+        raise UsageError(f"{what} {path} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):

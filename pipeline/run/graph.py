@@ -18,7 +18,6 @@ the pipeline, so the final files are the same whatever runner wrote them.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -270,5 +269,7 @@ class _Progress(beam.DoFn):
     def process(self, row):
         self.seen += 1
         if self.seen % self.every == 0:
-            print(f"  {self.label}: {self.seen} rows", file=sys.stderr, flush=True)
+            from tasksieve.transforms.progress import say
+
+            say(f"  {self.label}: {self.seen} rows")
         yield row

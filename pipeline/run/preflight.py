@@ -15,7 +15,6 @@ import functools
 import hashlib
 import json
 import secrets
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -33,6 +32,7 @@ from tasksieve.transforms.backends.base import Backend, ModelLoadError
 from tasksieve.transforms.backends.factory import get_backend
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, is_index, load_meta
+from tasksieve.transforms.progress import say, warn
 from tasksieve.transforms.read import expand_inputs
 from tasksieve.transforms.sample.stage import SamplePlan
 
@@ -48,7 +48,7 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
     d = cfg.dedup
     if not d.against:
         if d.save_index:
-            raise RunError("--save-index needs --dedup-against (the pool to index)")
+            raise UsageError("--save-index needs --dedup-against (the pool to index)")
         return ()
     params = params_from_config(d)
     indexes, raw = [], []
@@ -56,7 +56,7 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
         for path in d.against:
             if is_index(path):
                 meta = load_meta(path, params)
-                print(f"reference pool: index {path} ({meta['rows']} tasks)", file=sys.stderr)
+                say(f"reference pool: index {path} ({meta['rows']} tasks)")
                 indexes.append(str(path))
             else:
                 raw.append(path)
@@ -64,15 +64,14 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
             try:
                 expand_inputs(raw)
             except Exception as e:
-                raise RunError(f"--dedup-against: {e}") from None
+                raise UsageError(f"--dedup-against: {e}") from None
             target = Path(d.save_index) if d.save_index else work_dir / "pool_index"
-            print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
+            say(f"reference pool: hashing {len(raw)} path(s) into {target} ...")
             t0 = time.perf_counter()
             meta = build_index(raw, params, target)
-            print(
+            say(
                 f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
-                + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""),
-                file=sys.stderr,
+                + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else "")
             )
             indexes.append(str(target))
     except PoolIndexError as e:
@@ -143,8 +142,8 @@ def _graded_file(cfg: RunConfig) -> dict | None:
 
     try:
         return load_graded_file(cfg.judge.graded)
-    except GradedFileError as e:
-        raise RunError(str(e)) from None
+    except GradedFileError as e:  # a file given that cannot be used: usage (exit 2)
+        raise UsageError(str(e)) from None
 
 
 def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | None) -> Callable[[], Backend] | None:
@@ -218,7 +217,7 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
         except ImportError as e:
             raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
         except Exception:
-            raise RunError(
+            raise UsageError(
                 f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
                 "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner"
             ) from None
@@ -286,7 +285,7 @@ def warn_about_config(cfg: RunConfig) -> tuple[str, ...]:
     run records them (runs.warnings)."""
     found = tuple(config_warnings(cfg, bwrap_works))
     for line in found:
-        print(f"tasksieve: warning: {line}", file=sys.stderr)
+        warn(line)
     return found
 
 
@@ -391,7 +390,7 @@ def _sampling_engine(cfg: RunConfig, backend_factory: Callable[[], Backend] | No
 def _load_engine(factory: Callable, model_id: str) -> None:
     """In process, the engine is loaded now: a model that does not load fails
     before any stage runs, and is loaded once."""
-    print(f"loading model {model_id} ...", file=sys.stderr)
+    say(f"loading model {model_id} ...")
     try:
         factory()
     except ModelLoadError as e:

@@ -37,6 +37,7 @@ from tasksieve.pipeline.outputs.out_guard import (
     refuse_dangerous,
     refuse_folders_at_file_names,
 )
+from tasksieve.pipeline.outputs.provenance import run_metadata, stamped
 from tasksieve.pipeline.select.pool import Prepared, SelectError, load_pool, prepare
 from tasksieve.pipeline.select.write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
@@ -307,7 +308,9 @@ def _select_held(
         "selections": pa.Table.from_pylist([_summary_row(prep, fig, budget, cfg, sid)]),
     }
     try:
-        write_selection(out, _selected_table(prep, rows), tables, sid)
+        write_selection(
+            out, stamped(_selected_table(prep, rows), dict(run_metadata(prep.pool.run), selection_id=sid)), tables, sid
+        )
     except (OSError, duckdb.Error) as e:
         if disk_full(e)[0]:
             raise
@@ -331,7 +334,7 @@ def _head_lines(prep: Prepared, budget: Budget, cfg: SelectConfig) -> list[str]:
         f"selecting from run {run['run_id']} (model {run['model_id']}): {len(prep.cand)} learnable tasks, "
         f"budget {budget.text()}",
         f"{describe(cfg.value, cfg.prior_strength)}; pool mean m = {prep.prior_mean:.3f}; "
-        f"price = {prep.group_size} rollouts at the run's rates",
+        f"price = the task's expert price + {prep.group_size} rollouts at the run's rates",
     ]
     if pool.graduated:
         lines.append(
@@ -406,8 +409,12 @@ def command(args) -> int:
         return EXIT_USAGE
     try:
         cfg = load_config(args.config).select
+    except ConfigError as e:  # a bad --config is a usage error in every command
+        say(str(e))
+        return EXIT_USAGE
+    try:
         text = select(args.out, budget, cfg, args.run_id, args.dry_run, tuple(args.by or ("cluster", "source")))
-    except (SelectError, ConfigError) as e:
+    except SelectError as e:
         say(str(e))
         return EXIT_CANNOT_SELECT
     except (OSError, duckdb.Error) as e:

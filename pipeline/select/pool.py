@@ -16,7 +16,7 @@ import numpy as np
 
 from tasksieve.pipeline.outputs.safe_fs import real_subdir, write_atomic
 from tasksieve.schemas.config import SelectConfig
-from tasksieve.transforms.select.budget import training_price
+from tasksieve.transforms.select.budget import buyer_price, training_price
 from tasksieve.transforms.select.choose import Candidates
 from tasksieve.transforms.select.clusters import auto_k, embed_prompts, kmeans
 from tasksieve.transforms.select.value import task_values
@@ -228,14 +228,15 @@ def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
         except EmbeddingUnavailable as e:
             raise SelectError(f"{e}; or set [select] diversity = false") from None
         cluster = kmeans(vecs, cfg.clusters or auto_k(len(t)), seed=cfg.seed)
+    expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
+    price = buyer_price(expert, _prices(pool, group))
     cand = Candidates(
         task_id=[r["task_id"] for r in t],
         value=value,
-        price=_prices(pool, group),
+        price=price,
         cluster=cluster,
         source=[r["source"] or "(none)" for r in t],
         domain=[r["domain"] or "(none)" for r in t],
         vecs=vecs,
     )
-    expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
     return Prepared(pool, cand, p, m, expert, group, vecs)

@@ -27,6 +27,9 @@ def held(out: Path, error: type[Exception]):
     except RunError as e:
         raise error(str(e)) from None
     try:
+        from tasksieve.pipeline.outputs.logfile import attach
+
+        attach(out)
         yield out
     finally:
         lock.__exit__(None, None, None)

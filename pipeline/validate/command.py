@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -39,7 +38,7 @@ from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 from tasksieve.transforms.normalize import with_hash
-from tasksieve.transforms.progress import Ticker
+from tasksieve.transforms.progress import Ticker, say
 from tasksieve.transforms.read import InputError, expand_inputs
 from tasksieve.transforms.same_problem.rules import rules_from_config
 from tasksieve.transforms.verify.verifiers import VERIFIABLE
@@ -126,6 +125,10 @@ def validate_delivery(
     if probe is not None:
         backend_factory = _prepare_probe(probe, backend_factory)
     out = _output_folder(out_dir, deliveries)
+    if echo:
+        from tasksieve.pipeline.outputs.logfile import attach
+
+        attach(out)
     f = profile.fields
     amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
     timed = _timed if echo else (lambda label, fn, *args: fn(*args))
@@ -146,6 +149,10 @@ def validate_delivery(
     try:
         gx = timed("field expectations (GX)", _run_gx, raws, profile, docs_tmp)
         if docs_tmp is not None:
+            if gx["data_docs"].get("built"):
+                from tasksieve.pipeline.validate.data_docs import make_offline
+
+                make_offline(docs_tmp.resolve())  # in the private folder, before it is placed
             gx = _place_docs(out, docs_tmp, gx)
     finally:
         if docs_tmp is not None:
@@ -174,7 +181,7 @@ def _timed(label: str, fn, *args):
     """fn(*args), saying on stderr how long it took (a vendor waits on it)."""
     t0 = time.perf_counter()
     out = fn(*args)
-    print(f"  validate: {label} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    say(f"  validate: {label} done in {time.perf_counter() - t0:.1f}s")
     return out
 
 

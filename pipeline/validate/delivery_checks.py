@@ -43,6 +43,20 @@ def offender(task_id, loc: str, reason: str, **evidence) -> dict:
     return {"task_id": task_id, "where": loc, "reason": reason, **evidence}
 
 
+def once_per_row(offenders: list[dict]) -> list[dict]:
+    """Each row named once: a row that fails a check several ways (the
+    contract's reason and a GX expectation, two expectations) keeps its
+    first reason, the others in `also`."""
+    out: dict = {}
+    for o in offenders:
+        key = (o["where"], o["task_id"])
+        if key not in out:
+            out[key] = dict(o)
+        elif o["reason"] != out[key]["reason"] and o["reason"] not in out[key].setdefault("also", []):
+            out[key]["also"].append(o["reason"])
+    return list(out.values())
+
+
 def check(
     name: str, description: str, observed, threshold: str, passed: bool | None, offenders: list[dict], **details
 ) -> dict:
@@ -284,6 +298,7 @@ def field_checks(
                         column=res["column"],
                     )
                 )
+        offenders = once_per_row(offenders)
         rows = len({o["where"] for o in offenders})
         # A row `tasksieve run` would quarantine fails its check whatever the
         # threshold: the two commands agree on every file.

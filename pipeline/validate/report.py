@@ -20,11 +20,18 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def named(o: dict) -> str:
+    """An offender as the console names it: its task_id and file:line."""
+    if o.get("task_id") and o.get("where"):
+        return f"{o['task_id']} ({o['where']})"
+    return str(o.get("task_id") or o.get("where"))
+
+
 def _first_offenders(check: dict, n: int = 3) -> str:
     offs = check["offenders"]
     if not offs:
         return ""
-    names = [o["task_id"] or o["where"] for o in offs[:n]]
+    names = [named(o) for o in offs[:n]]
     more = f" +{len(offs) - n} more" if len(offs) > n else ""
     return ", ".join(str(x) for x in names) + more
 
@@ -123,7 +130,7 @@ def render_html(summary: dict) -> str:
             for o in c["offenders"][:HTML_OFFENDERS]:
                 parts.append(
                     f"<tr><td>{_e(o['task_id'])}</td><td><code>{_e(o['where'])}</code></td>"
-                    f"<td>{_e(o['reason'])}</td></tr>"
+                    f"<td>{_e('; also: '.join([o['reason'], *o.get('also', [])]))}</td></tr>"
                 )
             parts.append("</table>")
             if len(c["offenders"]) > HTML_OFFENDERS:

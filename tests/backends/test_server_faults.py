@@ -263,4 +263,5 @@ def test_a_huge_k_on_the_command_line_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "t.jsonl").write_text('{"task_id": "a", "prompt": "1+1", "answer": "2"}\n')
     code = main(["run", "--input", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "out"), "-k", "1000000000"])
     err = capsys.readouterr().err.strip()
-    assert code == 1 and "\n" not in err and "-k must be at most 4096" in err
+    # A bad option value is usage (2) in the one exit-code table (README, "Exit codes").
+    assert code == 2 and "\n" not in err and "-k must be at most 4096" in err

@@ -76,9 +76,9 @@ def test_dedup_against_a_pool_saved_index_reused(sample_dir, tmp_path):
 
 def test_bad_pool_or_index_fails_with_one_line(sample_dir, tmp_path):
     proc = _dedup("--input", str(sample_dir), "--out", str(tmp_path / "o"), "--dedup-against", str(tmp_path / "nope"))
-    assert proc.returncode == 1 and "--dedup-against" in proc.stderr
+    assert proc.returncode == 2 and "--dedup-against" in proc.stderr
     proc = _dedup("--input", str(sample_dir), "--out", str(tmp_path / "o"), "--save-index", str(tmp_path / "i"))
-    assert proc.returncode == 1 and "needs --dedup-against" in proc.stderr
+    assert proc.returncode == 2 and "needs --dedup-against" in proc.stderr
 
 
 @pytest.mark.slow

@@ -180,7 +180,7 @@ def test_config_files_that_are_devices_are_one_line_errors(tmp_path):
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("tasksieve: error:"), proc.stderr[-2000:]
 

@@ -72,11 +72,11 @@ def test_verbose_environment_lets_beams_warning_through():
 def test_a_command_says_one_line_and_verbose_shows_the_libraries(tmp_path):
     """`dedup` imports Beam before it finds the input missing."""
     quiet = _cli("dedup", "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"), **{console.VERBOSE_ENV: ""})
-    assert quiet.returncode == 1
+    assert quiet.returncode == 2
     assert quiet.stderr.count("\n") == 1 and quiet.stderr.startswith("tasksieve: error:"), quiet.stderr
     for argv in (["--verbose", "dedup"], ["dedup", "--verbose"]):
         loud = _cli(*argv, "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"), **{console.VERBOSE_ENV: ""})
-        assert loud.returncode == 1
+        assert loud.returncode == 2
         assert "apitools not found" in loud.stderr, argv
 
 

@@ -265,4 +265,4 @@ def test_labels_from_a_graded_file(tmp_path):
         text=True,
         timeout=300,
     )
-    assert p.returncode == 1 and "--graded" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "--graded" in p.stderr and "Traceback" not in p.stderr

@@ -114,7 +114,9 @@ class VllmBackend:
         self.tokenizer = self.llm.get_tokenizer()
         self.model_id = model_id
         self.sampling = sampling
-        self.show_progress = sys.stderr.isatty()
+        # One renderer (transforms/progress.py): vLLM's own per-wave bar would
+        # draw over the sampling bar; shown with --verbose only.
+        self.show_progress = verbose() and sys.stderr.isatty()
 
     def _prompt(self, messages) -> str:
         return self.tokenizer.apply_chat_template(

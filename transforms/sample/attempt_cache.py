@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -85,7 +84,9 @@ def signed(rec: dict) -> dict:
 
 
 def _warn(message: str) -> None:
-    print(f"tasksieve: warning: attempt cache: {message}", file=sys.stderr, flush=True)
+    from tasksieve.transforms.progress import warn
+
+    warn(f"attempt cache: {message}")
 
 
 def cache_record(plan, request, result) -> dict:

@@ -30,22 +30,49 @@ from tasksieve.transforms.sample.stage import (
 
 
 class _Progress:
-    """One progress bar per worker process for the sampling stage."""
+    """One progress bar per worker process for the sampling stage, drawn by
+    the one renderer (transforms/progress.py). Its rate and ETA count only
+    sampling time and sampled tasks: the clock starts when the first task
+    is handed to the engine (the engine is up by then: loaded before the
+    graph in process, in setup() on a worker), and tasks that needed no
+    sampling (dropped by the judge gate) are counted as done without
+    counting towards the rate (tqdm's `initial`)."""
 
     _bar = None
+    _started = False
     _lock = threading.Lock()
 
     @classmethod
-    def update(cls, total: int, n: int) -> None:
-        from tqdm import tqdm
+    def _get(cls, total: int):
+        from tasksieve.transforms.progress import bar
 
+        if cls._bar is None:
+            cls._bar, cls._started = bar(total, "sampling+verifying", "task"), False
+        return cls._bar
+
+    @classmethod
+    def update(cls, total: int, n: int, sampled: bool = True) -> None:
         with cls._lock:
-            if cls._bar is None:
-                cls._bar = tqdm(total=total, desc="sampling+verifying", unit="task", dynamic_ncols=True)
-            cls._bar.update(n)
-            if cls._bar.n >= cls._bar.total:
-                cls._bar.close()
+            b = cls._get(total)
+            if not sampled:
+                b.initial += n  # done, but took no sampling time: not in the rate
+            b.update(n)
+            if b.n >= b.total:
+                from tasksieve.transforms.progress import log
+
+                log.info("%s", b)  # the bar's last state, for the log file
+                b.close()
                 cls._bar = None
+
+    @classmethod
+    def start_clock(cls, total: int) -> None:
+        """The first task goes to the engine now: the rate runs from here."""
+        with cls._lock:
+            b = cls._get(total)
+            if not cls._started:
+                cls._started = True
+                b.start_t = b.last_print_t = b._time()
+                b.refresh()
 
 
 class _SampleFn(beam.DoFn):
@@ -81,8 +108,9 @@ class _SampleFn(beam.DoFn):
         # Before any rubric attempt is paid for: is the judge trustworthy on the task?
         tasks, judge_dropped = _judge_gate(tasks, self.judge, self.plan, self.stats_dir)
         for row in judge_dropped:
-            _Progress.update(total, 1)
+            _Progress.update(total, 1, sampled=False)
             yield RESULT_TAG, row
+        _Progress.start_clock(total)
         stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.

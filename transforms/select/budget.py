@@ -1,6 +1,13 @@
 """A budget (tasks or dollars), what a task costs to train on, and caps.
 
-A task's price is what training on it next would cost: `group_size`
+A task's price (what `--budget-usd` spends) is what a buyer pays for it:
+its expert price (the delivery's `expert_cost_usd`, or its
+`expert_minutes` at the rates' hourly expert rate: the run's `expert` cost
+rows) plus its training price. A task the delivery left unpriced is
+priced at the pool's highest expert price, so leaving a price out never
+makes a task cheaper (buyer_price).
+
+The training price is what training on it next would cost: `group_size`
 rollouts of it (the trainer's group), each priced like the attempts that
 measured it, i.e. its mean prompt and completion tokens (or engine
 seconds) per attempt at the run's rates. The measurement's own attempt
@@ -92,3 +99,14 @@ def dry_run_levels(budget: Budget) -> list[Budget]:
         if b not in levels:
             levels.append(b)
     return levels
+
+
+def buyer_price(expert_usd: np.ndarray, training: np.ndarray) -> np.ndarray:
+    """Each task's price to a buyer: its expert price plus its training
+    price. An unknown (NaN) expert price counts as the pool's highest known
+    one (0 when no task of the pool is priced): a vendor cannot make a task
+    cheaper, and so chosen first, by leaving its price out."""
+    expert = np.asarray(expert_usd, dtype=np.float64).copy()
+    known = np.isfinite(expert) & (expert >= 0)
+    expert[~known] = float(expert[known].max()) if known.any() else 0.0
+    return expert + np.asarray(training, dtype=np.float64)

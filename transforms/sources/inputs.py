@@ -15,8 +15,8 @@ import bz2
 import gzip
 import lzma
 import os
+import re
 import stat
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -36,7 +36,9 @@ class InputError(Exception):
 
 
 def _warn(message: str) -> None:
-    print(f"tasksieve: warning: {message}", file=sys.stderr)
+    from tasksieve.transforms.progress import warn
+
+    warn(message)
 
 
 # --- which files are deliveries ------------------------------------------------------------
@@ -71,6 +73,25 @@ def is_datasets_folder(path: Path) -> bool:
     )
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def hub_hint(raw: str) -> str:
+    """For a missing input that reads like a Hugging Face hub id (owner/name,
+    no file extension): how to give it, since tasksieve never downloads."""
+    if not _HUB_ID.fullmatch(raw) or raw.startswith(".") or Path(raw).suffix.lower() in _HINT_SUFFIXES:
+        return ""
+    name = raw.split("/")[-1]
+    return (
+        f"; {raw!r} looks like a Hugging Face hub id, and tasksieve reads local files only (it never downloads): "
+        f"save it first with python -c \"import datasets; datasets.load_dataset('{raw}').save_to_disk('{name}')\" "
+        f"and give --input {name}"
+    )
+
+
+_HINT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".gz", ".bz2", ".xz", ".txt", ".csv", ".zst", ".zip")
+
+
 def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list[str]:
     """Resolve the user's input paths to readable sources, failing fast.
 
@@ -89,7 +110,7 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
         try:
             st = p.stat()
         except FileNotFoundError:
-            raise InputError(f"input not found: {raw}") from None
+            raise InputError(f"input not found: {raw}{hub_hint(raw)}") from None
         except OSError as e:
             raise InputError(f"input {raw}: cannot be read: {e.strerror or e}") from None
         why = special_reason(p) if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
