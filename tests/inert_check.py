@@ -13,6 +13,7 @@ the browser never fires them (a mouseover, say).
 from __future__ import annotations
 
 import html.parser
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,23 +114,33 @@ def chromium() -> str:
     return exe
 
 
+# The flags every headless Chromium run here takes: no network, no sync, a
+# profile of its own.
+HEADLESS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Screenshots the page tests leave for a person to look at.
+ARTIFACTS = Path(os.environ.get("TASKSIEVE_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
+
+
+def browser(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    """Headless Chromium with its own profile folder and `args`."""
+    return subprocess.run(
+        [chromium(), *HEADLESS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
+
+
 def dump_dom(page: Path, profile: Path) -> str:
     """The page's DOM after its scripts ran (and a few seconds of its timers)."""
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--virtual-time-budget=3000",
-        f"--user-data-dir={profile}",
-    ]
-    return subprocess.run(
-        [chromium(), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
-    ).stdout
+    return browser(profile, "--virtual-time-budget=3000", "--dump-dom", page.as_uri()).stdout
 
 
 def injected(dom: str) -> list[str]:

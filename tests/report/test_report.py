@@ -1,21 +1,16 @@
 """Cost accounting, the analyst views, and report.html, the last checked in
 a real headless Chromium (installed by scripts/test.sh)."""
 
-import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import duckdb
 import pytest
 
 from fakes import better_scripted_backend, scripted_backend
+from inert_check import ARTIFACTS, browser
 from tasksieve.pipeline.report.command import write_report
 from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
-
-ARTIFACTS = Path(os.environ.get("TASKSIEVE_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 
 
 @pytest.fixture(scope="module")
@@ -111,34 +106,9 @@ def test_report_is_self_contained(report):
     assert "duplicate of vendor_a/A-047 (similarity 0.9" in page  # a near duplicate, with its measured similarity
 
 
-def _chromium():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail(
-            "chromium is not installed: scripts/test.sh installs the Debian packages chromium and chromium-driver"
-        )
-    return exe
-
-
-def _browser(exe, profile, *args):
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ]
-    return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
-
-
 def test_report_renders_in_headless_chromium(report, tmp_path):
     out, path, _, second = report
-    exe = _chromium()
-    dom = _browser(exe, tmp_path / "p1", "--dump-dom", path.as_uri()).stdout
+    dom = browser(tmp_path / "p1", "--dump-dom", path.as_uri()).stdout
     assert 'data-report-ready="yes"' in dom  # the page's script ran
     charts = re.findall(r'<svg class="chart" id="([^"]+)"[^>]*>(.*?)</svg>', dom, re.S)
     assert len(charts) == 6
@@ -161,5 +131,5 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert float(shown["usd_per_learnable"]) == pytest.approx(per)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report.png"
-    _browser(exe, tmp_path / "p2", "--window-size=1280,2400", f"--screenshot={shot}", path.as_uri())
+    browser(tmp_path / "p2", "--window-size=1280,2400", f"--screenshot={shot}", path.as_uri())
     assert shot.stat().st_size > 20_000  # a real picture, not a blank page

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from inert_check import ARTIFACTS, browser
 from tasksieve.pipeline.cli import main
 from tasksieve.pipeline.select.pool import load_pool, prepare
 from tasksieve.schemas.config import ConfigError, RunConfig, SelectConfig, load_config
@@ -399,10 +400,8 @@ def test_sample_selection_end_to_end(sample_selected):
 
 
 def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_path):
-    from test_report import ARTIFACTS, _browser, _chromium
-
     out, path, _ = sample_selected
-    dom = _browser(_chromium(), tmp_path / "p", "--dump-dom", path.as_uri()).stdout
+    dom = browser(tmp_path / "p", "--dump-dom", path.as_uri()).stdout
     assert 'data-report-ready="yes"' in dom and 'id="selection"' in dom
     for chart_id in ("chart-select-cluster", "chart-select-per-usd"):
         body = re.search(rf'<svg class="chart" id="{chart_id}"[^>]*>(.*?)</svg>', dom, re.S).group(1)
@@ -424,8 +423,7 @@ def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_pa
         dom.count("<tr>", dom.index('id="table-select-cluster"'), dom.index('id="table-select-band"')) == clusters + 1
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    _browser(
-        _chromium(),
+    browser(
         tmp_path / "p2",
         "--window-size=1280,4000",
         f"--screenshot={ARTIFACTS / 'report-selection.png'}",
