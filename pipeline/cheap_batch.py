@@ -38,7 +38,8 @@ def near_settings(cfg, with_pool: bool, tasks: int | None = None, shards: int = 
                         within=cfg.dedup.near, min_numbers=cfg.dedup.number_overlap,
                         guard_below=cfg.dedup.number_guard_below, semantic=cfg.dedup.semantic,
                         rules=rules_from_config(cfg.decontam, cfg.dedup), with_pool=with_pool,
-                        edge_shards=edge_shard_count(cfg.dedup.edge_shards, tasks), shards=shards)
+                        edge_shards=edge_shard_count(cfg.dedup.edge_shards, tasks), shards=shards,
+                        keep_variants=cfg.dedup.keep_variants)
 
 
 def _input_rows(paths: list[str], max_row_bytes: int) -> int | None:

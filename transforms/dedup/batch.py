@@ -270,7 +270,8 @@ class NearSettings:
     def __init__(self, p: MinHashParams, threshold: float, max_bucket_pairs: int = 32, within: bool = True,
                  min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
                  rules: Rules | None = None, with_pool: bool = False, edge_shards: int = SHARDS,
-                 shards: int = SHARDS):
+                 shards: int = SHARDS, keep_variants: int = 0):
+        self.keep_variants = keep_variants
         self.p, self.threshold, self.max_pairs, self.within = p, threshold, max_bucket_pairs, within
         self.min_numbers, self.guard_below, self.semantic = min_numbers, guard_below, semantic
         self.rules, self.with_pool, self.edge_shards = rules or Rules(), with_pool, edge_shards

@@ -47,6 +47,7 @@ from tasksieve.transforms.dedup.near import (_FAR_UNDER, POOL_NODE, Component, U
                                              task_node)
 from tasksieve.transforms.dedup.shards import StringColumn, bucket_runs, shard_of, text_bands_sizes_sketches
 from tasksieve.transforms.dedup.sketch import could_reach
+from tasksieve.transforms.same_problem.relation import jaccard_floor
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING, CLUSTERS, MEMBERS = "needs", "edges", "edge_rows", "pending", "clusters", "members"
@@ -91,8 +92,10 @@ def size_bound(a: int, b: int, threshold: float) -> bool:
     set shared), and rounding to 4 places is monotone, so an edge with
     round(min/max, 4) under the threshold is refused by judge_edges whatever
     its texts say. Edges with equal content hashes (confirmed outright)
-    have equal texts, so equal sizes; meaning edges never pass here."""
-    return round(min(a, b) / max(a, b), 4) >= threshold
+    have equal texts, so equal sizes; meaning edges never pass here. The
+    bound is relation.jaccard_floor: the lowest Jaccard a containment link
+    (a sentence added) is judged at, the same for both paths."""
+    return round(min(a, b) / max(a, b), 4) >= jaccard_floor(threshold)
 
 
 def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> np.ndarray:
@@ -100,9 +103,9 @@ def _size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> 
     0.5e-4 (and an ulp) of x, so a ratio 1e-4 or more clear of the threshold
     is decided by the comparison alone; only the few closer ones go through
     size_bound itself."""
-    ratio = small / large
-    keep = ratio >= threshold + 1e-4
-    near = np.flatnonzero(~keep & (ratio >= threshold - 1e-4))
+    ratio, floor = small / large, jaccard_floor(threshold)
+    keep = ratio >= floor + 1e-4
+    near = np.flatnonzero(~keep & (ratio >= floor - 1e-4))
     for i in near.tolist():
         keep[i] = size_bound(int(small[i]), int(large[i]), threshold)
     return keep
@@ -321,7 +324,7 @@ def prune_shard(kv, near: NearSettings, spill: Spill | None = None):
         if not (ids[at] == pairs).all():
             raise RuntimeError("near dedup: an edge shard holds an edge without its sketches")
         a, b = at[:, 0], at[:, 1]
-        pairs = pairs[could_reach(sketches, a, b, near.threshold - _FAR_UNDER) | (codes[a] == codes[b])]
+        pairs = pairs[could_reach(sketches, a, b, jaccard_floor(near.threshold) - _FAR_UNDER) | (codes[a] == codes[b])]
     yield shard, (EDGES, pack((pairs, meaning), spill))
     yield from _per_holder(NEEDS, shard, _edge_ids(pairs, meaning), spill)
 
@@ -618,7 +621,7 @@ def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
     via = {_node(k, r): link for k, r, link in members}
     clusters = [[_node(k, r) for k, r, _ in by_root[root]] for root in sorted(by_root)]
     kept, dropped = [], []
-    for tag, t in decide_clusters(c, clusters, via, near.p, near.threshold):
+    for tag, t in decide_clusters(c, clusters, via, near.p, near.threshold, near.keep_variants):
         (kept if tag == KEPT else dropped).append(t)
     if kept:
         yield KEPT, as_chunk(kept, spill)

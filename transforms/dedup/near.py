@@ -42,7 +42,9 @@ from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_
 from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
-from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
+from tasksieve.transforms.same_problem import relation
+from tasksieve.transforms.same_problem.quantities import quantities
+from tasksieve.transforms.same_problem.rules import Rules, judge_pair, rules_from_config
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
@@ -238,7 +240,13 @@ class _Shingles:
         """The exact shingle Jaccard of every edge's two texts, rounded to 4
         places: a block of edges at a time, each node's shingles made once
         per block, in compiled code (signatures.jaccard_counts)."""
+        return self.sims_covers(edges)[0]
+
+    def sims_covers(self, edges: list[tuple]) -> tuple[list[float], list[float]]:
+        """(sims, and the share of the smaller shingle set found in the
+        other: relation.cover_of) of every edge."""
         out: list[float] = []
+        covers: list[float] = []
         for i in range(0, len(edges), _EDGE_BLOCK):
             block = edges[i : i + _EDGE_BLOCK]
             index: dict = {}
@@ -248,8 +256,10 @@ class _Shingles:
             ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
             eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
             inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            out += [similarity(x, la, lb) for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
-        return out
+            trip = list(zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist()))
+            out += [similarity(x, la, lb) for x, la, lb in trip]
+            covers += [relation.cover_of(x, la, lb) for x, la, lb in trip]
+        return out, covers
 
     def remember(self, pairs: list[tuple]) -> None:
         """Measure `pairs` now, in one block, for later `sim` calls (the
@@ -306,25 +316,45 @@ class Component:
         return self.by_node.get(n) or self.pool_by_node[n]
 
 
+def could_link(sim: float, cover: float, copy: bool, threshold: float) -> bool:
+    """Whether _judge_edge can confirm a plain edge with these shingle
+    figures at all: a copy, similar enough, or contained (relation.contained)."""
+    return copy or sim >= threshold or relation.contained(sim, cover, threshold)
+
+
 def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> tuple[dict | None, float]:
+                rules: Rules, cover: float = 0.0) -> tuple[dict | None, float]:
     """(how the edge was confirmed, or None; its similarity). `sim`: the
-    shingle Jaccard of its two texts (_Shingles.sims)."""
+    shingle Jaccard of its two texts (_Shingles.sims), `cover` the share
+    of the smaller one's shingles in the other. A linked pair is then one
+    of relation.relate's relations: duplicates and variants are confirmed
+    (`how` names which), siblings and different questions on one setup are
+    not."""
     a, b = e[0], e[1]
     exact = c.hashes[a] == c.hashes[b]
     s = 1.0 if exact else sim
     # The number overlap only matters between the threshold and the guard.
     numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
-    if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
-        # Other numbers *and* another answer: a sibling from one template, not a copy.
-        if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
+    linked = "minhash" if exact or confirmed(s, numbers, threshold, min_numbers, guard_below) else None
+    if linked is None and relation.contained(s, cover, threshold) \
+            and relation.numbers_contained(c.texts[a], c.texts[b]):
+        linked = "containment"
+    if linked is not None:
+        kind, ev = relation.relate(c.row(a), c.row(b), rules, exact)
+        if kind in (relation.DUPLICATE, relation.VARIANT):
+            how = {"generator": linked, "relation": kind}
+            if linked == "containment":
+                how["containment"] = cover
+            if kind == relation.VARIANT:
+                how["same_problem"] = ev
+            return how, s
+        if linked == "minhash" or len(e) < 3:
             return None, s
-        return {"generator": "minhash"}, s
     if len(e) > 2:
         cos = e[2] if e[2] is not None else _cosine(c.texts[a], c.texts[b])
         same, ev = judge_pair(c.row(a), c.row(b), cos, rules)
         if same:
-            return {"generator": "semantic", "same_problem": ev}, s
+            return {"generator": "semantic", "relation": relation.DUPLICATE, "same_problem": ev}, s
     return None, s
 
 
@@ -350,14 +380,14 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     out = []
     edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
     hashes = c.hashes
-    sims = c.sh.sims(edges)
+    sims, covers = c.sh.sims_covers(edges)
     refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
-    for k, (e, sim) in enumerate(zip(edges, sims)):
+    for k, (e, sim, cover) in enumerate(zip(edges, sims, covers)):
         # What _judge_edge says of most candidates, without the call: neither
-        # similar nor a copy, or refused by the number guard.
-        if (sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]) or k in refused:
+        # similar nor contained nor a copy, or refused by the number guard.
+        if (len(e) == 2 and not could_link(sim, cover, hashes[e[0]] == hashes[e[1]], threshold)) or k in refused:
             continue
-        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
+        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules, cover)
         if how is not None:
             out.append((e, how, s))
     return out
@@ -416,12 +446,16 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         inter, lens = jaccard_counts(texts, ea, eb, c.sh.p)
         la, lb = lens[ea], lens[eb]
         jac, copy = inter / (la + lb - inter), code[a] == code[b]
-        close = (jac >= threshold - _FAR_UNDER) | copy
+        # Contained (relation.contained): close to the floor and holding
+        # nearly all of the smaller set; judged one by one.
+        held = (jac >= relation.jaccard_floor(threshold) - _FAR_UNDER) & (jac < threshold + _FAR_UNDER) & \
+            (inter >= (relation.CONTAINMENT_MIN - _FAR_UNDER) * np.minimum(la, lb))
+        close = (jac >= threshold - _FAR_UNDER) | copy | held
         if min_numbers > _FAR_UNDER and number_guard.enabled:
             # Similar but surely under guard_below, and sharing surely too
             # few numbers: refused by the number guard (one template's
             # siblings: nearly every candidate of a templated delivery).
-            g = np.flatnonzero(close & ~copy & (jac < guard_below - _FAR_UNDER))
+            g = np.flatnonzero(close & ~copy & ~held & (jac < guard_below - _FAR_UNDER))
             block = used.tolist()
             refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
                                          _FAR_UNDER)
@@ -429,25 +463,33 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = _pair((names[a[k]], names[b[k]]))
-            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
+            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules,
+                                 relation.cover_of(x, sa, sb))
             if how is not None:
                 out.append((e, how, s))
     return out
 
 
 def best_links(confirmed: list[tuple]) -> dict:
-    """node -> (neighbour, similarity, how) of its best confirmed edge:
-    MinHash edges first, then the most similar, then the first in order."""
+    """node -> (neighbour, similarity, how, duplicate root) of its best
+    confirmed edge: MinHash edges first, then the most similar, then the
+    first in order. The duplicate root names the node's group of
+    duplicates (union over the `duplicate` edges only): a cluster joined by
+    `variant` edges holds several such groups (decide_cluster)."""
     via: dict = {}
+    dups = UnionFind()
     for e, how, s in confirmed:
+        if how.get("relation", relation.DUPLICATE) == relation.DUPLICATE:
+            dups.union(e[0], e[1])
         for x, y in ((e[0], e[1]), (e[1], e[0])):
             if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
                 via[x] = (y, s, how)
-    return via
+    return {x: (*v, dups.find(x)) for x, v in via.items()}
 
 
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
-                      min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None):
+                      min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None,
+                      keep_variants: int = 0):
     """Confirm a component's candidate edges and decide: yields (tag, task).
     Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
     similarity and the number guard, or (a, b, cosine) from semantic
@@ -455,7 +497,7 @@ def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p
     (`same_problem.judge_pair`)."""
     c = Component(tasks, pool, p)
     clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
-    yield from decide_clusters(c, clusters, via, p, threshold)
+    yield from decide_clusters(c, clusters, via, p, threshold, keep_variants)
 
 
 def _cluster_rows(c: Component, members: list[str]) -> tuple[list[dict], list[dict]]:
@@ -464,7 +506,8 @@ def _cluster_rows(c: Component, members: list[str]) -> tuple[list[dict], list[di
     return ts, [c.pool_by_node[n] for n in members if n in c.pool_by_node]
 
 
-def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float):
+def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float,
+                    keep_variants: int = 0):
     """decide_cluster of each cluster in turn, with every similarity the
     drop details name measured first in one block (one compiled call, not
     one per dropped task)."""
@@ -476,24 +519,57 @@ def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHa
             pairs += [(n, r["node"]) for n in ns for r in pools] if pools else [(n, ns[0]) for n in ns[1:]]
     c.sh.remember(pairs)
     for members in clusters:
-        yield from decide_cluster(c, members, via, p, threshold)
+        yield from decide_cluster(c, members, via, p, threshold, keep_variants)
 
 
-def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float):
-    """(tag, task) for the tasks of one cluster of confirmed duplicates: the
-    first by survivor_key is kept and the rest dropped naming it, or all are
-    dropped when the cluster holds a reference-pool row."""
+def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float,
+                   keep_variants: int = 0):
+    """(tag, task) for the tasks of one cluster of confirmed edges, or all
+    dropped when the cluster holds a reference-pool row. The cluster is
+    groups of duplicates (via's duplicate roots) joined by variant edges:
+    the first task by survivor_key is the original and kept, its
+    duplicates dropped naming it (near_duplicate); every other group is a
+    variant of it: the first `keep_variants` groups (by survivor_key) keep
+    their first task, which takes the original's template group, and drop
+    their duplicates naming it; the rest drop whole as near_variant."""
     ts, pools = _cluster_rows(c, members)
     if len(members) == 1 or not ts:
         for t in ts:
             yield KEPT, t
-    elif pools:
+        return
+    if pools:
         for t in ts:
             yield DROPPED, _pool_drop(c, t, pools, via)
-    else:
-        yield KEPT, ts[0]
-        for t in ts[1:]:
-            yield DROPPED, _near_drop(c, t, ts[0], via, p, threshold)
+        return
+    groups: dict = {}
+    for t in ts:
+        groups.setdefault(via[task_node(t)][3], []).append(t)
+    orig = ts[0]
+    yield KEPT, orig
+    for k, group in enumerate(groups.values()):
+        first = group[0]
+        if k == 0:  # the original's own duplicates
+            for t in group[1:]:
+                yield DROPPED, _near_drop(c, t, orig, via, p, threshold)
+        elif k <= keep_variants:
+            yield KEPT, dict(first, template_group=orig.get("template_group"))
+            for t in group[1:]:
+                yield DROPPED, _near_drop(c, t, first, via, p, threshold)
+        else:
+            for t in group:
+                yield DROPPED, _variant_drop(c, t, orig, via)
+
+
+def _variant_drop(c: Component, t: dict, orig: dict, via: dict) -> dict:
+    """A task in a variant group past keep_variants: dropped, naming the
+    original and the quantities edited between them."""
+    n, on = task_node(t), task_node(orig)
+    qa, qb = quantities(orig.get("prompt") or ""), quantities(t.get("prompt") or "")
+    detail = {"variant_of": orig["task_id"], "variant_of_source": orig["source"], "similarity": c.sh.sim(n, on),
+              "edited": {"original_only": sorted((qa - qb).elements())[:20],
+                         "variant_only": sorted((qb - qa).elements())[:20]},
+              **_via(via, n, c.pool_by_node, c.by_node)}
+    return drop_record(t, STAGE, "near_variant", detail)
 
 
 def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
@@ -526,7 +602,7 @@ def _cosine(a: str, b: str) -> float:
 
 
 def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
-    nb, s, how = via[n]
+    nb, s, how = via[n][:3]
     row = by_node.get(nb) or pool_by_node[nb]
     return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s, **how}
 
@@ -573,7 +649,7 @@ def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max
 def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
                          min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
                          rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32,
-                         candidates=bucket_edges):
+                         candidates=bucket_edges, keep_variants: int = 0):
     """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
     the same candidate generators (MinHash bands, quantity-grouped meanings)
     and the same confirmation (`resolve_component`) as the Beam stage, in
@@ -611,7 +687,7 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
             by_root_pool[uf.find(r["node"])].append(r)
     for root, comp_edges in comps.items():
         yield from resolve_component(by_root_tasks.get(root, []), by_root_pool.get(root, []), comp_edges, p, threshold,
-                                     min_numbers, guard_below, rules=rules)
+                                     min_numbers, guard_below, rules=rules, keep_variants=keep_variants)
 
 
 class NearDedup(beam.PTransform):
@@ -620,8 +696,9 @@ class NearDedup(beam.PTransform):
 
     def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
                  within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
-                 rules: Rules | None = None):
+                 rules: Rules | None = None, keep_variants: int = 0):
         super().__init__()
+        self.keep_variants = keep_variants
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
         self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
         self.semantic, self.rules = semantic, rules or Rules()
@@ -632,11 +709,11 @@ class NearDedup(beam.PTransform):
         `[decontam]` too); `pool_rows`: the reference pools' index rows."""
         return cls(params_from_config(dedup), dedup.threshold, pool_rows, dedup.max_bucket_pairs, within=dedup.near,
                    min_numbers=dedup.number_overlap, guard_below=dedup.number_guard_below, semantic=dedup.semantic,
-                   rules=rules_from_config(decontam, dedup))
+                   rules=rules_from_config(decontam, dedup), keep_variants=dedup.keep_variants)
 
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
-        min_numbers, guard_below, rules = self.min_numbers, self.guard_below, self.rules
+        min_numbers, guard_below, rules, keep = self.min_numbers, self.guard_below, self.rules, self.keep_variants
         records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
         keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
         if self.pool_rows is not None:
@@ -683,7 +760,7 @@ class NearDedup(beam.PTransform):
                     pool_.append(v)
                 else:
                     edges_ = v
-            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules)
+            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules, keep)
 
         out = split_tagged(
             (routed["cluster"], comp_edges)
