@@ -104,8 +104,11 @@ def task_records(task: dict, p: MinHashParams, with_exact: bool = False) -> list
     pool is present (exact copies within the inputs are gone already).
     Records are kept tiny, an int and the node id: there are `bands` of
     them per task, and shuffling them is the stage's main cost."""
+    from tasksieve.transforms.dedup.sentences import sentence_keys
+
     node = task_node(task)
     out = [(bucket_key(b, k), node) for b, k in task_bands(task, p)]
+    out += [(k, node) for k in sentence_keys(text_of(task))]
     if with_exact:
         out.append((exact_key(task["content_hash"]), node))
     return out
@@ -337,7 +340,7 @@ def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_number
     numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
     linked = "minhash" if exact or confirmed(s, numbers, threshold, min_numbers, guard_below) else None
     if linked is None and relation.contained(s, cover, threshold) \
-            and relation.numbers_contained(c.texts[a], c.texts[b]):
+            and relation.counts_contained(c.sh.number_counts(a), c.sh.number_counts(b)):
         linked = "containment"
     if linked is not None:
         kind, ev = relation.relate(c.row(a), c.row(b), rules, exact)
@@ -381,7 +384,7 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
     hashes = c.hashes
     sims, covers = c.sh.sims_covers(edges)
-    refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
+    refused = _guard_refusals(c, edges, sims, covers, threshold, min_numbers, guard_below)
     for k, (e, sim, cover) in enumerate(zip(edges, sims, covers)):
         # What _judge_edge says of most candidates, without the call: neither
         # similar nor contained nor a copy, or refused by the number guard.
@@ -393,16 +396,18 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     return out
 
 
-def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float,
-                    guard_below: float) -> set[int]:
+def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], covers: list[float], threshold: float,
+                    min_numbers: float, guard_below: float) -> set[int]:
     """Positions of the edges the number guard refuses in _judge_edge
     (plain, not copies, similar but under guard_below, sharing too few
-    numbers), found on arrays (number_guard.py) and skipped there."""
+    numbers, and not contained: relation.contained), found on arrays
+    (number_guard.py) and skipped there."""
     if min_numbers <= _FAR_UNDER or not number_guard.enabled:
         return set()
     hashes = c.hashes
-    at = [k for k, (e, s) in enumerate(zip(edges, sims))
-          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]]
+    at = [k for k, (e, s, cv) in enumerate(zip(edges, sims, covers))
+          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]
+          and not relation.contained(s, cv, threshold)]
     if not at:
         return set()
     index: dict = {}
@@ -448,17 +453,22 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         jac, copy = inter / (la + lb - inter), code[a] == code[b]
         # Contained (relation.contained): close to the floor and holding
         # nearly all of the smaller set; judged one by one.
-        held = (jac >= relation.jaccard_floor(threshold) - _FAR_UNDER) & (jac < threshold + _FAR_UNDER) & \
+        held = (jac >= relation.jaccard_floor(threshold) - _FAR_UNDER) & \
             (inter >= (relation.CONTAINMENT_MIN - _FAR_UNDER) * np.minimum(la, lb))
         close = (jac >= threshold - _FAR_UNDER) | copy | held
         if min_numbers > _FAR_UNDER and number_guard.enabled:
             # Similar but surely under guard_below, and sharing surely too
             # few numbers: refused by the number guard (one template's
             # siblings: nearly every candidate of a templated delivery).
-            g = np.flatnonzero(close & ~copy & ~held & (jac < guard_below - _FAR_UNDER))
+            g = np.flatnonzero(close & ~copy & (jac < guard_below - _FAR_UNDER))
             block = used.tolist()
-            refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
-                                         _FAR_UNDER)
+            counts = lambda j: c.sh.number_counts(names[block[j]])  # noqa: E731
+            refused = refused_by_numbers(counts, ea[g], eb[g], min_numbers, _FAR_UNDER)
+            # Contained, with the smaller one's numbers in the other: a sentence
+            # added, which the guard does not refuse (judged one by one).
+            for i in np.flatnonzero(refused & held[g]).tolist():
+                if relation.counts_contained(counts(ea[g[i]]), counts(eb[g[i]])):
+                    refused[i] = False
             close[g[refused]] = False
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
@@ -628,13 +638,18 @@ def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max
     """The candidate edges of the MinHash buckets: bucket_pairs of each,
     from a dict of buckets filled one band at a time (batch_near.band_edges
     finds the same ones as arrays)."""
+    from tasksieve.transforms.dedup.sentences import sentence_keys
+
     buckets: dict = defaultdict(list)
     # Every task's signature in one compiled pass (signatures.py: the same
     # bits as task_records' one-at-a-time numpy code, tested).
-    for t, sig in zip(tasks, signatures([text_of(t) for t in tasks], p)):
+    texts = [text_of(t) for t in tasks]
+    for t, text, sig in zip(tasks, texts, signatures(texts, p)):
         node = task_node(t)
         for band, key in band_keys(sig, p.bands, p.rows):
             buckets[bucket_key(band, key)].append(node)
+        for key in sentence_keys(text):
+            buckets[key].append(node)
         if pool_rows:
             buckets[exact_key(t["content_hash"])].append(node)
     for r in pool_rows:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from tasksieve.transforms.dedup.number_guard import NUMBER, numbers_in
 from tasksieve.transforms.same_problem import quantities as qty
 
 DUPLICATE, VARIANT, SIBLING, DISTINCT = "duplicate", "variant", "sibling", "distinct"
@@ -48,7 +49,7 @@ DUPLICATE, VARIANT, SIBLING, DISTINCT = "duplicate", "variant", "sibling", "dist
 # shingles found in the larger, with a Jaccard of at least `CONTAINMENT_FLOOR`
 # (a one-sentence task inside a long text is not a copy of it).
 CONTAINMENT_MIN = 0.9
-CONTAINMENT_FLOOR = 0.5
+CONTAINMENT_FLOOR = 0.4
 
 
 def jaccard_floor(threshold: float) -> float:
@@ -60,10 +61,13 @@ def jaccard_floor(threshold: float) -> float:
 
 
 def contained(sim: float, cover: float, threshold: float) -> bool:
-    """A pair under the threshold linked by containment: `cover` (the
-    share of the smaller text's shingles in the larger, rounded to 4
-    places) at least CONTAINMENT_MIN, and `sim` at least the floor."""
-    return sim < threshold and sim >= jaccard_floor(threshold) and cover >= CONTAINMENT_MIN
+    """Whether a pair may be linked by containment: `cover` (the share of
+    the smaller text's shingles in the larger, rounded to 4 places) at
+    least CONTAINMENT_MIN, and `sim` at least the floor. The link holds
+    when the smaller text's numbers are all in the larger too
+    (numbers_contained: an added sentence adds numbers, it replaces none),
+    whatever the number guard says of their overlap."""
+    return sim >= jaccard_floor(threshold) and cover >= CONTAINMENT_MIN
 
 
 def cover_of(inter: int, size_a: int, size_b: int) -> float:
@@ -72,13 +76,17 @@ def cover_of(inter: int, size_a: int, size_b: int) -> float:
     return round(inter / small, 4) if small else 0.0
 
 
-_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_DIGITS = NUMBER  # the numbers the number guard compares (number_guard.numbers_in)
 
 
 def numbers_contained(small_text: str, large_text: str) -> bool:
-    """Every number (digits) of the smaller text is in the larger: an added
-    sentence adds numbers, it never replaces one."""
-    a, b = Counter(_DIGITS.findall(small_text)), Counter(_DIGITS.findall(large_text))
+    """Every number (digits) of the text with fewer is in the other: an
+    added sentence adds numbers, it never replaces one."""
+    return counts_contained(Counter(numbers_in(small_text)), Counter(numbers_in(large_text)))
+
+
+def counts_contained(a: Counter, b: Counter) -> bool:
+    """numbers_contained of two texts' number counts."""
     if sum(a.values()) > sum(b.values()):
         a, b = b, a
     return not (a - b)
@@ -127,7 +135,8 @@ def asked_differs(ta: str, tb: str) -> dict | None:
     rewords its setup too; a copy asks the same."""
     sa, qa = _split_question(ta)
     sb, qb = _split_question(tb)
-    if not sa or not sb:
+    # A question replaced, not added: neither question is in the other text.
+    if not sa or not sb or _plain(qa) in _plain(tb) or _plain(qb) in _plain(ta):
         return None
     wa, wb = set(sa.lower().split()), set(sb.lower().split())
     setup = len(wa & wb) / max(1, len(wa | wb))
@@ -194,15 +203,42 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
         return DUPLICATE, ev
     gone, new = qa - qb, qb - qa
     edited = {"a_only": _short(gone), "b_only": _short(new)}
-    if gone and new:
+    wording = _wording(ta, tb)
+    ev["wording_shared"] = wording
+    if gone and new and wording[1] >= WORDING_MIN:
+        # The same words, a quantity replaced: a variant, unless the names
+        # changed too and the answer with them (a template filled anew).
         if both and agree is False and names(ta) != names(tb):
             return SIBLING, dict(ev, edited=edited, cleared_by="names+numbers",
                                  names={"a": sorted(names(ta))[:10], "b": sorted(names(tb))[:10]})
         return VARIANT, dict(ev, edited=edited, why="quantities edited")
-    # One states all of the other's quantities and more: a sentence added.
-    if agree is False:
-        return VARIANT, dict(ev, edited=edited, why="a condition added that changes the answer")
-    return DUPLICATE, dict(ev, added=edited)
+    if not (gone and new) and wording[0] >= WORDING_MIN:
+        # One states all of the other's quantities and words, and more: a
+        # sentence added. The same answer: a copy; another: a condition
+        # added that changes the problem.
+        if agree is False:
+            return VARIANT, dict(ev, edited=edited, why="a condition added that changes the answer")
+        return DUPLICATE, dict(ev, added=edited)
+    if agree is False:  # other words, other quantities, another answer: two problems
+        return SIBLING, dict(ev, edited=edited, cleared_by="answer+numbers")
+    return DUPLICATE, ev
+
+
+# Share of words (numbers masked) a variant shares with its original.
+WORDING_MIN = 0.9
+
+
+def _wording(ta: str, tb: str) -> tuple[float, float]:
+    """(share of the shorter text's words found in the longer, share of the
+    longer's found in the shorter), numbers masked, as multisets: (1, 1)
+    for a number edit, (1, < 1) for a sentence added."""
+    wa = Counter(_DIGITS.sub("#", w) for w in _plain(ta).split())
+    wb = Counter(_DIGITS.sub("#", w) for w in _plain(tb).split())
+    na, nb = sum(wa.values()), sum(wb.values())
+    if not na or not nb:
+        return 0.0, 0.0
+    common = sum((wa & wb).values())
+    return round(common / min(na, nb), 4), round(common / max(na, nb), 4)
 
 
 _PLAIN_RE = re.compile(r"\W+")
