@@ -60,6 +60,7 @@ class BenchmarkIndex:
         self.idf = Idf()
         self.qdf: Counter = Counter()
         self._qpost: dict[str, list[int]] | None = None
+        self.by_answer: dict[str, list[int]] = {}  # a numeric answer -> items (answer_key)
 
     def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True, answer: str | None = None,
             tests: str | None = None, entry_point: str | None = None) -> None:
@@ -68,6 +69,9 @@ class BenchmarkIndex:
         ws = words(text)
         q = quantities(text)
         self.meta.append(Item(benchmark, item_id, text, ws, answer, tests, entry_point, q))
+        key = answer_key(answer)
+        if key is not None and not item_id.endswith("/answer"):
+            self.by_answer.setdefault(key, []).append(idx)
         self.idf.add(ws)
         self.qdf.update(set(q))
         self._qpost = None
@@ -178,6 +182,34 @@ class BenchmarkIndex:
 
     # --- judgements --------------------------------------------------------------------------
 
+    def _by_answer(self, task: dict, ws: list[str], judged: set[int]) -> dict | None:
+        """Items with the task's answer (a number) whose quantities the task
+        states, every one (`share` 1), that make up most of the task's own
+        (`back` >= numbers_min) and are unlikely by chance (summed IDF over
+        the items at least `min_surprise`, as _by_quantities): the item
+        reworded, names and objects swapped or translated. Confirmed by
+        judge_item like every candidate."""
+        key = answer_key(task.get("answer"))
+        if key is None or key not in self.by_answer:
+            return None
+        tq = quantities(task.get("prompt") or "")
+        n = len(self.meta) + 1
+        for idx in self.by_answer[key][:64]:
+            if idx in judged:
+                continue
+            q = self.meta[idx].quantities
+            if sum(q.values()) < self.rules.min_numbers:
+                continue
+            common = sum((q & tq).values())
+            if common < sum(q.values()) or common < self.rules.numbers_min * sum(tq.values()):
+                continue
+            if sum(math.log(n / (self.qdf[x] + 1)) for x in q) < self.min_surprise:
+                continue
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules)
+            if same:
+                return {**self._item_evidence(idx), "check": "answer_quantities", **why}
+        return None
+
     def match(self, text: str) -> dict | None:
         """Words only, no confirmation: evidence of the first candidate, or None."""
         if not self.items:
@@ -212,6 +244,11 @@ class BenchmarkIndex:
             same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos)
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
+        # A rewording that swapped names and objects keeps the item's numbers
+        # and its answer: found by both, without meaning (translations too).
+        hit = self._by_answer(task, ws, {idx for idx, _ in cands[: self.max_candidates]})
+        if hit is not None:
+            return hit
         if not self.semantic:
             return None
         # Then meaning, only for items whose quantities the task states.
@@ -228,6 +265,17 @@ class BenchmarkIndex:
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None
+
+
+def answer_key(answer) -> str | None:
+    """A numeric answer as an exact fraction's string (`$18`, `18.0` and
+    `18` alike), or None."""
+    if answer is None or not str(answer).strip():
+        return None
+    from tasksieve.transforms.same_problem.rules import _as_number
+
+    v = _as_number(str(answer).strip())
+    return None if v is None else str(v)
 
 
 def build_index(n: int, benchmarks: list[str], extra_paths: list[str], background_paths: list[str] | tuple = (),

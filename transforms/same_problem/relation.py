@@ -128,26 +128,35 @@ def _content(text: str) -> set[str]:
             for w in (x.lower() for x in _WORD.findall(text)) if w not in _STOP}
 
 
-def asked_differs(ta: str, tb: str) -> dict | None:
-    """Evidence that two texts ask about different things on one setup: the
+def question_replaced(ta: str, tb: str) -> dict | None:
+    """Evidence that two texts put another question to one setup: the
     setups (all but the question sentence) share at least 90% of their
-    words and the questions' content words at most a third. A paraphrase
-    rewords its setup too; a copy asks the same."""
+    words, neither question is in the other text, and the questions differ
+    in their words, not only in their numbers (a number edited in the
+    question is a variant)."""
     sa, qa = _split_question(ta)
     sb, qb = _split_question(tb)
-    # A question replaced, not added: neither question is in the other text.
     if not sa or not sb or _plain(qa) in _plain(tb) or _plain(qb) in _plain(ta):
         return None
-    wa, wb = set(sa.lower().split()), set(sb.lower().split())
+    if _DIGITS.sub("#", _plain(qa)) == _DIGITS.sub("#", _plain(qb)):
+        return None
+    wa, wb = set(_plain(sa).split()), set(_plain(sb).split())
     setup = len(wa & wb) / max(1, len(wa | wb))
+    if setup < 0.9:
+        return None
     ca, cb = _content(qa), _content(qb)
-    if setup < 0.9 or not ca or not cb:
-        return None
-    asked = len(ca & cb) / len(ca | cb)
-    if asked > 1 / 3:
-        return None
+    asked = len(ca & cb) / len(ca | cb) if ca and cb else 1.0
     return {"question": {"a": qa[:200], "b": qb[:200]}, "setup_word_share": round(setup, 4),
             "question_word_share": round(asked, 4)}
+
+
+def asked_differs(ta: str, tb: str) -> dict | None:
+    """question_replaced, with questions sharing at most a third of their
+    content words: they ask about different things (without answers to
+    compare, the only evidence). A paraphrase rewords its setup too; a
+    copy asks the same."""
+    q = question_replaced(ta, tb)
+    return q if q is not None and q["question_word_share"] <= 1 / 3 else None
 
 
 # --- the relation --------------------------------------------------------------------------------
@@ -194,12 +203,16 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
     ev: dict = {"numbers": {"a": _short(qa), "b": _short(qb)}}
     if agree is not None:
         ev["answer"] = {"a": str(a["answer"])[:100], "b": str(b["answer"])[:100], "equivalent": agree}
+    # Another question on the same setup: two problems, whatever the
+    # numbers the questions state.
+    replaced = question_replaced(ta, tb)
+    if replaced is not None and agree is False:
+        return DISTINCT, dict(ev, cleared_by="answer", why="different questions on one setup", **replaced)
+    if replaced is not None and replaced["question_word_share"] <= 1 / 3:
+        return DISTINCT, dict(ev, cleared_by="asked_quantity", why="different questions on one setup", **replaced)
     if qa == qb:
         if agree is False and _plain(ta) != _plain(tb):
             return DISTINCT, dict(ev, cleared_by="answer", why="different questions on one setup")
-        asked = asked_differs(ta, tb)
-        if asked is not None:
-            return DISTINCT, dict(ev, cleared_by="asked_quantity", why="different questions on one setup", **asked)
         return DUPLICATE, ev
     gone, new = qa - qb, qb - qa
     edited = {"a_only": _short(gone), "b_only": _short(new)}

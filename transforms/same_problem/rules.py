@@ -373,6 +373,11 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         ev["operators"] = {"a": "".join(sorted(oa.elements())), "b": "".join(sorted(ob.elements()))}
     if qa != qb or oa != ob:
         return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
+    from tasksieve.transforms.same_problem.relation import asked_differs
+
+    asked = asked_differs(ta, tb)
+    if asked is not None:  # another question on one setup: whatever the cosine
+        return False, dict(ev, cleared_by="asked_quantity", **asked)
     need = rules.pair_min if qa else rules.pair_alone_min
     if cosine < need:
         return False, dict(ev, cleared_by="semantic", semantic_min=need)
