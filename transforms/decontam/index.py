@@ -185,8 +185,9 @@ class BenchmarkIndex:
     def _by_answer(self, task: dict, ws: list[str], judged: set[int]) -> dict | None:
         """Items with the task's answer (a number) whose quantities the task
         states, every one (`share` 1), that make up most of the task's own
-        (`back` >= numbers_min) and are unlikely by chance (summed IDF over
-        the items at least `min_surprise`, as _by_quantities): the item
+        (`back` >= ANSWER_BACK_MIN) and are unlikely by chance (the summed
+        IDF of the quantities over the items, plus the answer's, at least
+        `min_surprise`, as _by_quantities): the item
         reworded, names and objects swapped or translated. Confirmed by
         judge_item like every candidate."""
         key = answer_key(task.get("answer"))
@@ -194,16 +195,19 @@ class BenchmarkIndex:
             return None
         tq = quantities(task.get("prompt") or "")
         n = len(self.meta) + 1
-        for idx in self.by_answer[key][:64]:
+        same_answer = self.by_answer[key]
+        # The answer is evidence too: rarer answers, more (log n / items with it).
+        answer_surprise = math.log(n / (len(same_answer) + 1))
+        for idx in same_answer[:64]:
             if idx in judged:
                 continue
             q = self.meta[idx].quantities
             if sum(q.values()) < self.rules.min_numbers:
                 continue
             common = sum((q & tq).values())
-            if common < sum(q.values()) or common < self.rules.numbers_min * sum(tq.values()):
+            if common < sum(q.values()) or common < ANSWER_BACK_MIN * sum(tq.values()):
                 continue
-            if sum(math.log(n / (self.qdf[x] + 1)) for x in q) < self.min_surprise:
+            if answer_surprise + sum(math.log(n / (self.qdf[x] + 1)) for x in q) < self.min_surprise:
                 continue
             same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules)
             if same:
@@ -265,6 +269,11 @@ class BenchmarkIndex:
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None
+
+
+# Share of the task's quantities an item found by its answer must make up: a
+# rewording may add a number ("one robe", "the three of them").
+ANSWER_BACK_MIN = 0.6
 
 
 def answer_key(answer) -> str | None:
