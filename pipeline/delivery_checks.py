@@ -117,7 +117,7 @@ def read_pool(paths: list[str], max_row_bytes: int, max_field_chars: int) -> tup
 
 # --- duplicates ----------------------------------------------------------------------------
 
-def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) -> dict:
+def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules, keep_variants: int = 0) -> dict:
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
     (dedup/near.py find_near_duplicates: MinHash + quantity-grouped
     meanings, confirmed by the same-problem rules)."""
@@ -129,7 +129,7 @@ def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) 
     for tag, row in find_near_duplicates(tasks, pool_rows, params_from_config(dedup), dedup.threshold,
                                          dedup.number_overlap, dedup.number_guard_below, dedup.semantic, rules,
                                          within=within, max_bucket_pairs=dedup.max_bucket_pairs,
-                                         candidates=band_edges):
+                                         candidates=band_edges, keep_variants=keep_variants):
         if tag == "dropped":
             out[where(row)] = row
     return out
@@ -147,11 +147,13 @@ def _near_reason(d: dict, name_of) -> tuple[str, dict]:
     return how, ev
 
 
-def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None) -> dict:
+def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None, near_out: dict | None = None) -> dict:
     """Copies of another task of the delivery: exact (same normalised prompt
     + reference, the pipeline's hash and survivor rule) and, with `dedup`
     settings, near copies by the pipeline's near-dedup judgement (reworded,
-    paraphrased; same evidence as `run`). Every copy but one counts."""
+    paraphrased, variants: same evidence as `run`). Every copy but one
+    counts. `near_out`, if given, receives the near-dedup drops by where
+    (relations_check.relations reads them)."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for t in tasks:
         groups[t["content_hash"]].append(t)
@@ -169,13 +171,22 @@ def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None
     near = 0
     if dedup is not None and dedup.near:
         by_key = {(t["source"], t["task_id"]): t for t in survivors}
-        for loc, d in sorted(_near(survivors, [], True, dedup, rules).items()):
+        found = _near(survivors, [], True, dedup, rules, getattr(dedup, "keep_variants", 0))
+        if near_out is not None:
+            near_out.update(found)
+        for loc, d in sorted(found.items()):
             how, ev = _near_reason(d, None)
-            keep = by_key.get((ev["duplicate_of_source"], ev["duplicate_of"]))
+            variant = d["drop_reason"] == "near_variant"
+            of, of_source = (ev["variant_of"], ev["variant_of_source"]) if variant else \
+                (ev["duplicate_of"], ev["duplicate_of_source"])
+            keep = by_key.get((of_source, of))
             kw = where(keep) if keep else "?"
-            offenders.append(offender(d["task_id"], loc, f"near copy of {ev['duplicate_of']} ({kw}): {how}",
-                                      duplicate_of=ev["duplicate_of"], duplicate_of_where=kw, match="near",
-                                      evidence=ev))
+            edit = ev.get("edited", {})
+            what = (f"variant of {of} ({kw}): the same text with quantities edited "
+                    f"({', '.join(edit.get('original_only', []))} -> {', '.join(edit.get('variant_only', []))})"
+                    if variant else f"near copy of {of} ({kw}): {how}")
+            offenders.append(offender(d["task_id"], loc, what, duplicate_of=of, duplicate_of_where=kw,
+                                      match="variant" if variant else "near", evidence=ev))
             near += 1
     observed = rate(len(offenders), len(tasks))
     return check("duplicates_within", "tasks repeating another task of this delivery (normalised prompt + reference, "
@@ -227,6 +238,8 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
                 why = f"contains the whole of {item}: \"{ev['matched_text']}\""
             elif ev["check"] == "fuzzy":
                 why = f"rewords {item} ({ev['similarity']:.0%} of its words in order): \"{ev['matched_text'][:200]}\""
+            elif ev["check"] == "answer_quantities":
+                why = f"states every quantity of {item} and its answer ({ev.get('answer', {}).get('item')})"
             else:
                 why = f"means the same as {item} (cosine {ev['cosine']}) and states its quantities"
             if ev.get("confirmed_by"):

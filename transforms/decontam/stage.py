@@ -22,7 +22,7 @@ STAGE = "decontaminate"
 
 
 REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_item", "fuzzy": "benchmark_fuzzy_match",
-           "semantic": "benchmark_semantic_match"}
+           "semantic": "benchmark_semantic_match", "answer_quantities": "benchmark_answer_match"}
 
 
 def check_task(task: Task, index: BenchmarkIndex) -> Result | None:

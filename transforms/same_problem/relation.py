@@ -295,3 +295,24 @@ def template_group(prompt: str) -> str:
 
     masked = _NUMBERISH.sub("#", _CAP.sub("N", prompt or ""))
     return "tg" + hashlib.sha256(normalize_text(masked).encode("utf-8")).hexdigest()[:14]
+
+
+def variant_key(prompt: str) -> tuple[str, Counter]:
+    """(a digest of the prompt with its numbers masked, names kept; its
+    numbers): two tasks with one digest are variants of each other when
+    they share at least half of their numbers (`variants`); with fewer,
+    siblings. `select` never takes a task beside a variant of it."""
+    import hashlib
+
+    from tasksieve.transforms.normalize import normalize_text
+
+    key = hashlib.sha256(normalize_text(_DIGITS.sub("#", prompt or "")).encode("utf-8")).hexdigest()[:16]
+    return key, Counter(numbers_in(prompt or ""))
+
+
+def variants(a: Counter, b: Counter) -> bool:
+    """Two texts of one variant_key digest: variants when they share at
+    least half of the numbers of the one with more (a number edited), not
+    when a template was filled anew."""
+    most = max(sum(a.values()), sum(b.values()))
+    return most == 0 or sum((a & b).values()) >= 0.5 * most
