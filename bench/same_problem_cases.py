@@ -708,7 +708,9 @@ def sibling_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
             w1, w2 = rng.sample(_PRON, 2)
             v1 = _draw(fam, rng)
             v2 = _draw(fam, rng)
-            while v2 == v1:
+            # Filled anew: every number other (one shared number of three, names
+            # kept, is a variant: issue 43).
+            while any(x == y for x, y in zip(v1, v2)):
                 v2 = _draw(fam, rng)
             tpl = fam["base"] if s < 3 else fam["synonyms"]
             out.append((_math(f"sib-{f}-{s}-a", _fill(tpl, w1, *v1), fam["ans"](*v1), "template_sibling"),
@@ -723,11 +725,11 @@ def shares_gsm8k_8gram(text: str, index) -> bool:
 def variant_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
     """Issue 43: one problem and the same text with one quantity edited, its
     answer recomputed (a variant: one of the two must be dropped), from each
-    family's base and its synonym wording, 4 per family."""
+    family's base and its synonym wording, 5 per family."""
     rng = random.Random(seed + 2)
     out = []
     for f, fam in enumerate(FAMILIES):
-        for s in range(4):
+        for s in range(5):
             who = rng.choice(_PRON)
             v = list(_draw(fam, rng))
             w = list(v)

@@ -104,13 +104,15 @@ if so as into about after before each every all any some no not more most less l
 determine calculate give show prove number value amount answer express state write let suppose given""".split())
 
 
+_STARTERS = set("""solve assume consider note using use after before during while since because although then also
+however today yesterday tomorrow last next once later first second third finally meanwhile here suppose let given
+calculate compute determine find write show prove express evaluate simplify""".split())
+
+
 def names(text: str) -> set[str]:
-    """The capitalised words after the first word of each sentence: the
-    names a template is filled with."""
-    out = set()
-    for sent in _SENT.split(text.strip()):
-        out.update(_CAP.findall(sent)[1:] if sent[:1].isupper() else _CAP.findall(sent))
-    return out
+    """The capitalised words that are not common words (a sentence's
+    first word is capitalised too): the names a template is filled with."""
+    return {w for w in _CAP.findall(text) if w.lower() not in _STOP and w.lower() not in _STARTERS}
 
 
 def _split_question(text: str) -> tuple[str, str]:
@@ -150,13 +152,17 @@ def question_replaced(ta: str, tb: str) -> dict | None:
             "question_word_share": round(asked, 4)}
 
 
+ASKED_MAX = 0.25  # content words two questions about different things share at most
+
+
 def asked_differs(ta: str, tb: str) -> dict | None:
-    """question_replaced, with questions sharing at most a third of their
-    content words: they ask about different things (without answers to
-    compare, the only evidence). A paraphrase rewords its setup too; a
-    copy asks the same."""
+    """question_replaced, with questions sharing at most ASKED_MAX of their
+    content words: they ask about different things. The evidence for a
+    pair without both answers (with them, the answers decide): one word
+    swapped for a synonym in a two-word question ("left", "remaining")
+    shares a third, and stays one question."""
     q = question_replaced(ta, tb)
-    return q if q is not None and q["question_word_share"] <= 1 / 3 else None
+    return q if q is not None and q["question_word_share"] <= ASKED_MAX else None
 
 
 # --- the relation --------------------------------------------------------------------------------
@@ -208,7 +214,7 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
     replaced = question_replaced(ta, tb)
     if replaced is not None and agree is False:
         return DISTINCT, dict(ev, cleared_by="answer", why="different questions on one setup", **replaced)
-    if replaced is not None and replaced["question_word_share"] <= 1 / 3:
+    if replaced is not None and agree is None and replaced["question_word_share"] <= ASKED_MAX:
         return DISTINCT, dict(ev, cleared_by="asked_quantity", why="different questions on one setup", **replaced)
     if qa == qb:
         if agree is False and _plain(ta) != _plain(tb):

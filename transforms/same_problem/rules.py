@@ -375,8 +375,8 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
     from tasksieve.transforms.same_problem.relation import asked_differs
 
-    asked = asked_differs(ta, tb)
-    if asked is not None:  # another question on one setup: whatever the cosine
+    asked = asked_differs(ta, tb) if not (_has_answer(a) and _has_answer(b)) else None
+    if asked is not None:  # another question on one setup, no answers to say: whatever the cosine
         return False, dict(ev, cleared_by="asked_quantity", **asked)
     need = rules.pair_min if qa else rules.pair_alone_min
     if cosine < need:
