@@ -31,17 +31,19 @@ def _h(s: str) -> int:
     return int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little") >> 1
 
 
+_MASK = (1 << 63) - 1
+_BAND = (((SENTENCE_BAND + 2) * 0x9E3779B97F4A7C15) & _MASK)  # near.bucket_key's band term
+
+
 def sentence_keys(text: str) -> list[int]:
     """Bucket keys (near.bucket_key under SENTENCE_BAND) of a normalised
-    text's sentence set and of that set less each sentence."""
-    from tasksieve.transforms.dedup.near import bucket_key
-
-    sents = [s for s in _SPLIT.split(text.strip()) if s]
-    hs = sorted(_h(s) for s in sents)
-    out = [bucket_key(SENTENCE_BAND, _h(" ".join(map(str, hs))))]
+    text's sentence multiset and of that multiset less each sentence: the
+    sum of the sentences' 63-bit hashes (order-free), less each one."""
+    hs = [_h(s) for s in _SPLIT.split(text.strip()) if s]
+    total = sum(hs)
+    out = [(_BAND ^ (total & _MASK))]
     if 2 <= len(hs) <= MAX_SENTENCES:
-        for i in range(len(hs)):
-            out.append(bucket_key(SENTENCE_BAND, _h(" ".join(map(str, hs[:i] + hs[i + 1:])))))
+        out += [(_BAND ^ ((total - h) & _MASK)) for h in hs]
     return list(dict.fromkeys(out))
 
 

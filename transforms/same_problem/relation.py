@@ -49,7 +49,7 @@ DUPLICATE, VARIANT, SIBLING, DISTINCT = "duplicate", "variant", "sibling", "dist
 # shingles found in the larger, with a Jaccard of at least `CONTAINMENT_FLOOR`
 # (a one-sentence task inside a long text is not a copy of it).
 CONTAINMENT_MIN = 0.9
-CONTAINMENT_FLOOR = 0.4
+CONTAINMENT_FLOOR = 0.5
 
 
 def jaccard_floor(threshold: float) -> float:
@@ -281,26 +281,20 @@ def _mostly_other(ta: str, tb: str, rules) -> dict | None:
 
 # --- template groups -----------------------------------------------------------------------------
 
-_NUMBERISH = re.compile(r"\d+(?:[.,/]\d+)*|\b(?:" + "|".join(sorted(
-    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty",
-     "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "half", "twice", "dozen"],
-    key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_MASK_DIGITS = re.compile(r"\d+(?:[.,/]\d+)*")
 
 
 def template_group(prompt: str) -> str:
     """The template a task fills: a digest of its prompt with every number
-    (digits and number words) and every capitalised word (names, and each
-    sentence's first word) masked. Set on every task when it is hashed
+    (digits) and every capitalised word (names, and each sentence's first
+    word) masked. Set on every task when it is hashed
     (normalize.py); siblings and variants of one template share it, and
     near dedup gives a kept variant its original's (near.decide_cluster).
     `select` treats a group as one cluster for its caps."""
     import hashlib
 
-    from tasksieve.transforms.normalize import normalize_text
-
-    masked = _NUMBERISH.sub("#", _CAP.sub("N", prompt or ""))
-    return "tg" + hashlib.sha256(normalize_text(masked).encode("utf-8")).hexdigest()[:14]
+    masked = " ".join(_MASK_DIGITS.sub("#", _CAP.sub("N", prompt or "")).lower().split())
+    return "tg" + hashlib.sha256(masked.encode("utf-8", "surrogatepass")).hexdigest()[:14]
 
 
 def variant_key(prompt: str) -> tuple[str, Counter]:
