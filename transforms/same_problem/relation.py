@@ -224,7 +224,7 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
     edited = {"a_only": _short(gone), "b_only": _short(new)}
     wording = _wording(ta, tb)
     ev["wording_shared"] = wording
-    if gone and new and wording[1] >= WORDING_MIN:
+    if gone and new and wording[1] >= WORDING_MIN and minimal_edit(gone, new, qa, qb):
         # The same words, a quantity replaced: a variant, unless the names
         # changed too and the answer with them (a template filled anew).
         if both and agree is False and names(ta) != names(tb):
@@ -245,6 +245,16 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
 
 # Share of words (numbers masked) a variant shares with its original.
 WORDING_MIN = 0.9
+# Quantities a minimal edit replaces: one, or up to this share of the larger set.
+EDIT_MAX = 0.25
+
+
+def minimal_edit(gone: Counter, new: Counter, a: Counter, b: Counter) -> bool:
+    """A minimal edit: at most one quantity replaced, or EDIT_MAX of the
+    larger set. One template filled anew replaces most (two of four numbers
+    drawn again is a sibling, not a variant)."""
+    replaced = max(sum(gone.values()), sum(new.values()))
+    return replaced <= max(1, EDIT_MAX * max(sum(a.values()), sum(b.values())))
 
 
 def _wording(ta: str, tb: str) -> tuple[float, float]:
@@ -311,8 +321,7 @@ def variant_key(prompt: str) -> tuple[str, Counter]:
 
 
 def variants(a: Counter, b: Counter) -> bool:
-    """Two texts of one variant_key digest: variants when they share at
-    least half of the numbers of the one with more (a number edited), not
-    when a template was filled anew."""
-    most = max(sum(a.values()), sum(b.values()))
-    return most == 0 or sum((a & b).values()) >= 0.5 * most
+    """Two texts of one variant_key digest: variants when their numbers
+    differ by a minimal edit (minimal_edit), not when a template was
+    filled anew."""
+    return minimal_edit(a - b, b - a, a, b)
