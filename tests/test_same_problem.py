@@ -163,7 +163,7 @@ def test_reworded_items_are_dropped_with_evidence(index):
         assert dropped is not None, r["task_id"]
         ev = json.loads(dropped["drop_detail"])
         assert ev["benchmark"] == r["benchmark"] and ev["benchmark_item"] == r["benchmark_item"], r["task_id"]
-        assert ev["confirmed_by"] and ev["check"] in ("ngram", "short_item", "fuzzy", "semantic")
+        assert ev["confirmed_by"] and ev["check"] in ("ngram", "short_item", "fuzzy", "answer_quantities", "semantic")
         if r["domain"] == "math":
             assert ev["numbers"]["item_share_in_task"] >= 0.75
 
@@ -197,7 +197,11 @@ def test_answer_and_numbers_both_differing_clear_a_candidate(index):
 
 def test_a_translated_item_is_found_by_meaning_and_quantities(index):
     es = next(r for r in cases.translations() if r["benchmark_item"] == "test/0")
+    # With the item's answer: its answer and every quantity (issue 43), no model needed.
     ev = json.loads(check_task(es, index)["drop_detail"])
+    assert ev["check"] == "answer_quantities" and ev["benchmark_item"] == "test/0"
+    # Without an answer: by meaning.
+    ev = json.loads(check_task(dict(es, answer=None), index)["drop_detail"])
     assert ev["check"] == "semantic" and ev["benchmark_item"] == "test/0" and ev["cosine"] >= 0.6
 
 

@@ -90,18 +90,18 @@ def test_a_copy_with_a_long_sentence_added_is_dropped_in_every_path():
     find it and the containment link confirms it, the same in the dict and
     the array bucket paths."""
     a = _t("a", STORY)
-    long = ("The marbles were bought at the big toy store downtown that opened last spring next to the old "
-            "library, where many families in the neighbourhood like to spend their weekend afternoons together.")
+    long = "The marbles were bought at the big toy store downtown that opened last spring next to the old library."
     b = _t("b", STORY.replace("She then", long + " She then"), line=1, day=2)
     assert bucket_edges([a, b], [], P) == band_edges([a, b], [], P) == {tuple(sorted(("v\x1fa", "v\x1fb")))}
     for cands in (bucket_edges, band_edges):
-        got = {t["task_id"]: (tag, t) for tag, t in find_near_duplicates([a, b], [], P, 0.7, candidates=cands)}
+        got = {t["task_id"]: (tag, t)
+               for tag, t in find_near_duplicates([a, b], [], P, 0.7, semantic=False, candidates=cands)}
         assert got["a"][0] == "kept" and got["b"][0] == "dropped"
         ev = json.loads(got["b"][1]["drop_detail"])
-        assert ev["generator"] == "containment" and ev["similarity"] < 0.7 and ev["containment"] >= 0.9
+        assert ev["generator"] == "containment" and 0.5 <= ev["similarity"] < 0.6 and ev["containment"] >= 0.9
     # A sentence that replaces a number is no copy: the other's numbers are not all there.
     c = _t("c", STORY.replace("She then gives 5 marbles", long + " She then gives 6 marbles"), "42", 1, 2)
-    assert [tag for tag, _ in _decide(a, c).values()] == ["kept", "kept"]
+    assert [tag for tag, _ in _decide(a, c, semantic=False).values()] == ["kept", "kept"]
 
 
 def test_keep_variants_keeps_n_per_original_in_its_template_group():

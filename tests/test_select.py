@@ -265,10 +265,7 @@ def test_newer_model_graduates_tasks_and_its_rates_are_used(tmp_path, capsys):
     assert sorted(r[0] for r in graduated) == sorted(t["task_id"] for t in new[:5])
     assert all(not r[2] and "graduated" in r[5] for r in graduated)
     chosen = [r for r in rows if r[2]]
-    # Topic 0's fillings that share a number with a chosen one are its
-    # variants (one number edited: issue 43), never chosen beside it.
-    variants = [r for r in rows if not r[2] and "a variant of chosen task" in r[5]]
-    assert len(chosen) + len(variants) == 25 and all(r[3] == 0.5 and r[4] == "m@2" for r in chosen + variants)
+    assert len(chosen) == 25 and all(r[3] == 0.5 and r[4] == "m@2" for r in chosen)
 
 
 # --- bad input: one line, a documented exit code, never a traceback ----------------

@@ -322,6 +322,14 @@ def variant_key(prompt: str) -> tuple[str, Counter]:
 
 def variants(a: Counter, b: Counter) -> bool:
     """Two texts of one variant_key digest: variants when their numbers
-    differ by a minimal edit (minimal_edit), not when a template was
-    filled anew."""
-    return minimal_edit(a - b, b - a, a, b)
+    differ by a minimal edit (minimal_edit) that the number guard lets
+    through (their multiset Jaccard at least NUMBER_OVERLAP, near dedup's
+    `number_overlap` default): "Calculate 1 + 8." and "Calculate 1 + 9."
+    are two problems to near dedup, and so to `select`."""
+    if not (a or b):
+        return True
+    overlap = sum((a & b).values()) / sum((a | b).values())
+    return overlap >= NUMBER_OVERLAP and minimal_edit(a - b, b - a, a, b)
+
+
+NUMBER_OVERLAP = 0.5
