@@ -344,6 +344,10 @@ def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_number
         linked = "containment"
     if linked is not None:
         kind, ev = relation.relate(c.row(a), c.row(b), rules, exact)
+        # Contained with another answer: the added sentence changed the
+        # problem; a copy with a sentence added keeps its answer.
+        if linked == "containment" and kind == relation.VARIANT:
+            kind = relation.DISTINCT
         if kind in (relation.DUPLICATE, relation.VARIANT):
             how = {"generator": linked, "relation": kind}
             if linked == "containment":
@@ -453,8 +457,9 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         jac, copy = inter / (la + lb - inter), code[a] == code[b]
         # Contained (relation.contained): close to the floor and holding
         # nearly all of the smaller set; judged one by one.
+        small = np.minimum(la, lb)
         held = (jac >= relation.jaccard_floor(threshold) - _FAR_UNDER) & \
-            (inter >= (relation.CONTAINMENT_MIN - _FAR_UNDER) * np.minimum(la, lb))
+            (inter >= (relation.CONTAINMENT_MIN - _FAR_UNDER) * small) & (small >= relation.CONTAINMENT_MIN_SHINGLES)
         close = (jac >= threshold - _FAR_UNDER) | copy | held
         if min_numbers > _FAR_UNDER and number_guard.enabled:
             # Similar but surely under guard_below, and sharing surely too

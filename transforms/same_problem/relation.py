@@ -50,6 +50,10 @@ DUPLICATE, VARIANT, SIBLING, DISTINCT = "duplicate", "variant", "sibling", "dist
 # (a one-sentence task inside a long text is not a copy of it).
 CONTAINMENT_MIN = 0.9
 CONTAINMENT_FLOOR = 0.5
+# The smaller text must have this many shingles (~50 characters): in a short
+# prompt ("Calculate 18 + 51." inside "Calculate 18 + 51 - 26 - 77.") the
+# added terms are the problem, and the number guard decides.
+CONTAINMENT_MIN_SHINGLES = 50
 
 
 def jaccard_floor(threshold: float) -> float:
@@ -71,9 +75,10 @@ def contained(sim: float, cover: float, threshold: float) -> bool:
 
 
 def cover_of(inter: int, size_a: int, size_b: int) -> float:
-    """Share of the smaller shingle set found in the other, to 4 places."""
+    """Share of the smaller shingle set found in the other, to 4 places;
+    0 when the smaller has under CONTAINMENT_MIN_SHINGLES (never contained)."""
     small = min(size_a, size_b)
-    return round(inter / small, 4) if small else 0.0
+    return round(inter / small, 4) if small >= CONTAINMENT_MIN_SHINGLES else 0.0
 
 
 _DIGITS = NUMBER  # the numbers the number guard compares (number_guard.numbers_in)
