@@ -579,7 +579,7 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
             ev = json.loads(r["drop_detail"])
             partner = ev.get("duplicate_of") or ev.get("variant_of") or ""
             assert partner.split("-")[:2] != r["task_id"].split("-")[:2], (r["task_id"], partner)
-    assert all(r["template_group"] for r in got)
+    assert all(r["template_group"] for r in got if r["status"] != "quarantined")
 
 
 @pytest.mark.slow
