@@ -26,6 +26,13 @@ How it scales (nothing holds the corpus in one list):
    `drop_detail` names the survivor (or pool item), the measured similarity
    to it, and the edge that confirmed the link (clusters are transitive, so
    a member may join through a neighbour rather than the survivor).
+6. Issue 43: a linked pair (shingles, or one text contained in the other:
+   same_problem.relation.contained) is one of relation.relate's relations;
+   duplicates and variants are confirmed, siblings and different questions
+   on one setup are not. A cluster is groups of duplicates joined by
+   variant edges: the groups after the original's drop as `near_variant`
+   unless `keep_variants` keeps them (decide_cluster). Candidates also come
+   from sentence-set buckets (sentences.py).
 """
 
 from __future__ import annotations
