@@ -64,7 +64,7 @@ class DedupConfig(_Section):
     keep_variants: int = Field(0, ge=0, description="variants (the same text with a quantity edited, see "
                                "docs/same_problem.md) kept per original; the rest drop as near_variant. 0: a "
                                "variant is padding, the buyer pays an expert for a solved problem")
-    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (pipeline/cheap_batch.py); "
+    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
                                           "false: the row-at-a-time reference path, the same decisions, slower and "
                                           "with memory growing with the pool")
     edge_shards: int = Field(0, ge=0, le=4096, description="batch path: the shards where near dedup's candidate "
@@ -141,7 +141,7 @@ class OpenAIConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, v):
-        from tasksieve.transforms.backends.http_transport import check_base_url
+        from tasksieve.schemas.base_url import check_base_url
 
         why = check_base_url(v)
         if why:
@@ -333,7 +333,7 @@ class SelectConfig(_Section):
     @field_validator("value")
     @classmethod
     def _formula(cls, v):
-        from tasksieve.transforms.select.value import check_formula  # numpy-only module, no cycle
+        from tasksieve.schemas.value_formula import check_formula
 
         check_formula(v)
         return v

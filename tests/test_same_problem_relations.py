@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from tasksieve.transforms.dedup.batch_near import band_edges  # noqa: E402
+from tasksieve.transforms.batch.candidates import band_edges  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402
 from tasksieve.transforms.dedup.near import bucket_edges, find_near_duplicates  # noqa: E402
 from tasksieve.transforms.normalize import with_hash  # noqa: E402
@@ -132,8 +132,8 @@ def test_reworded_benchmark_items_are_found_by_answer_and_quantities():
 
 
 def test_validate_counts_relations_per_vendor_and_flags_padding():
-    from tasksieve.pipeline.delivery_checks import duplicates_within, where
-    from tasksieve.pipeline.relations_check import relations
+    from tasksieve.pipeline.validate.delivery_checks import duplicates_within, where
+    from tasksieve.pipeline.validate.relations_check import relations
     from tasksieve.schemas.config import DedupConfig
 
     rows = [_t("a", STORY, source="pad")]

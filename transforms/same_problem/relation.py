@@ -59,7 +59,7 @@ CONTAINMENT_MIN_SHINGLES = 50
 def jaccard_floor(threshold: float) -> float:
     """The lowest shingle Jaccard at which a pair can still be linked (by
     containment): what every size and sketch bound in front of the
-    judgement must let through (batch_near.size_bound, the sketch pruning,
+    judgement must let through (near_rule.size_bound, the sketch pruning,
     near.judge_ranked)."""
     return min(threshold, CONTAINMENT_FLOOR)
 
