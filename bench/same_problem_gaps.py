@@ -43,20 +43,97 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tasksieve.transforms.decontam.benchmarks import ITEMS  # noqa: E402
 from tasksieve.transforms.normalize import with_hash  # noqa: E402
 
-NAMES = ["Amelia", "Bongani", "Carlos", "Dagny", "Emeka", "Farida", "Giulia", "Haruto", "Ingrid", "Jamal", "Kavya",
-         "Liang", "Mateo", "Nadia", "Olumide", "Paulina", "Quentin", "Rashida", "Sven", "Tamar", "Ulrich", "Valentina",
-         "Wanjiru", "Ximena", "Yusuf", "Zofia", "Anouk", "Bilal", "Chiara", "Dmitri"]
-OBJECT_PAIRS = [("apples", "plums"), ("eggs", "walnuts"), ("cookies", "muffins"), ("books", "magazines"),
-                ("pencils", "markers"), ("cars", "vans"), ("dogs", "ferrets"), ("flowers", "seedlings"),
-                ("shirts", "scarves"), ("tickets", "passes"), ("candies", "lollipops"), ("cupcakes", "brownies"),
-                ("marbles", "beads"), ("stickers", "badges"), ("oranges", "peaches"), ("chickens", "ducks"),
-                ("cows", "sheep"), ("boxes", "bins"), ("bottles", "cans"), ("trees", "hedges"), ("toys", "games"),
-                ("pies", "cakes"), ("students", "pupils"), ("cats", "hamsters"), ("balloons", "streamers"),
-                ("bags", "sacks"), ("pages", "sheets"), ("shoes", "boots"),
-                ("houses", "cabins"), ("plants", "shrubs"), ("glasses", "mugs"), ("cards", "coupons"),
-                ("fish", "crabs"), ("pizzas", "calzones"), ("sandwiches", "wraps")]
-_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+NAMES = [
+    "Amelia",
+    "Bongani",
+    "Carlos",
+    "Dagny",
+    "Emeka",
+    "Farida",
+    "Giulia",
+    "Haruto",
+    "Ingrid",
+    "Jamal",
+    "Kavya",
+    "Liang",
+    "Mateo",
+    "Nadia",
+    "Olumide",
+    "Paulina",
+    "Quentin",
+    "Rashida",
+    "Sven",
+    "Tamar",
+    "Ulrich",
+    "Valentina",
+    "Wanjiru",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+    "Anouk",
+    "Bilal",
+    "Chiara",
+    "Dmitri",
+]
+OBJECT_PAIRS = [
+    ("apples", "plums"),
+    ("eggs", "walnuts"),
+    ("cookies", "muffins"),
+    ("books", "magazines"),
+    ("pencils", "markers"),
+    ("cars", "vans"),
+    ("dogs", "ferrets"),
+    ("flowers", "seedlings"),
+    ("shirts", "scarves"),
+    ("tickets", "passes"),
+    ("candies", "lollipops"),
+    ("cupcakes", "brownies"),
+    ("marbles", "beads"),
+    ("stickers", "badges"),
+    ("oranges", "peaches"),
+    ("chickens", "ducks"),
+    ("cows", "sheep"),
+    ("boxes", "bins"),
+    ("bottles", "cans"),
+    ("trees", "hedges"),
+    ("toys", "games"),
+    ("pies", "cakes"),
+    ("students", "pupils"),
+    ("cats", "hamsters"),
+    ("balloons", "streamers"),
+    ("bags", "sacks"),
+    ("pages", "sheets"),
+    ("shoes", "boots"),
+    ("houses", "cabins"),
+    ("plants", "shrubs"),
+    ("glasses", "mugs"),
+    ("cards", "coupons"),
+    ("fish", "crabs"),
+    ("pizzas", "calzones"),
+    ("sandwiches", "wraps"),
+]
+_WORDS = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
 _NUMWORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
 _NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
 _SENT = re.compile(r"(?<=[.?!])\s+")
@@ -67,43 +144,86 @@ def _gsm8k():
 
 
 def _task(tid, prompt, answer, day=1, line=0):
-    return with_hash({"task_id": tid, "source": "v", "domain": "math", "prompt": prompt,
-                      "answer": None if answer is None else str(answer), "created_at": f"2026-01-{day:02d}",
-                      "source_file": "v.jsonl", "line": line})
+    return with_hash(
+        {
+            "task_id": tid,
+            "source": "v",
+            "domain": "math",
+            "prompt": prompt,
+            "answer": None if answer is None else str(answer),
+            "created_at": f"2026-01-{day:02d}",
+            "source_file": "v.jsonl",
+            "line": line,
+        }
+    )
 
 
 # --- templates: (text with {n} names and {a}.. numbers, answer function, number ranges) ----------
 
 TEMPLATES = [
-    ("{n} buys {a} notebooks at ${b} each and {c} pens at $2 each. How much does {n} spend in all?",
-     lambda a, b, c: a * b + 2 * c),
-    ("A tank holds {a} liters. {n} drains {b} liters every hour for {c} hours. How many liters are left?",
-     lambda a, b, c: a - b * c),
-    ("{n} reads {a} pages on Monday, {b} pages on Tuesday and twice as many on Wednesday as on Tuesday. "
-     "The book has {c} pages more than she has read. How many pages does the book have?",
-     lambda a, b, c: a + 3 * b + c),
-    ("A farm has {a} cows and {b} goats. Each cow gives {c} liters of milk a day. How many liters of milk do "
-     "the cows give in a week?", lambda a, b, c: 7 * a * c),
-    ("{n} walks {a} km to school, then {b} km to the library, then {c} km home. How far does {n} walk?",
-     lambda a, b, c: a + b + c),
-    ("A bakery makes {a} trays of rolls with {b} rolls on each tray and sells all but {c} rolls. How many rolls "
-     "are sold?", lambda a, b, c: a * b - c),
-    ("{n} saves ${a} a week for {b} weeks and then spends ${c} on a jacket. How much money is left?",
-     lambda a, b, c: a * b - c),
-    ("In a class of {a} students, {b} play chess and {c} of the chess players also play go. How many students "
-     "play chess but not go?", lambda a, b, c: b - c),
-    ("{n} tiene {a} canicas y compra {b} bolsas con {c} canicas cada una. ¿Cuántas canicas tiene ahora?",
-     lambda a, b, c: a + b * c),
-    ("{n} a {a} euros. Il achète {b} cahiers à {c} euros chacun. Combien d'euros lui reste-t-il ?",
-     lambda a, b, c: a - b * c),
-    ("{n} hat {a} Äpfel und verschenkt {b} davon. Dann pflückt {n} {c} weitere Äpfel. Wie viele Äpfel hat {n} "
-     "jetzt?", lambda a, b, c: a - b + c),
-    ("A rectangle is {a} cm long and {b} cm wide. A square of side {c} cm is cut from it. What area is left, "
-     "in square centimeters?", lambda a, b, c: a * b - c * c),
-    ("A train leaves at {a} km/h and travels for {b} hours, then stops for {c} minutes. How many kilometers "
-     "does it travel?", lambda a, b, c: a * b),
-    ("{n} plants {a} rows of tulips with {b} tulips in each row. Rabbits eat {c} tulips. How many tulips are "
-     "left?", lambda a, b, c: a * b - c),
+    (
+        "{n} buys {a} notebooks at ${b} each and {c} pens at $2 each. How much does {n} spend in all?",
+        lambda a, b, c: a * b + 2 * c,
+    ),
+    (
+        "A tank holds {a} liters. {n} drains {b} liters every hour for {c} hours. How many liters are left?",
+        lambda a, b, c: a - b * c,
+    ),
+    (
+        "{n} reads {a} pages on Monday, {b} pages on Tuesday and twice as many on Wednesday as on Tuesday. "
+        "The book has {c} pages more than she has read. How many pages does the book have?",
+        lambda a, b, c: a + 3 * b + c,
+    ),
+    (
+        "A farm has {a} cows and {b} goats. Each cow gives {c} liters of milk a day. How many liters of milk do "
+        "the cows give in a week?",
+        lambda a, b, c: 7 * a * c,
+    ),
+    (
+        "{n} walks {a} km to school, then {b} km to the library, then {c} km home. How far does {n} walk?",
+        lambda a, b, c: a + b + c,
+    ),
+    (
+        "A bakery makes {a} trays of rolls with {b} rolls on each tray and sells all but {c} rolls. How many rolls "
+        "are sold?",
+        lambda a, b, c: a * b - c,
+    ),
+    (
+        "{n} saves ${a} a week for {b} weeks and then spends ${c} on a jacket. How much money is left?",
+        lambda a, b, c: a * b - c,
+    ),
+    (
+        "In a class of {a} students, {b} play chess and {c} of the chess players also play go. How many students "
+        "play chess but not go?",
+        lambda a, b, c: b - c,
+    ),
+    (
+        "{n} tiene {a} canicas y compra {b} bolsas con {c} canicas cada una. ¿Cuántas canicas tiene ahora?",
+        lambda a, b, c: a + b * c,
+    ),
+    (
+        "{n} a {a} euros. Il achète {b} cahiers à {c} euros chacun. Combien d'euros lui reste-t-il ?",
+        lambda a, b, c: a - b * c,
+    ),
+    (
+        "{n} hat {a} Äpfel und verschenkt {b} davon. Dann pflückt {n} {c} weitere Äpfel. Wie viele Äpfel hat {n} "
+        "jetzt?",
+        lambda a, b, c: a - b + c,
+    ),
+    (
+        "A rectangle is {a} cm long and {b} cm wide. A square of side {c} cm is cut from it. What area is left, "
+        "in square centimeters?",
+        lambda a, b, c: a * b - c * c,
+    ),
+    (
+        "A train leaves at {a} km/h and travels for {b} hours, then stops for {c} minutes. How many kilometers "
+        "does it travel?",
+        lambda a, b, c: a * b,
+    ),
+    (
+        "{n} plants {a} rows of tulips with {b} tulips in each row. Rabbits eat {c} tulips. How many tulips are left?",
+        lambda a, b, c: a * b - c,
+    ),
 ]
 
 
@@ -123,7 +243,7 @@ def _edit_number(prompt: str, rng) -> str | None:
     new = str(int(float(old)) + rng.choice([-3, -2, -1, 1, 2, 3, 5, 10])) if "." not in old else old + "5"
     if new == old or new.startswith("-") or new == "0":
         return None
-    return prompt[: m.start()] + new + prompt[m.end():]
+    return prompt[: m.start()] + new + prompt[m.end() :]
 
 
 def variants(rng, n):
@@ -162,19 +282,44 @@ def siblings(rng, n):
 
 
 SETUPS = [  # (setup, [(question, answer)...])
-    ("Let $x_1 = {a}$ and $x_{{n+1}} = x_n^2 - {b} x_n + {c}$ for $n \\geq 1$.",
-     [("Could $x_p = x_q$ for some $p \\neq q$?", "No"), ("Must $x_n \\neq 0$ for every $n$?", "Yes"),
-      ("Is the sequence eventually periodic?", "No"), ("Find the set of residues of $x_n$ modulo 2.", "{{0, 1}}")]),
-    ("In triangle $ABC$, $AB = {a}$, $BC = {b}$ and $CA = {c}$. The point $D$ lies on $BC$ with $AD$ bisecting "
-     "angle $A$.", [("Is triangle $ABC$ obtuse?", "Yes"), ("Which vertex has the largest angle?", "Vertex A"),
-                    ("Is $D$ the midpoint of $BC$?", "No"), ("Which side is the shortest?", "Side CA")]),
-    ("{n} and {m} share {a} stamps. {n} has {b} more stamps than {m}, and each of them gives {c} stamps to a "
-     "friend named Oskar.", [("Who has more stamps at the end?", "{n}"), ("Does Oskar get more than 5 stamps?", "Yes"),
-                            ("Who gives stamps to Oskar?", "{n} and {m}"), ("Does {m} end with no stamps?", "No")]),
-    ("A bag holds {a} red, {b} blue and {c} green marbles. Two marbles are drawn without replacement.",
-     [("Is it more likely that both are red than that both are blue?", "Yes"),
-      ("Which colour is the least likely to be drawn first?", "Green"),
-      ("Which colours can be drawn twice?", "red, blue, green"), ("Can both marbles be green?", "Yes")]),
+    (
+        "Let $x_1 = {a}$ and $x_{{n+1}} = x_n^2 - {b} x_n + {c}$ for $n \\geq 1$.",
+        [
+            ("Could $x_p = x_q$ for some $p \\neq q$?", "No"),
+            ("Must $x_n \\neq 0$ for every $n$?", "Yes"),
+            ("Is the sequence eventually periodic?", "No"),
+            ("Find the set of residues of $x_n$ modulo 2.", "{{0, 1}}"),
+        ],
+    ),
+    (
+        "In triangle $ABC$, $AB = {a}$, $BC = {b}$ and $CA = {c}$. The point $D$ lies on $BC$ with $AD$ bisecting "
+        "angle $A$.",
+        [
+            ("Is triangle $ABC$ obtuse?", "Yes"),
+            ("Which vertex has the largest angle?", "Vertex A"),
+            ("Is $D$ the midpoint of $BC$?", "No"),
+            ("Which side is the shortest?", "Side CA"),
+        ],
+    ),
+    (
+        "{n} and {m} share {a} stamps. {n} has {b} more stamps than {m}, and each of them gives {c} stamps to a "
+        "friend named Oskar.",
+        [
+            ("Who has more stamps at the end?", "{n}"),
+            ("Does Oskar get more than 5 stamps?", "Yes"),
+            ("Who gives stamps to Oskar?", "{n} and {m}"),
+            ("Does {m} end with no stamps?", "No"),
+        ],
+    ),
+    (
+        "A bag holds {a} red, {b} blue and {c} green marbles. Two marbles are drawn without replacement.",
+        [
+            ("Is it more likely that both are red than that both are blue?", "Yes"),
+            ("Which colour is the least likely to be drawn first?", "Green"),
+            ("Which colours can be drawn twice?", "red, blue, green"),
+            ("Can both marbles be green?", "Yes"),
+        ],
+    ),
 ]
 
 
@@ -192,8 +337,15 @@ def shared_setups(rng, n):
             ans2 = str(int(float(it["answer"])) + rng.randint(1, 9)) if re.fullmatch(r"\d+", it["answer"]) else "7"
             setup = " ".join(sents[:-1])
             with_answers = r < 0.35
-            out.append((it["text"], it["answer"] if with_answers else None, setup + " " + q2,
-                        ans2 if with_answers else None, "gsm8k" if with_answers else "gsm8k_no_answer"))
+            out.append(
+                (
+                    it["text"],
+                    it["answer"] if with_answers else None,
+                    setup + " " + q2,
+                    ans2 if with_answers else None,
+                    "gsm8k" if with_answers else "gsm8k_no_answer",
+                )
+            )
         else:
             setup, qs = rng.choice(SETUPS)
             a, b, c = rng.randint(5, 40), rng.randint(2, 9), rng.randint(1, 9)
@@ -209,12 +361,58 @@ def shared_setups(rng, n):
 
 def _swap(text, rng):
     """Names and objects swapped; numbers kept."""
-    names = {w for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)
-             if w not in {"The", "She", "He", "They", "If", "How", "What", "Each", "Every", "There", "It", "His",
-                          "Her", "In", "On", "At", "After", "When", "Then", "For", "This", "That", "A", "An", "Monday",
-                          "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "But", "And", "She's",
-                          "He's", "Some", "All", "Half", "Her", "Their", "Its", "Today", "Tomorrow", "Yesterday"}
-             and w.lower() not in _WORDS}
+    names = {
+        w
+        for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)
+        if w
+        not in {
+            "The",
+            "She",
+            "He",
+            "They",
+            "If",
+            "How",
+            "What",
+            "Each",
+            "Every",
+            "There",
+            "It",
+            "His",
+            "Her",
+            "In",
+            "On",
+            "At",
+            "After",
+            "When",
+            "Then",
+            "For",
+            "This",
+            "That",
+            "A",
+            "An",
+            "Monday",
+            "Tuesday",
+            "Wednesday",
+            "Thursday",
+            "Friday",
+            "Saturday",
+            "Sunday",
+            "But",
+            "And",
+            "She's",
+            "He's",
+            "Some",
+            "All",
+            "Half",
+            "Her",
+            "Their",
+            "Its",
+            "Today",
+            "Tomorrow",
+            "Yesterday",
+        }
+        and w.lower() not in _WORDS
+    }
     pool = [x for x in NAMES if x not in names]
     rng.shuffle(pool)
     for old, new in zip(sorted(names), pool):
@@ -251,14 +449,24 @@ def reworded_items(rng, n):
 
 
 FILLERS = [
-    "This problem comes from last year's school contest.", "Give your answer as a whole number.",
-    "Show your work clearly.", "Assume nothing else changes during this time.",
-    "The weather that day was sunny and warm.", "Round your final answer if needed.",
-    "Her neighbour, who lives 3 houses away, has 2 cats.", "It was a Tuesday in early spring.",
-    "Ignore any taxes or fees.", "He had been planning this for 6 weeks.", "Nobody else helps with the work.",
-    "Use only the information given above.", "Esta pregunta es parte de un examen.", "Le marché ouvre à 8 heures.",
-    "Die Aufgabe ist nicht schwer.", "Everything costs the same as last year.",
-    "The shop is closed on Sundays and opens at 9 in the morning.", "All amounts are in US dollars.",
+    "This problem comes from last year's school contest.",
+    "Give your answer as a whole number.",
+    "Show your work clearly.",
+    "Assume nothing else changes during this time.",
+    "The weather that day was sunny and warm.",
+    "Round your final answer if needed.",
+    "Her neighbour, who lives 3 houses away, has 2 cats.",
+    "It was a Tuesday in early spring.",
+    "Ignore any taxes or fees.",
+    "He had been planning this for 6 weeks.",
+    "Nobody else helps with the work.",
+    "Use only the information given above.",
+    "Esta pregunta es parte de un examen.",
+    "Le marché ouvre à 8 heures.",
+    "Die Aufgabe ist nicht schwer.",
+    "Everything costs the same as last year.",
+    "The shop is closed on Sundays and opens at 9 in the morning.",
+    "All amounts are in US dollars.",
 ]
 
 
@@ -280,6 +488,7 @@ def added_sentences(rng, n):
 
 
 # --- judging ---------------------------------------------------------------------------------
+
 
 def _pair_dropped(a, ans_a, b, ans_b) -> bool:
     from tasksieve.transforms.dedup.minhash import MinHashParams
@@ -312,8 +521,10 @@ def run(seed: int, per_gap: int) -> dict:
         return ev is not None and ev.get("benchmark_item") in (iid, iid + "/answer")
 
     res["reworded_items_caught"] = [sum(hit(*c) for c in caught), len(caught)]
-    res["reworded_lookalikes_dropped"] = [sum(index.judge(_task("r", t, a)) is not None for t, a, _ in clean),
-                                          len(clean)]
+    res["reworded_lookalikes_dropped"] = [
+        sum(index.judge(_task("r", t, a)) is not None for t, a, _ in clean),
+        len(clean),
+    ]
     res["seconds"] = round(time.perf_counter() - t0, 1)
     return res
 

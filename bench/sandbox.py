@@ -46,6 +46,7 @@ def main() -> None:
         def go():
             res = sandbox.run_cases([CASE], sandbox.Limits(), mode=mode).results[0]
             assert res.passed, res.error
+
         return go
 
     rows["rlimit subprocess"] = timed(sandboxed("rlimit"), args.n)

@@ -21,13 +21,25 @@ from tasksieve.transforms.same_problem.rules import Rules, answers_agree  # noqa
 
 P = MinHashParams()
 R = Rules()
-STORY = ("Priya has 24 marbles and buys 3 bags with 8 marbles in each bag. She then gives 5 marbles to her "
-         "brother Tomasz. How many marbles does Priya have now?")
+STORY = (
+    "Priya has 24 marbles and buys 3 bags with 8 marbles in each bag. She then gives 5 marbles to her "
+    "brother Tomasz. How many marbles does Priya have now?"
+)
 
 
 def _t(tid, prompt, answer="43", line=0, day=1, source="v"):
-    return with_hash({"task_id": tid, "source": source, "domain": "math", "prompt": prompt, "answer": answer,
-                      "created_at": f"2026-01-{day:02d}", "source_file": f"{source}.jsonl", "line": line})
+    return with_hash(
+        {
+            "task_id": tid,
+            "source": source,
+            "domain": "math",
+            "prompt": prompt,
+            "answer": answer,
+            "created_at": f"2026-01-{day:02d}",
+            "source_file": f"{source}.jsonl",
+            "line": line,
+        }
+    )
 
 
 def _decide(*tasks, **kw):
@@ -43,8 +55,9 @@ def test_each_relation_by_its_rule():
     kind, ev = relation.relate(a, _t("b", STORY.replace("24 marbles", "26 marbles"), "45"), R)
     assert kind == relation.VARIANT and ev["edited"] == {"a_only": ["24"], "b_only": ["26"]}
     # A sibling: the template filled anew, other names and numbers.
-    sib = STORY.replace("Priya", "Ines").replace("24", "31").replace("3 bags", "4 bags").replace("8 marbles", "6 "
-                                                                                                  "marbles")
+    sib = (
+        STORY.replace("Priya", "Ines").replace("24", "31").replace("3 bags", "4 bags").replace("8 marbles", "6 marbles")
+    )
     kind, _ = relation.relate(a, _t("b", sib, "45"), R)
     assert kind == relation.SIBLING
     # Another name with one number edited and another answer: a template filled anew, not a variant.
@@ -60,8 +73,10 @@ def test_each_relation_by_its_rule():
 @pytest.mark.slow  # the meaning stage: the model loads
 def test_different_questions_on_one_setup_are_two_problems_and_say_why():
     setup = "Let $x_1 = 7$ and $x_{n+1} = x_n^2 - 3 x_n + 5$ for $n \\geq 1$."
-    a, b = _t("a", setup + " Could $x_p = x_q$ for some $p \\neq q$?", "No"), \
-        _t("b", setup + " Must $x_n \\neq 0$ for every $n$?", "Yes")
+    a, b = (
+        _t("a", setup + " Could $x_p = x_q$ for some $p \\neq q$?", "No"),
+        _t("b", setup + " Must $x_n \\neq 0$ for every $n$?", "Yes"),
+    )
     kind, ev = relation.relate(a, b, R)
     assert kind == relation.DISTINCT and ev["cleared_by"] == "answer"
     assert [tag for tag, _ in _decide(a, b).values()] == ["kept", "kept"]
@@ -94,8 +109,10 @@ def test_a_copy_with_a_long_sentence_added_is_dropped_in_every_path():
     b = _t("b", STORY.replace("She then", long + " She then"), line=1, day=2)
     assert bucket_edges([a, b], [], P) == band_edges([a, b], [], P) == {tuple(sorted(("v\x1fa", "v\x1fb")))}
     for cands in (bucket_edges, band_edges):
-        got = {t["task_id"]: (tag, t)
-               for tag, t in find_near_duplicates([a, b], [], P, 0.7, semantic=False, candidates=cands)}
+        got = {
+            t["task_id"]: (tag, t)
+            for tag, t in find_near_duplicates([a, b], [], P, 0.7, semantic=False, candidates=cands)
+        }
         assert got["a"][0] == "kept" and got["b"][0] == "dropped"
         ev = json.loads(got["b"][1]["drop_detail"])
         assert ev["generator"] == "containment" and 0.5 <= ev["similarity"] < 0.6 and ev["containment"] >= 0.9
@@ -105,8 +122,9 @@ def test_a_copy_with_a_long_sentence_added_is_dropped_in_every_path():
 
 
 def test_keep_variants_keeps_n_per_original_in_its_template_group():
-    tasks = [_t("a", STORY)] + [_t(f"v{k}", STORY.replace("gives 5", f"gives {6 + k}"), str(42 - k), k + 1, k + 2)
-                                for k in range(3)]
+    tasks = [_t("a", STORY)] + [
+        _t(f"v{k}", STORY.replace("gives 5", f"gives {6 + k}"), str(42 - k), k + 1, k + 2) for k in range(3)
+    ]
     got = _decide(*tasks)
     assert [got[t][0] for t in ("a", "v0", "v1", "v2")] == ["kept", "dropped", "dropped", "dropped"]
     assert all(got[t][1]["drop_reason"] == "near_variant" for t in ("v0", "v1", "v2"))
@@ -123,8 +141,12 @@ def test_reworded_benchmark_items_are_found_by_answer_and_quantities():
 
     index = build_index(8, ["gsm8k"], [], **index_options(DecontamConfig()))
     # GSM8K test/3, names and objects swapped, numbers and answer kept: few words left.
-    task = _t("r", "Kwame chooses to run 3 laps three times a week. He covers 60 meters per lap. "
-                   "What distance does he cover weekly, in meters?", "540")
+    task = _t(
+        "r",
+        "Kwame chooses to run 3 laps three times a week. He covers 60 meters per lap. "
+        "What distance does he cover weekly, in meters?",
+        "540",
+    )
     ev = index.judge(task)
     assert ev is not None and ev["benchmark_item"] == "test/3"
     # The same rewording with other numbers and answer: a look-alike, clean.
@@ -137,22 +159,39 @@ def test_validate_counts_relations_per_vendor_and_flags_padding():
     from tasksieve.schemas.config import DedupConfig
 
     rows = [_t("a", STORY, source="pad")]
-    rows += [_t(f"v{k}", STORY.replace("gives 5", f"gives {6 + k}"), str(42 - k), k + 1, k + 2, "pad")
-             for k in range(3)]
-    sib = STORY.replace("Priya", "Ines").replace("24", "31").replace("3 bags", "4 bags").replace("8 marbles", "6 "
-                                                                                                  "marbles")
-    rows += [_t("x", "A bus has 40 seats and 13 are empty. How many are taken?", "27", 0, 1, "ok"),
-             _t("y", sib, "45", 1, 1, "ok"), _t("z", "Solve for x: 3x + 4 = 19.", "5", 2, 1, "ok")]
+    rows += [
+        _t(f"v{k}", STORY.replace("gives 5", f"gives {6 + k}"), str(42 - k), k + 1, k + 2, "pad") for k in range(3)
+    ]
+    sib = (
+        STORY.replace("Priya", "Ines").replace("24", "31").replace("3 bags", "4 bags").replace("8 marbles", "6 marbles")
+    )
+    rows += [
+        _t("x", "A bus has 40 seats and 13 are empty. How many are taken?", "27", 0, 1, "ok"),
+        _t("y", sib, "45", 1, 1, "ok"),
+        _t("z", "Solve for x: 3x + 4 = 19.", "5", 2, 1, "ok"),
+    ]
     near: dict = {}
     within = duplicates_within(rows, 1.0, DedupConfig(semantic=False), R, near_out=near)
     assert {o["task_id"] for o in within["offenders"] if o["match"] == "variant"} == {"v0", "v1", "v2"}
     got = relations(rows, [o for o in within["offenders"] if o["match"] == "exact"], near)
     pv = got["details"]["per_vendor"]
     # The original and ok's y fill one template (other names and numbers): siblings, across vendors.
-    assert pv["pad"] == {"rows": 4, "duplicates": 0, "variants": 3, "siblings": 1, "variant_share": 0.75,
-                         "padding": True}
-    assert pv["ok"] == {"rows": 3, "duplicates": 0, "variants": 0, "siblings": 1, "variant_share": 0.0,
-                        "padding": False}
+    assert pv["pad"] == {
+        "rows": 4,
+        "duplicates": 0,
+        "variants": 3,
+        "siblings": 1,
+        "variant_share": 0.75,
+        "padding": True,
+    }
+    assert pv["ok"] == {
+        "rows": 3,
+        "duplicates": 0,
+        "variants": 0,
+        "siblings": 1,
+        "variant_share": 0.0,
+        "padding": False,
+    }
     assert got["status"] == "fail" and got["details"]["padding"] == ["pad"]
     assert {o["task_id"] for o in got["offenders"]} == {"v0", "v1", "v2"}
     assert all(o["where"] == where(next(r for r in rows if r["task_id"] == o["task_id"])) for o in got["offenders"])

@@ -25,8 +25,9 @@ from tasksieve.pipeline.validate.delivery_checks import check, offender, where
 MAX_VARIANT_SHARE = 0.5
 
 
-def relations(tasks: list[dict], exact_dropped: list[dict], near_dropped: dict,
-              max_variant_share: float = MAX_VARIANT_SHARE) -> dict:
+def relations(
+    tasks: list[dict], exact_dropped: list[dict], near_dropped: dict, max_variant_share: float = MAX_VARIANT_SHARE
+) -> dict:
     """`tasks`: the delivery's valid rows (with content_hash and
     template_group); `exact_dropped`: duplicates_within's exact offenders;
     `near_dropped`: its near-dedup drops by where (duplicates_within's
@@ -62,16 +63,36 @@ def relations(tasks: list[dict], exact_dropped: list[dict], near_dropped: dict,
     for source in sorted(rows):
         n = rows[source]
         share = round(var[source] / n, 4) if n else 0.0
-        per_vendor[source] = {"rows": n, "duplicates": dup[source], "variants": var[source],
-                              "siblings": sib[source], "variant_share": share,
-                              "padding": share > max_variant_share}
+        per_vendor[source] = {
+            "rows": n,
+            "duplicates": dup[source],
+            "variants": var[source],
+            "siblings": sib[source],
+            "variant_share": share,
+            "padding": share > max_variant_share,
+        }
         if share > max_variant_share:
             padded.append(source)
             for tid, loc, of, edited in variant_rows[source]:
-                offenders.append(offender(tid, loc, f"padding: a variant of {of} (quantities edited: {edited})",
-                                          vendor=source, variant_of=of))
+                offenders.append(
+                    offender(
+                        tid,
+                        loc,
+                        f"padding: a variant of {of} (quantities edited: {edited})",
+                        vendor=source,
+                        variant_of=of,
+                    )
+                )
     observed = max((v["variant_share"] for v in per_vendor.values()), default=0.0)
-    return check("relations", "per vendor: rows that are duplicates, variants (the same text with quantities "
-                 "edited) and template siblings (one template filled anew); a vendor more than "
-                 f"{max_variant_share:.0%} variants is padding", observed, f"variant share <= {max_variant_share}",
-                 not padded, offenders, per_vendor=per_vendor, padding=padded)
+    return check(
+        "relations",
+        "per vendor: rows that are duplicates, variants (the same text with quantities "
+        "edited) and template siblings (one template filled anew); a vendor more than "
+        f"{max_variant_share:.0%} variants is padding",
+        observed,
+        f"variant share <= {max_variant_share}",
+        not padded,
+        offenders,
+        per_vendor=per_vendor,
+        padding=padded,
+    )

@@ -44,7 +44,14 @@ import apache_beam as beam
 from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
 from tasksieve.transforms.dedup.near_judge import (  # noqa: F401
-    POOL_NODE, Component, UnionFind, best_links, judge_edges, pool_node, task_node)
+    POOL_NODE,
+    Component,
+    UnionFind,
+    best_links,
+    judge_edges,
+    pool_node,
+    task_node,
+)
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.near_rule import near_options
@@ -155,8 +162,9 @@ def component_messages(comps: dict):
             yield n, ("root", root)
 
 
-def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_numbers: float,
-                        guard_below: float, rules: Rules) -> tuple[list[list[str]], dict]:
+def _confirmed_clusters(
+    c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float, rules: Rules
+) -> tuple[list[list[str]], dict]:
     """(clusters of nodes joined by confirmed edges, node -> (neighbour,
     similarity, how) of its best confirmed edge: MinHash edges first)."""
     uf = UnionFind()
@@ -169,9 +177,17 @@ def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_
     return list(clusters.values()), best_links(confirmed)
 
 
-def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
-                      min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None,
-                      keep_variants: int = 0):
+def resolve_component(
+    tasks: list[dict],
+    pool: list[dict],
+    edges: list[tuple],
+    p: MinHashParams,
+    threshold: float,
+    min_numbers: float = 0.5,
+    guard_below: float = 0.9,
+    rules: Rules | None = None,
+    keep_variants: int = 0,
+):
     """Confirm a component's candidate edges and decide: yields (tag, task).
     Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
     similarity and the number guard, or (a, b, cosine) from semantic
@@ -188,8 +204,9 @@ def _cluster_rows(c: Component, members: list[str]) -> tuple[list[dict], list[di
     return ts, [c.pool_by_node[n] for n in members if n in c.pool_by_node]
 
 
-def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float,
-                    keep_variants: int = 0):
+def decide_clusters(
+    c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float, keep_variants: int = 0
+):
     """decide_cluster of each cluster in turn, with every similarity the
     drop details name measured first in one block (one compiled call, not
     one per dropped task)."""
@@ -204,8 +221,9 @@ def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHa
         yield from decide_cluster(c, members, via, p, threshold, keep_variants)
 
 
-def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float,
-                   keep_variants: int = 0):
+def decide_cluster(
+    c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float, keep_variants: int = 0
+):
     """(tag, task) for the tasks of one cluster of confirmed edges, or all
     dropped when the cluster holds a reference-pool row. The cluster is
     groups of duplicates (via's duplicate roots) joined by variant edges:
@@ -247,10 +265,16 @@ def _variant_drop(c: Component, t: dict, orig: dict, via: dict) -> dict:
     original and the quantities edited between them."""
     n, on = task_node(t), task_node(orig)
     qa, qb = quantities(orig.get("prompt") or ""), quantities(t.get("prompt") or "")
-    detail = {"variant_of": orig["task_id"], "variant_of_source": orig["source"], "similarity": c.sh.sim(n, on),
-              "edited": {"original_only": sorted((qa - qb).elements())[:20],
-                         "variant_only": sorted((qb - qa).elements())[:20]},
-              **_via(via, n, c.pool_by_node, c.by_node)}
+    detail = {
+        "variant_of": orig["task_id"],
+        "variant_of_source": orig["source"],
+        "similarity": c.sh.sim(n, on),
+        "edited": {
+            "original_only": sorted((qa - qb).elements())[:20],
+            "variant_only": sorted((qb - qa).elements())[:20],
+        },
+        **_via(via, n, c.pool_by_node, c.by_node),
+    }
     return drop_record(t, STAGE, "near_variant", detail)
 
 
@@ -260,19 +284,29 @@ def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     sims = {r["node"]: c.sh.sim(n, r["node"]) for r in pools}
     best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
     exact = c.hashes[n] == best["content_hash"]
-    detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
-              "match": "exact" if exact else "near", "similarity": 1.0 if exact else sims[best["node"]],
-              **_via(via, n, c.pool_by_node, c.by_node)}
+    detail = {
+        "pool_task_id": best["task_id"],
+        "pool_source": best["source"],
+        "pool": best.get("pool"),
+        "match": "exact" if exact else "near",
+        "similarity": 1.0 if exact else sims[best["node"]],
+        **_via(via, n, c.pool_by_node, c.by_node),
+    }
     return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
 
 
 def _near_drop(c: Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
     """A task that is not its cluster's survivor: dropped, naming the survivor."""
     n, kn = task_node(t), task_node(keep)
-    detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
-              "similarity": c.sh.sim(n, kn), "number_overlap": c.sh.numbers(n, kn), "threshold": threshold,
-              "shingle": f"{p.shingle}{p.size}",
-              **_via(via, n, c.pool_by_node, c.by_node)}
+    detail = {
+        "duplicate_of": keep["task_id"],
+        "duplicate_of_source": keep["source"],
+        "similarity": c.sh.sim(n, kn),
+        "number_overlap": c.sh.numbers(n, kn),
+        "threshold": threshold,
+        "shingle": f"{p.shingle}{p.size}",
+        **_via(via, n, c.pool_by_node, c.by_node),
+    }
     return drop_record(t, STAGE, "near_duplicate", detail)
 
 
@@ -298,8 +332,9 @@ def _route_joined(kv):
             yield KEPT, v
 
 
-def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32,
-                 within: bool = True) -> set:
+def bucket_edges(
+    tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32, within: bool = True
+) -> set:
     """The candidate edges of the MinHash buckets: bucket_pairs of each,
     from a dict of buckets filled one band at a time (batch/candidates.band_edges
     finds the same ones as arrays)."""
@@ -326,10 +361,20 @@ def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max
     return edges
 
 
-def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
-                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
-                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32,
-                         candidates=bucket_edges, keep_variants: int = 0):
+def find_near_duplicates(
+    tasks: list[dict],
+    pool_rows: list[dict],
+    p: MinHashParams,
+    threshold: float,
+    min_numbers: float = 0.5,
+    guard_below: float = 0.9,
+    semantic: bool = True,
+    rules: Rules | None = None,
+    within: bool = True,
+    max_bucket_pairs: int = 32,
+    candidates=bucket_edges,
+    keep_variants: int = 0,
+):
     """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
     the same candidate generators (MinHash bands, quantity-grouped meanings)
     and the same confirmation (`resolve_component`) as the Beam stage, in
@@ -366,17 +411,36 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
         if r["node"] in uf.parent:
             by_root_pool[uf.find(r["node"])].append(r)
     for root, comp_edges in comps.items():
-        yield from resolve_component(by_root_tasks.get(root, []), by_root_pool.get(root, []), comp_edges, p, threshold,
-                                     min_numbers, guard_below, rules=rules, keep_variants=keep_variants)
+        yield from resolve_component(
+            by_root_tasks.get(root, []),
+            by_root_pool.get(root, []),
+            comp_edges,
+            p,
+            threshold,
+            min_numbers,
+            guard_below,
+            rules=rules,
+            keep_variants=keep_variants,
+        )
 
 
 class NearDedup(beam.PTransform):
     """Tasks in; (kept, dropped) out. `pool_rows` is an optional PCollection
     of reference-pool index rows (see pool_index.read_row_group)."""
 
-    def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
-                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
-                 rules: Rules | None = None, keep_variants: int = 0):
+    def __init__(
+        self,
+        params: MinHashParams,
+        threshold: float,
+        pool_rows=None,
+        max_bucket_pairs: int = 32,
+        within: bool = True,
+        min_numbers: float = 0.5,
+        guard_below: float = 0.9,
+        semantic: bool = False,
+        rules: Rules | None = None,
+        keep_variants: int = 0,
+    ):
         super().__init__()
         self.keep_variants = keep_variants
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
@@ -404,7 +468,6 @@ class NearDedup(beam.PTransform):
             | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
         ]
         if self.semantic:
-
             texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
             if self.pool_rows is not None:
                 texts.append(self.pool_rows | "SemPoolText" >> beam.Map(lambda r: (r["node"], r["text"])))
@@ -413,8 +476,9 @@ class NearDedup(beam.PTransform):
                 | "SemTexts" >> beam.Flatten()
                 | "QuantityKey" >> beam.Map(lambda nt: (quantity_key(nt[1]), nt))
                 | "GroupQuantities" >> beam.GroupByKey()
-                | "SemanticNeighbours" >> beam.FlatMap(
-                    lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within)))
+                | "SemanticNeighbours"
+                >> beam.FlatMap(lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within))
+            )
         edges = tuple(edge_sources) | "AllEdges" >> beam.Flatten() | "DistinctEdges" >> beam.Distinct()
         messages = (
             edges
@@ -426,7 +490,9 @@ class NearDedup(beam.PTransform):
             | "JoinNodes" >> beam.Flatten()
             | "GroupNodes" >> beam.GroupByKey()
             | "Route" >> beam.FlatMap(_route_joined),
-            "RouteSplit", (KEPT, "cluster"))
+            "RouteSplit",
+            (KEPT, "cluster"),
+        )
         comp_edges = messages | "Edges" >> beam.Filter(lambda kv: kv[1][0] == "edges")
 
         def resolve(kv):
@@ -445,6 +511,8 @@ class NearDedup(beam.PTransform):
             | "JoinComponents" >> beam.Flatten()
             | "GroupComponents" >> beam.GroupByKey()
             | "Resolve" >> beam.FlatMap(resolve),
-            "ResolveSplit", (KEPT, DROPPED))
+            "ResolveSplit",
+            (KEPT, DROPPED),
+        )
         kept = (routed[KEPT], out[KEPT]) | "AllKept" >> beam.Flatten()
         return kept, out[DROPPED]

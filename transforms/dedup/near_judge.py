@@ -41,7 +41,6 @@ def pool_node(task: dict) -> str:
     return POOL_NODE + task_node(task)
 
 
-
 class UnionFind:
     def __init__(self):
         self.parent: dict = {}
@@ -139,8 +138,9 @@ class Component:
         self._keyed(by_node, pool_by_node, all_texts, p)
 
     @classmethod
-    def of_nodes(cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams,
-                 hashes: dict | None = None) -> "Component":
+    def of_nodes(
+        cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams, hashes: dict | None = None
+    ) -> "Component":
         """The same Component from rows already keyed by node and every
         node's text (the batch path's edge shards have them): no node or
         text made again per row. With every node's content hash in
@@ -168,8 +168,16 @@ def could_link(sim: float, cover: float, copy: bool, threshold: float) -> bool:
     return copy or sim >= threshold or relation.contained(sim, cover, threshold)
 
 
-def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules, cover: float = 0.0) -> tuple[dict | None, float]:
+def _judge_edge(
+    c: Component,
+    e: tuple,
+    sim: float,
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
+    rules: Rules,
+    cover: float = 0.0,
+) -> tuple[dict | None, float]:
     """(how the edge was confirmed, or None; its similarity). `sim`: the
     shingle Jaccard of its two texts (_Shingles.sims), `cover` the share
     of the smaller one's shingles in the other. A linked pair is then one
@@ -182,8 +190,11 @@ def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_number
     # The number overlap only matters between the threshold and the guard.
     numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
     linked = "minhash" if exact or confirmed(s, numbers, threshold, min_numbers, guard_below) else None
-    if linked is None and relation.contained(s, cover, threshold) \
-            and relation.counts_contained(c.sh.number_counts(a), c.sh.number_counts(b)):
+    if (
+        linked is None
+        and relation.contained(s, cover, threshold)
+        and relation.counts_contained(c.sh.number_counts(a), c.sh.number_counts(b))
+    ):
         linked = "containment"
     if linked is not None:
         kind, ev = relation.relate(c.row(a), c.row(b), rules, exact)
@@ -208,8 +219,9 @@ def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_number
     return None, s
 
 
-def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> list[tuple]:
+def judge_edges(
+    c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float, rules: Rules
+) -> list[tuple]:
     """(edge, how, similarity) of each confirmed edge, in the order given.
     Each judgement needs only the edge's two rows, so the batch path judges
     edges wherever their rows meet (batch/near.py)."""
@@ -229,8 +241,15 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     return out
 
 
-def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], covers: list[float], threshold: float,
-                    min_numbers: float, guard_below: float) -> set[int]:
+def _guard_refusals(
+    c: Component,
+    edges: list[tuple],
+    sims: list[float],
+    covers: list[float],
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
+) -> set[int]:
     """Positions of the edges the number guard refuses in _judge_edge
     (plain, not copies, similar but under guard_below, sharing too few
     numbers, and not contained: relation.contained), found on arrays
@@ -238,9 +257,14 @@ def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], covers:
     if min_numbers <= FAR_UNDER or not number_guard.enabled:
         return set()
     hashes = c.hashes
-    at = [k for k, (e, s, cv) in enumerate(zip(edges, sims, covers))
-          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]
-          and not relation.contained(s, cv, threshold)]
+    at = [
+        k
+        for k, (e, s, cv) in enumerate(zip(edges, sims, covers))
+        if len(e) == 2
+        and threshold <= s < guard_below
+        and hashes[e[0]] != hashes[e[1]]
+        and not relation.contained(s, cv, threshold)
+    ]
     if not at:
         return set()
     index: dict = {}
@@ -251,8 +275,16 @@ def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], covers:
     return {at[k] for k in np.flatnonzero(refused).tolist()}
 
 
-def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
-                 guard_below: float, rules: Rules) -> list[tuple]:
+def judge_ranked(
+    c: Component,
+    names: list,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
+    rules: Rules,
+) -> list[tuple]:
     """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
     turned lower node first as judge_edges takes it (the answer check
     compares in that order), in the order given: the same confirmed edges,
@@ -282,8 +314,11 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         # Contained (relation.contained): close to the floor and holding
         # nearly all of the smaller set; judged one by one.
         small = np.minimum(la, lb)
-        held = (jac >= relation.jaccard_floor(threshold) - FAR_UNDER) & \
-            (inter >= (relation.CONTAINMENT_MIN - FAR_UNDER) * small) & (small >= relation.CONTAINMENT_MIN_SHINGLES)
+        held = (
+            (jac >= relation.jaccard_floor(threshold) - FAR_UNDER)
+            & (inter >= (relation.CONTAINMENT_MIN - FAR_UNDER) * small)
+            & (small >= relation.CONTAINMENT_MIN_SHINGLES)
+        )
         close = (jac >= threshold - FAR_UNDER) | copy | held
         if min_numbers > FAR_UNDER and number_guard.enabled:
             # Similar but surely under guard_below, and sharing surely too
@@ -302,8 +337,9 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = _pair((names[a[k]], names[b[k]]))
-            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules,
-                                 relation.cover_of(x, sa, sb))
+            how, s = _judge_edge(
+                c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules, relation.cover_of(x, sa, sb)
+            )
             if how is not None:
                 out.append((e, how, s))
     return out

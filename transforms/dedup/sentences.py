@@ -32,7 +32,7 @@ def _h(s: str) -> int:
 
 
 _MASK = (1 << 63) - 1
-_BAND = (((SENTENCE_BAND + 2) * 0x9E3779B97F4A7C15) & _MASK)  # near.bucket_key's band term
+_BAND = ((SENTENCE_BAND + 2) * 0x9E3779B97F4A7C15) & _MASK  # near.bucket_key's band term
 
 
 def sentence_keys(text: str) -> list[int]:

@@ -102,16 +102,20 @@ def counts_contained(a: Counter, b: Counter) -> bool:
 _CAP = re.compile(r"\b[A-Z][a-z][\w'-]*")
 _SENT = re.compile(r"(?<=[.?!])\s+")
 _WORD = re.compile(r"[^\W\d_]+")
-_STOP = set("""a an the of to in on at for from by with and or but is are was were be been being do does did
+_STOP = set(
+    """a an the of to in on at for from by with and or but is are was were be been being do does did
 has have had how many much what which who whom whose when where why will would can could should must may might
 shall that this these those it its he she they them his her their him we you i me my our your there then than
 if so as into about after before each every all any some no not more most less least total find compute
-determine calculate give show prove number value amount answer express state write let suppose given""".split())
+determine calculate give show prove number value amount answer express state write let suppose given""".split()
+)
 
 
-_STARTERS = set("""solve assume consider note using use after before during while since because although then also
+_STARTERS = set(
+    """solve assume consider note using use after before during while since because although then also
 however today yesterday tomorrow last next once later first second third finally meanwhile here suppose let given
-calculate compute determine find write show prove express evaluate simplify""".split())
+calculate compute determine find write show prove express evaluate simplify""".split()
+)
 
 
 def names(text: str) -> set[str]:
@@ -127,12 +131,15 @@ def _split_question(text: str) -> tuple[str, str]:
     if len(sents) < 2:
         return "", text
     at = max((i for i, s in enumerate(sents) if s.rstrip().endswith("?")), default=len(sents) - 1)
-    return " ".join(sents[:at] + sents[at + 1:]), sents[at]
+    return " ".join(sents[:at] + sents[at + 1 :]), sents[at]
 
 
 def _content(text: str) -> set[str]:
-    return {w[:-1] if len(w) > 3 and w.endswith("s") else w
-            for w in (x.lower() for x in _WORD.findall(text)) if w not in _STOP}
+    return {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w
+        for w in (x.lower() for x in _WORD.findall(text))
+        if w not in _STOP
+    }
 
 
 def question_replaced(ta: str, tb: str) -> dict | None:
@@ -153,8 +160,11 @@ def question_replaced(ta: str, tb: str) -> dict | None:
         return None
     ca, cb = _content(qa), _content(qb)
     asked = len(ca & cb) / len(ca | cb) if ca and cb else 1.0
-    return {"question": {"a": qa[:200], "b": qb[:200]}, "setup_word_share": round(setup, 4),
-            "question_word_share": round(asked, 4)}
+    return {
+        "question": {"a": qa[:200], "b": qb[:200]},
+        "setup_word_share": round(setup, 4),
+        "question_word_share": round(asked, 4),
+    }
 
 
 ASKED_MAX = 0.25  # content words two questions about different things share at most
@@ -171,6 +181,7 @@ def asked_differs(ta: str, tb: str) -> dict | None:
 
 
 # --- the relation --------------------------------------------------------------------------------
+
 
 def _text(t: dict) -> str:
     return t.get("prompt") or t.get("text") or ""
@@ -209,8 +220,11 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
     qa, qb = qty.quantities(ta), qty.quantities(tb)
     agree = None
     if both:
-        agree = True if str(a["answer"]).strip() == str(b["answer"]).strip() else \
-            answers_agree(a["answer"], b["answer"], rules.answer_timeout_s)
+        agree = (
+            True
+            if str(a["answer"]).strip() == str(b["answer"]).strip()
+            else answers_agree(a["answer"], b["answer"], rules.answer_timeout_s)
+        )
     ev: dict = {"numbers": {"a": _short(qa), "b": _short(qb)}}
     if agree is not None:
         ev["answer"] = {"a": str(a["answer"])[:100], "b": str(b["answer"])[:100], "equivalent": agree}
@@ -233,8 +247,12 @@ def relate(a: dict, b: dict, rules, exact: bool = False) -> tuple[str, dict]:
         # The same words, a quantity replaced: a variant, unless the names
         # changed too and the answer with them (a template filled anew).
         if both and agree is False and names(ta) != names(tb):
-            return SIBLING, dict(ev, edited=edited, cleared_by="names+numbers",
-                                 names={"a": sorted(names(ta))[:10], "b": sorted(names(tb))[:10]})
+            return SIBLING, dict(
+                ev,
+                edited=edited,
+                cleared_by="names+numbers",
+                names={"a": sorted(names(ta))[:10], "b": sorted(names(tb))[:10]},
+            )
         return VARIANT, dict(ev, edited=edited, why="quantities edited")
     if not (gone and new) and wording[0] >= WORDING_MIN:
         # One states all of the other's quantities and words, and more: a

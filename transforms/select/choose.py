@@ -82,8 +82,11 @@ class _Groups:
 
     def __init__(self, cand: Candidates, budget: Budget, caps: Caps):
         self.dims = []
-        for name, keys, share in (("cluster", [str(c) for c in cand.cluster.tolist()], caps.cluster),
-                                  ("source", cand.source, caps.source), ("domain", cand.domain, caps.domain)):
+        for name, keys, share in (
+            ("cluster", [str(c) for c in cand.cluster.tolist()], caps.cluster),
+            ("source", cand.source, caps.source),
+            ("domain", cand.domain, caps.domain),
+        ):
             labels, codes = np.unique(np.array(keys, dtype=object).astype(str), return_inverse=True)
             self.dims.append((name, labels, codes, np.zeros(len(labels)), budget.cap(share)))
 
@@ -115,8 +118,13 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
     n = len(cand)
     spend = budget.spend_of(cand.price)
     groups = _Groups(cand, budget, caps)
-    out = Choice(rank=np.zeros(n, dtype=np.int64), marginal=np.zeros(n), nearest=np.full(n, -1),
-                 similarity=np.zeros(n), reason=[""] * n)
+    out = Choice(
+        rank=np.zeros(n, dtype=np.int64),
+        marginal=np.zeros(n),
+        nearest=np.full(n, -1),
+        similarity=np.zeros(n),
+        reason=[""] * n,
+    )
     max_sim = np.zeros(n)
     chosen = np.zeros(n, dtype=bool)
     blocked = np.full(n, -1)  # the chosen task a row is a variant of
@@ -150,8 +158,11 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
     for i in np.nonzero(~chosen)[0].tolist():
         out.marginal[i], out.similarity[i] = marginal[i], max_sim[i]
         k = int(blocked[i])
-        out.reason[i] = (f"not chosen: a variant of chosen task {cand.task_id[k]} (the same text, numbers edited)"
-                         if k >= 0 else _why_not(cand, out, groups, i, float(spend[i]), budget))
+        out.reason[i] = (
+            f"not chosen: a variant of chosen task {cand.task_id[k]} (the same text, numbers edited)"
+            if k >= 0
+            else _why_not(cand, out, groups, i, float(spend[i]), budget)
+        )
     return out
 
 

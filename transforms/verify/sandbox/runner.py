@@ -65,8 +65,10 @@ log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 # The three programs are read from guard.py, attempt.py and harness.py beside
 # this file; inside the sandbox they keep their `sandbox_*` module names.
-_SOURCES = {name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
-            for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")}
+_SOURCES = {
+    name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
+    for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")
+}
 MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
 PYTHON = os.path.realpath(sys.executable)
 NOBODY = "nobody"
@@ -85,11 +87,13 @@ SANDBOX_ENV: dict[str, str] = {}
 
 def _boot(role: str) -> str:
     """The -c program: load the guard as module `sandbox_guard`, then run the role."""
-    return ("import sys, types\n"
-            "m = types.ModuleType('sandbox_guard')\n"
-            f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
-            "sys.modules['sandbox_guard'] = m\n"
-            f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n")
+    return (
+        "import sys, types\n"
+        "m = types.ModuleType('sandbox_guard')\n"
+        f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
+        "sys.modules['sandbox_guard'] = m\n"
+        f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n"
+    )
 
 
 _BOOT = {role: _boot(role) for role in ("sandbox_attempt", "sandbox_harness")}
@@ -123,6 +127,7 @@ class NoSafeSandbox(RuntimeError):
 
 
 # --- where and as whom ------------------------------------------------------------------------
+
 
 def _nobody_ids() -> tuple[int, int] | None:
     """(uid, gid) to drop to when we are root; None when we are not."""
@@ -184,9 +189,25 @@ def _bwrap_prefix(tmpfs_bytes: int) -> list[str]:
     # No --new-session: the whole sandbox stays in the process group (and
     # session) it is started in, so one killpg ends all of it; that session
     # has no terminal, which is what --new-session protects.
-    common = ["--die-with-parent", "--clearenv", *_bind_args(), "--proc", "/proc",
-              "--dev", "/dev", "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/tmp",
-              "--remount-ro", "/", "--chdir", "/tmp"]
+    common = [
+        "--die-with-parent",
+        "--clearenv",
+        *_bind_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/tmp",
+    ]
     if os.geteuid() != 0:
         return ["bwrap", "--unshare-all", "--cap-drop", "ALL", *common]
     # As root bwrap runs privileged and without a user namespace (inside one,
@@ -219,8 +240,12 @@ def _warn_once(key: str, message: str) -> None:
     print(f"\n*** WARNING: {message}\n", file=sys.stderr, flush=True)
 
 
-_PROBE = {"solution": "import collections, fractions, decimal, statistics\ndef f():\n    return 1\n",
-          "tests": "assert f() == 1", "entry_point": "f", "call_check": False}
+_PROBE = {
+    "solution": "import collections, fractions, decimal, statistics\ndef f():\n    return 1\n",
+    "tests": "assert f() == 1",
+    "entry_point": "f",
+    "call_check": False,
+}
 
 
 def _probe(setup: _Setup) -> str | None:
@@ -248,7 +273,10 @@ def _unshare_prefix() -> list[str]:
         tries.append(["unshare", "--net", "--ipc", "--"])
     for prefix in tries:
         try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode == 0
+            ok = (
+                subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode
+                == 0
+            )
         except (OSError, subprocess.SubprocessError):
             ok = False
         if ok:
@@ -267,8 +295,11 @@ def _find_setup(mode: str) -> _Setup | str:
     prefix = tuple(_unshare_prefix())
     ids = _nobody_ids()
     if mode == "unsafe-root" and ids is not None:
-        _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
-                   "seccomp filter only; it can read every file on this machine")
+        _warn_once(
+            "unsafe",
+            "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
+            "seccomp filter only; it can read every file on this machine",
+        )
         return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
     if ids is None:  # not root: the attempt runs as our uid; landlock keeps it off our files and processes
         setup = _Setup(mode, prefix, PYTHON, None, False, FALLBACK_CONFINE)
@@ -299,10 +330,13 @@ def _setup_for(requested: str) -> _Setup:
             found = _CACHE[mode]
             if isinstance(found, _Setup):
                 if requested == "auto" and mode != "bwrap":
-                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the rlimit fallback "
-                               "(Landlock keeps host files and processes out; it passed its isolation probe: "
-                               "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
-                               "bubblewrap) for the full sandbox.")
+                    _warn_once(
+                        "fallback",
+                        f"{reasons[0]}; model-written code runs in the rlimit fallback "
+                        "(Landlock keeps host files and processes out; it passed its isolation probe: "
+                        "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
+                        "bubblewrap) for the full sandbox.",
+                    )
                 return found
             reasons.append(f"{mode}: {found}")
         raise NoSafeSandbox("; ".join(reasons))
@@ -329,6 +363,7 @@ def describe(requested: str = "auto") -> str:
 
 # --- running ----------------------------------------------------------------------------------
 
+
 def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", audit_hook: bool = True) -> SandboxRun:
     """Run each case (dict: solution, tests, entry_point, call_check, and
     optionally support = the reference solution, for helpers the tests use)
@@ -346,12 +381,23 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
 
 
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
-    return json.dumps({
-        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
-        "confine": setup.confine, "message_cap": MESSAGE_CAP,
-        "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
-                   "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
-    }).encode("utf-8", "surrogatepass")
+    return json.dumps(
+        {
+            "workdir": workdir,
+            "drop": setup.drop,
+            "allow_root": setup.mode == "unsafe-root",
+            "audit_hook": audit_hook,
+            "confine": setup.confine,
+            "message_cap": MESSAGE_CAP,
+            "limits": {
+                "cpu": max(1, int(limits.cpu_seconds)),
+                "memory": limits.memory_mb * 2**20,
+                "output": limits.output_bytes,
+                "case_wall": float(limits.wall_seconds),
+            },
+            **kw,
+        }
+    ).encode("utf-8", "surrogatepass")
 
 
 def _workdir(setup: _Setup, host_tmp: str, name: str) -> str:
@@ -369,8 +415,16 @@ def _spawn(setup: _Setup, role: str, workdir: str, host_tmp: str, name: str, fds
     out = open(os.path.join(host_tmp, f"{name}.out"), "wb")
     err = open(os.path.join(host_tmp, f"{name}.err"), "wb")
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=dict(SANDBOX_ENV),
-                                cwd="/" if setup.private_tmp else workdir, pass_fds=fds, start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            env=dict(SANDBOX_ENV),
+            cwd="/" if setup.private_tmp else workdir,
+            pass_fds=fds,
+            start_new_session=True,
+        )
     finally:
         out.close()
         err.close()
@@ -395,11 +449,23 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
     try:
         entry = (case.get("entry_point") or "").strip()
         a_dir, h_dir = _workdir(setup, host_tmp, "a"), _workdir(setup, host_tmp, "h")
-        a_req = _request(setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry,
-                         code=case["solution"])
-        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1], verdict_key=key,
-                         entry_point=entry, tests=case["tests"], call_check=bool(case.get("call_check")),
-                         support=case.get("support") or "")
+        a_req = _request(
+            setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry, code=case["solution"]
+        )
+        h_req = _request(
+            setup,
+            h_dir,
+            limits,
+            audit_hook,
+            fd_to=c2a[1],
+            fd_from=a2c[0],
+            fd_result=res[1],
+            verdict_key=key,
+            entry_point=entry,
+            tests=case["tests"],
+            call_check=bool(case.get("call_check")),
+            support=case.get("support") or "",
+        )
         attempt = _spawn(setup, "sandbox_attempt", a_dir, host_tmp, "attempt", (c2a[0], a2c[1]))
         procs.append(attempt)
         harness = _spawn(setup, "sandbox_harness", h_dir, host_tmp, "harness", (c2a[1], a2c[0], res[1]))
@@ -440,8 +506,9 @@ def _signal_of(rc: int | None, setup: _Setup) -> int | None:
     return None
 
 
-def _verdict(line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup,
-             harness_err: str, key: str) -> CaseResult:
+def _verdict(
+    line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup, harness_err: str, key: str
+) -> CaseResult:
     attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
     if line is not None:
         try:
