@@ -308,9 +308,9 @@ def answer_key(answer) -> str | None:
     `18` alike), or None."""
     if answer is None or not str(answer).strip():
         return None
-    from tasksieve.transforms.same_problem.rules import _as_number
+    from tasksieve.transforms.same_problem.rules import as_number
 
-    v = _as_number(str(answer).strip())
+    v = as_number(str(answer).strip())
     return None if v is None else str(v)
 
 

@@ -3,7 +3,7 @@ similarities (`Component`), and which of its candidate edges are confirmed
 (`judge_edges`, and `judge_ranked` for edges given as index arrays). The
 rule itself is near_rule.py; both engines (near.py's row stage and
 transforms/batch/near.py) judge through these functions, so they decide
-alike (tests/test_batch_dedup.py, tests/test_near_dedup.py)."""
+alike (tests/batch/test_batch_dedup.py, tests/dedup/test_near_dedup.py)."""
 
 from __future__ import annotations
 
@@ -350,7 +350,7 @@ def best_links(confirmed: list[tuple]) -> dict:
     confirmed edge: MinHash edges first, then the most similar, then the
     first in order. The duplicate root names the node's group of
     duplicates (union over the `duplicate` edges only): a cluster joined by
-    `variant` edges holds several such groups (near.decide_cluster)."""
+    `variant` edges holds several such groups (near_decide.decide_cluster)."""
     via: dict = {}
     dups = UnionFind()
     for e, how, s in confirmed:

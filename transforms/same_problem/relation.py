@@ -322,7 +322,7 @@ def template_group(prompt: str) -> str:
     (digits) and every capitalised word (names, and each sentence's first
     word) masked. Set on every task when it is hashed
     (normalize.py); siblings and variants of one template share it, and
-    near dedup gives a kept variant its original's (near.decide_cluster).
+    near dedup gives a kept variant its original's (near_decide.decide_cluster).
     `select` treats a group as one cluster for its caps."""
     import hashlib
 

@@ -73,7 +73,7 @@ _MATHY = re.compile(r"[\d\\^=]")
 _PLAIN = re.compile(r"[\s$,]|\\[!,;]|\\text\{[^}]*\}")
 
 
-def _as_number(s: str) -> Fraction | None:
+def as_number(s: str) -> Fraction | None:
     t = _PLAIN.sub("", s).rstrip(".").lstrip("+")
     t = t[:-1] if t.endswith("%") else t
     try:
@@ -109,7 +109,7 @@ def _as_set(s: str) -> frozenset | None:
         return None
     out = set()
     for p in parts:
-        n = _as_number(p)
+        n = as_number(p)
         out.add(n if n is not None else p.lower())
     return frozenset(out)
 
@@ -132,7 +132,7 @@ def _kind_agree(a: str, b: str) -> bool | None:
     ya, yb = _yes_no(a), _yes_no(b)
     if ya is not None and yb is not None:
         return ya == yb
-    if (ya is None) != (yb is None) and (_as_number(a) is None and _as_number(b) is None):
+    if (ya is None) != (yb is None) and (as_number(a) is None and as_number(b) is None):
         other = b if ya is not None else a
         if _entity(other) is not None:
             return False  # "Yes" against "Paris": two questions
@@ -161,7 +161,7 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
         return kinds
     if _PLAIN.sub("", a).lower() == _PLAIN.sub("", b).lower():
         return True
-    na, nb = _as_number(a), _as_number(b)
+    na, nb = as_number(a), as_number(b)
     if na is not None and nb is not None:
         return na == nb
     if not (_MATHY.search(a) and _MATHY.search(b)):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from tasksieve.transforms.batch.candidates import band_edges  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402
