@@ -268,9 +268,9 @@ def variant_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
 
 
 def shared_setup_pairs(seed: int = 13, n: int = 60) -> list[tuple[dict, dict]]:
-    """Issue 43: two different questions on one setup (bench/same_problem_gaps.py's
+    """Issue 43: two different questions on one setup (same_problem_gap_cases.py's
     generator, at its own seed): both must be kept."""
-    import same_problem_gaps as gaps
+    import same_problem_gap_cases as gaps
 
     out = []
     for i, (a, x, b, y, kind) in enumerate(gaps.shared_setups(random.Random(seed + 3), n)):

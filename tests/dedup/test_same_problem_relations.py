@@ -195,3 +195,26 @@ def test_validate_counts_relations_per_vendor_and_flags_padding():
     assert got["status"] == "fail" and got["details"]["padding"] == ["pad"]
     assert {o["task_id"] for o in got["offenders"]} == {"v0", "v1", "v2"}
     assert all(o["where"] == where(next(r for r in rows if r["task_id"] == o["task_id"])) for o in got["offenders"])
+
+
+def test_one_number_edited_is_a_variant_whatever_its_answer_and_keep_variants_keeps_it():
+    """Issue 43: the same text with one number edited (its answer
+    recomputed, or not) is a variant: dropped as near_variant naming the
+    original and the edit; `keep_variants` keeps it."""
+    prompt = (
+        "A shop sells pens at $3 each. On Monday it sells 34 pens "
+        "and on Tuesday 17 pens. How much money does it make on the two days?"
+    )
+    a = _t("a", prompt, "153", 0, 1)
+    b = _t("b", prompt.replace("34", "36"), "159", 1, 2)
+    c = _t("c", prompt.replace("34", "36"), "153", 2, 2)  # the edit kept the answer: a variant too
+    for other in (b, c):
+        out = list(find_near_duplicates([a, other], [], P, 0.7))
+        assert [(t, r["task_id"]) for t, r in out] == [("kept", "a"), ("dropped", other["task_id"])]
+        d = out[1][1]
+        ev = json.loads(d["drop_detail"])
+        assert d["drop_reason"] == "near_variant" and ev["variant_of"] == "a"
+        assert ev["edited"] == {"original_only": ["34"], "variant_only": ["36"]}
+        kept = list(find_near_duplicates([a, other], [], P, 0.7, keep_variants=1))
+        assert [t for t, _ in kept] == ["kept", "kept"]
+        assert kept[0][1]["template_group"] == kept[1][1]["template_group"]

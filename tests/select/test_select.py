@@ -463,33 +463,13 @@ def test_two_variants_of_one_template_are_never_both_selected(tmp_path):
     from tasksieve.transforms.same_problem.relation import template_group
 
     base = "Mia packs {a} boxes with {b} pens each and gives away {c} pens. How many pens are left?"
-    rows = []
+    common, rows = {"source": "s", "domain": "math", "tokens": 100}, []
     for i, (a, b, c) in enumerate([(12, 5, 7), (12, 5, 9), (12, 6, 7), (30, 8, 11), (41, 3, 2)]):
         p = base.format(a=a, b=b, c=c)
-        rows.append(
-            {
-                "task_id": f"v{i}",
-                "prompt": p,
-                "n_pass": 8,
-                "source": "s",
-                "domain": "math",
-                "tokens": 100,
-                "template_group": template_group(p),
-            }
-        )
+        rows.append(dict(common, task_id=f"v{i}", prompt=p, n_pass=8, template_group=template_group(p)))
     for i in range(6):  # other problems, their own groups
         p = f"Other problem number {i}: compute {i + 3} times {i + 7}."
-        rows.append(
-            {
-                "task_id": f"o{i}",
-                "prompt": p,
-                "n_pass": 4 + i,
-                "source": "s",
-                "domain": "math",
-                "tokens": 100,
-                "template_group": f"own-{i}",
-            }
-        )
+        rows.append(dict(common, task_id=f"o{i}", prompt=p, n_pass=4 + i, template_group=f"own-{i}"))
     write_db(tmp_path, [("r1", "m@1", "2026-11-01T00:00:00", rows)])
     prep = prepare(load_pool(tmp_path / "curation.duckdb"), SelectConfig(diversity=False), tmp_path)
     at = {t: i for i, t in enumerate(prep.cand.task_id)}
