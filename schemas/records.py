@@ -108,7 +108,7 @@ RESULT_SCHEMA = pa.schema(
         # ("measured" / "unmeasured") and its Cohen's kappa (table judge_agreement).
         pa.field("judge_agreement", pa.string()),
         pa.field("judge_kappa", pa.float64()),
-        # The template the task fills (same_problem.relation.template_group):
+        # The template the task fills (same_problem.template.template_group):
         # its siblings and kept variants share it; `select` caps a group as one cluster.
         pa.field("template_group", pa.string()),
     ]

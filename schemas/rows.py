@@ -53,7 +53,7 @@ class Result(Task, total=False):
     raw: Optional[str]
     judge_agreement: Optional[str]  # rubric: measured | unmeasured (transforms/verify/judge/gate.py)
     judge_kappa: Optional[float]
-    template_group: Optional[str]  # same_problem.relation.template_group; kept variants share the original's
+    template_group: Optional[str]  # same_problem.template.template_group; kept variants share the original's
 
 
 class Attempt(TypedDict, total=False):

@@ -78,8 +78,8 @@ def with_hash(task: dict) -> dict:
 
 
 def _template(task: dict) -> str:
-    """The task's template group (same_problem.relation.template_group)."""
-    from tasksieve.transforms.same_problem.relation import template_group
+    """The task's template group (same_problem/template.py)."""
+    from tasksieve.transforms.same_problem.template import template_group
 
     return template_group(task["prompt"])
 

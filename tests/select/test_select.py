@@ -460,7 +460,7 @@ def test_two_variants_of_one_template_are_never_both_selected(tmp_path):
     text with a number edited, one template group) are never both in a
     selection, whatever the budget; a template group is one cluster for the
     caps; siblings (the template filled with other numbers) stay selectable."""
-    from tasksieve.transforms.same_problem.relation import template_group
+    from tasksieve.transforms.same_problem.template import template_group
 
     base = "Mia packs {a} boxes with {b} pens each and gives away {c} pens. How many pens are left?"
     common, rows = {"source": "s", "domain": "math", "tokens": 100}, []

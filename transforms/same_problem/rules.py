@@ -404,7 +404,7 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         ev["operators"] = {"a": "".join(sorted(oa.elements())), "b": "".join(sorted(ob.elements()))}
     if qa != qb or oa != ob:
         return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
-    from tasksieve.transforms.same_problem.relation import asked_differs
+    from tasksieve.transforms.same_problem.asked import asked_differs
 
     asked = asked_differs(ta, tb) if not (_has_answer(a) and _has_answer(b)) else None
     if asked is not None:  # another question on one setup, no answers to say: whatever the cosine
