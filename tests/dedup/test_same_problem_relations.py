@@ -154,7 +154,8 @@ def test_reworded_benchmark_items_are_found_by_answer_and_quantities():
 
 
 def test_validate_counts_relations_per_vendor_and_flags_padding():
-    from tasksieve.pipeline.validate.delivery_checks import duplicates_within, where
+    from tasksieve.pipeline.validate.delivery_checks import where
+    from tasksieve.pipeline.validate.duplicate_checks import duplicates_within
     from tasksieve.pipeline.validate.relations_check import relations
     from tasksieve.schemas.config import DedupConfig
 
