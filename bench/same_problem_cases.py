@@ -26,7 +26,13 @@ rewords. Answers are computed, not guessed, except where noted.
 from __future__ import annotations
 
 from same_problem_lookalikes import lookalikes
-from same_problem_pairs import paraphrase_pairs, shares_gsm8k_8gram, sibling_pairs
+from same_problem_pairs import (
+    paraphrase_pairs,
+    shared_setup_pairs,
+    shares_gsm8k_8gram,
+    sibling_pairs,
+    variant_pairs,
+)
 from same_problem_rewordings import canonical, rewordings, translations
 from tasksieve.transforms.decontam.benchmarks import ITEMS
 
@@ -37,6 +43,8 @@ __all__ = [
     "paraphrase_pairs",
     "rewordings",
     "shares_gsm8k_8gram",
+    "shared_setup_pairs",
     "sibling_pairs",
     "translations",
+    "variant_pairs",
 ]

@@ -224,7 +224,9 @@ def sibling_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
             w1, w2 = rng.sample(_PRON, 2)
             v1 = _draw(fam, rng)
             v2 = _draw(fam, rng)
-            while v2 == v1:
+            # Filled anew: every number other (one shared number of three, names
+            # kept, is a variant: issue 43).
+            while any(x == y for x, y in zip(v1, v2)):
                 v2 = _draw(fam, rng)
             tpl = fam["base"] if s < 3 else fam["synonyms"]
             out.append(
@@ -238,3 +240,39 @@ def sibling_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
 
 def shares_gsm8k_8gram(text: str, index) -> bool:
     return index.match(text) is not None and words(text) is not None
+
+
+def variant_pairs(seed: int = 13) -> list[tuple[dict, dict]]:
+    """Issue 43: one problem and the same text with one quantity edited, its
+    answer recomputed (a variant: one of the two must be dropped), from each
+    family's base and its synonym wording, 5 per family."""
+    rng = random.Random(seed + 2)
+    out = []
+    for f, fam in enumerate(FAMILIES):
+        for s in range(5):
+            who = rng.choice(_PRON)
+            v = list(_draw(fam, rng))
+            w = list(v)
+            k = rng.randrange(3)
+            lo, hi = fam["ranges"][k]
+            while w[k] == v[k]:
+                w[k] = rng.randint(lo, hi)
+            tpl = fam["base"] if s < 2 else fam["synonyms"]
+            out.append(
+                (
+                    math_case(f"var-{f}-{s}-a", _fill(tpl, who, *v), fam["ans"](*v), "variant"),
+                    math_case(f"var-{f}-{s}-b", _fill(tpl, who, *w), fam["ans"](*w), "variant"),
+                )
+            )
+    return out
+
+
+def shared_setup_pairs(seed: int = 13, n: int = 60) -> list[tuple[dict, dict]]:
+    """Issue 43: two different questions on one setup (same_problem_gap_cases.py's
+    generator, at its own seed): both must be kept."""
+    import same_problem_gap_cases as gaps
+
+    out = []
+    for i, (a, x, b, y, kind) in enumerate(gaps.shared_setups(random.Random(seed + 3), n)):
+        out.append((math_case(f"setup-{i}-a", a, x, f"setup_{kind}"), math_case(f"setup-{i}-b", b, y, f"setup_{kind}")))
+    return out

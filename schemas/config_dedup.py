@@ -59,6 +59,13 @@ class DedupConfig(Section):
         description="cosine at which two tasks with the same quantities (and agreeing answers) are the same problem",
     )
     semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
+    keep_variants: int = Field(
+        0,
+        ge=0,
+        description="variants (the same text with a quantity edited, see "
+        "docs/same_problem.md) kept per original; the rest drop as near_variant. 0: a "
+        "variant is padding, the buyer pays an expert for a solved problem",
+    )
     batch: bool = Field(
         True,
         description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "

@@ -111,6 +111,9 @@ RESULT_SCHEMA = pa.schema(
         # `predicted` sampling: the pass rate predicted before the first
         # attempt (transforms/sample/difficulty.py); pass_rate is the realised one.
         pa.field("predicted_pass_rate", pa.float64()),
+        # The template the task fills (same_problem.template.template_group):
+        # its siblings and kept variants share it; `select` caps a group as one cluster.
+        pa.field("template_group", pa.string()),
     ]
 )
 

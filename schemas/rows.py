@@ -54,6 +54,7 @@ class Result(Task, total=False):
     judge_agreement: Optional[str]  # rubric: measured | unmeasured (transforms/verify/judge/gate.py)
     judge_kappa: Optional[float]
     predicted_pass_rate: Optional[float]  # `predicted` sampling, before the first attempt
+    template_group: Optional[str]  # same_problem.template.template_group; kept variants share the original's
 
 
 class Attempt(TypedDict, total=False):

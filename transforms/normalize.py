@@ -70,11 +70,18 @@ def hashed_with_text(task: dict) -> tuple[dict, str]:
     which compare exactly that text (minhash.text_of), instead of
     normalising it twice more."""
     text = normalize_text(task["prompt"])
-    return dict(task, content_hash=_digest(text, task)), text
+    return dict(task, content_hash=_digest(text, task), template_group=_template(task)), text
 
 
 def with_hash(task: dict) -> dict:
-    return dict(task, content_hash=content_hash(task))
+    return dict(task, content_hash=content_hash(task), template_group=_template(task))
+
+
+def _template(task: dict) -> str:
+    """The task's template group (same_problem/template.py)."""
+    from tasksieve.transforms.same_problem.template import template_group
+
+    return template_group(task["prompt"])
 
 
 class NormalizeAndHash(beam.PTransform):

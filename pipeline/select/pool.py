@@ -16,6 +16,7 @@ import numpy as np
 
 from tasksieve.pipeline.outputs.safe_fs import real_subdir, write_atomic
 from tasksieve.schemas.config import SelectConfig
+from tasksieve.transforms.same_problem.relation import variant_key
 from tasksieve.transforms.select.budget import buyer_price, training_price
 from tasksieve.transforms.select.choose import Candidates
 from tasksieve.transforms.select.clusters import auto_k, embed_prompts, kmeans
@@ -228,6 +229,7 @@ def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
         except EmbeddingUnavailable as e:
             raise SelectError(f"{e}; or set [select] diversity = false") from None
         cluster = kmeans(vecs, cfg.clusters or auto_k(len(t)), seed=cfg.seed)
+    cluster = template_clusters(cluster, [r.get("template_group") for r in t])
     expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
     price = buyer_price(expert, _prices(pool, group))
     cand = Candidates(
@@ -238,5 +240,20 @@ def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
         source=[r["source"] or "(none)" for r in t],
         domain=[r["domain"] or "(none)" for r in t],
         vecs=vecs,
+        variant=[variant_key(r["prompt"] or "") for r in t],
     )
     return Prepared(pool, cand, p, m, expert, group, vecs)
+
+
+def template_clusters(cluster: np.ndarray, groups: list) -> np.ndarray:
+    """The clusters with each template group (results' `template_group`,
+    set by dedup: same_problem.relation) made one: every task of a group of
+    two or more takes the cluster of the group's first task, so the cluster
+    cap holds for the template as a whole. Rows without a group (runs
+    before the column) keep theirs."""
+    out = cluster.copy()
+    first: dict = {}
+    for i, g in enumerate(groups):
+        if g:
+            out[i] = out[first.setdefault(g, i)]
+    return out

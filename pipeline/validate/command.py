@@ -38,6 +38,7 @@ from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import pool_rows as index_rows
 from tasksieve.transforms.normalize import with_hash
+from tasksieve.pipeline.validate.relations_check import relations
 from tasksieve.transforms.progress import Ticker, say
 from tasksieve.transforms.read import InputError, expand_inputs
 from tasksieve.transforms.same_problem.rules import rules_from_config
@@ -270,7 +271,11 @@ def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_pat
     f, th = profile.fields, profile.thresholds
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
     dedup, rules = _near_settings(profile)
-    checks.append(duplicates_within(tasks, th.max_duplicate_rate, dedup, rules))
+    near_dropped: dict = {}
+    within = duplicates_within(tasks, th.max_duplicate_rate, dedup, rules, near_out=near_dropped)
+    checks.append(within)
+    exact = [o for o in within["offenders"] if o.get("match") == "exact"]
+    checks.append(relations(tasks, exact, near_dropped))
     pool = unusable = pool_rows = None
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)

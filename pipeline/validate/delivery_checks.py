@@ -163,6 +163,8 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
                 why = f'contains the whole of {item}: "{ev["matched_text"]}"'
             elif ev["check"] == "fuzzy":
                 why = f'rewords {item} ({ev["similarity"]:.0%} of its words in order): "{ev["matched_text"][:200]}"'
+            elif ev["check"] == "answer_quantities":
+                why = f"states every quantity of {item} and its answer ({ev.get('answer', {}).get('item')})"
             else:
                 why = f"means the same as {item} (cosine {ev['cosine']}) and states its quantities"
             if ev.get("confirmed_by"):

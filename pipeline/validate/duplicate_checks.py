@@ -12,7 +12,7 @@ from tasksieve.pipeline.validate.delivery_checks import check, offender, rate, w
 from tasksieve.transforms.dedup.exact import pick_survivor
 
 
-def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) -> dict:
+def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules, keep_variants: int = 0) -> dict:
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
     (dedup/near.py find_near_duplicates: MinHash + quantity-grouped
     meanings, confirmed by the same-problem rules)."""
@@ -33,6 +33,7 @@ def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) 
         within=within,
         max_bucket_pairs=dedup.max_bucket_pairs,
         candidates=band_edges,
+        keep_variants=keep_variants,
     ):
         if tag == "dropped":
             out[where(row)] = row
@@ -52,11 +53,13 @@ def _near_reason(d: dict, name_of) -> tuple[str, dict]:
     return how, ev
 
 
-def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None) -> dict:
+def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None, near_out: dict | None = None) -> dict:
     """Copies of another task of the delivery: exact (same normalised prompt
     + reference, the pipeline's hash and survivor rule) and, with `dedup`
     settings, near copies by the pipeline's near-dedup judgement (reworded,
-    paraphrased; same evidence as `run`). Every copy but one counts."""
+    paraphrased, variants: same evidence as `run`). Every copy but one
+    counts. `near_out`, if given, receives the near-dedup drops by where
+    (relations_check.relations reads them)."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for t in tasks:
         groups[t["content_hash"]].append(t)
@@ -81,18 +84,34 @@ def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None
     near = 0
     if dedup is not None and dedup.near:
         by_key = {(t["source"], t["task_id"]): t for t in survivors}
-        for loc, d in sorted(_near(survivors, [], True, dedup, rules).items()):
+        found = _near(survivors, [], True, dedup, rules, getattr(dedup, "keep_variants", 0))
+        if near_out is not None:
+            near_out.update(found)
+        for loc, d in sorted(found.items()):
             how, ev = _near_reason(d, None)
-            keep = by_key.get((ev["duplicate_of_source"], ev["duplicate_of"]))
+            variant = d["drop_reason"] == "near_variant"
+            of, of_source = (
+                (ev["variant_of"], ev["variant_of_source"])
+                if variant
+                else (ev["duplicate_of"], ev["duplicate_of_source"])
+            )
+            keep = by_key.get((of_source, of))
             kw = where(keep) if keep else "?"
+            edit = ev.get("edited", {})
+            what = (
+                f"variant of {of} ({kw}): the same text with quantities edited "
+                f"({', '.join(edit.get('original_only', []))} -> {', '.join(edit.get('variant_only', []))})"
+                if variant
+                else f"near copy of {of} ({kw}): {how}"
+            )
             offenders.append(
                 offender(
                     d["task_id"],
                     loc,
-                    f"near copy of {ev['duplicate_of']} ({kw}): {how}",
-                    duplicate_of=ev["duplicate_of"],
+                    what,
+                    duplicate_of=of,
                     duplicate_of_where=kw,
-                    match="near",
+                    match="variant" if variant else "near",
                     evidence=ev,
                 )
             )

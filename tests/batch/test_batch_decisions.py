@@ -129,7 +129,10 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
     import same_problem_cases as cases
 
     rows, n = [], 0
-    for a, b in cases.paraphrase_pairs() + cases.sibling_pairs():
+    pairs = (
+        cases.paraphrase_pairs() + cases.sibling_pairs() + cases.variant_pairs()[:20] + cases.shared_setup_pairs()[:20]
+    )
+    for a, b in pairs:
         for t in (a, b):
             n += 1
             rows.append(
@@ -145,6 +148,15 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
     # shard, and ids, hashes, buckets and meaning keys in three shards.
     got, _ = _compare([delivery], tmp_path, "[dedup]\nedge_shards = 1\nshards = 3\n")
     assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
+    assert sum(r["drop_reason"] == "near_variant" for r in got) >= 20  # issue 43: one of each variant pair
+    # Two questions on one setup: neither is dropped for the other (a setup
+    # may still be a variant of another pair's setup, filled with other numbers).
+    for r in got:
+        if r["task_id"].startswith("setup-") and r["status"] == "dropped":
+            ev = json.loads(r["drop_detail"])
+            partner = ev.get("duplicate_of") or ev.get("variant_of") or ""
+            assert partner.split("-")[:2] != r["task_id"].split("-")[:2], (r["task_id"], partner)
+    assert all(r["template_group"] for r in got if r["status"] != "quarantined")
 
 
 @pytest.mark.slow

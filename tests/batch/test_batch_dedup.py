@@ -170,6 +170,7 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
     judgement uses."""
     from tasksieve.transforms.dedup.near_rule import size_bound
     from tasksieve.transforms.dedup.signatures import signatures_sizes_sketches, sizes_and_sketches
+    from tasksieve.transforms.same_problem.relation import jaccard_floor
 
     rng = random.Random(5)
     base = _texts(6, 300)
@@ -191,7 +192,7 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
             s = round(x / (lens[a] + lens[b] - x), 4)
             if not size_bound(int(lens[a]), int(lens[b]), threshold):
                 pruned += 1
-                assert s < threshold, (threshold, texts[a][:40], texts[b][:40])
+                assert s < jaccard_floor(threshold), (threshold, texts[a][:40], texts[b][:40])
     assert pruned > 1000  # the bound drops many edges here, not none
     # A prefix's shingles are a subset of the text's, so its Jaccard *is*
     # min/max: the bound must then be exact, at every size ratio around
@@ -204,7 +205,8 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
         for threshold in (0.5, 0.7, 0.8, 0.85, 0.9, 0.999, 1.0):
             for b, x in zip(range(1, a + 1), inter.tolist()):
                 s = round(x / (a + b - x), 4)
-                assert size_bound(a, b, threshold) == (s >= threshold), (a, b, threshold)
+                # Exact at the lowest Jaccard a pair is judged at (a containment link's floor).
+                assert size_bound(a, b, threshold) == (s >= jaccard_floor(threshold)), (a, b, threshold)
 
 
 def test_shard_buckets_give_the_row_path_edges():

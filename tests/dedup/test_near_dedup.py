@@ -95,8 +95,13 @@ def test_each_kind_of_near_duplicate_is_dropped_with_survivor_and_similarity():
     assert set(dropped) == set(VARIANTS)
     for tid, row in dropped.items():
         d = json.loads(row["drop_detail"])
-        assert row["drop_stage"] == "near_dedup" and row["drop_reason"] == "near_duplicate"
-        assert d["duplicate_of"] == "orig" and d["duplicate_of_source"] == "v"
+        if tid == "number":  # a quantity edited: a variant of the original (issue 43), named with the edit
+            assert row["drop_stage"] == "near_dedup" and row["drop_reason"] == "near_variant"
+            assert d["variant_of"] == "orig" and d["variant_of_source"] == "v" and d["relation"] == "variant"
+            assert d["edited"] == {"original_only": ["16"], "variant_only": ["18"]}
+        else:
+            assert row["drop_stage"] == "near_dedup" and row["drop_reason"] == "near_duplicate"
+            assert d["duplicate_of"] == "orig" and d["duplicate_of_source"] == "v" and d["relation"] == "duplicate"
         # The recorded similarity is the real Jaccard, recomputed here.
         assert d["similarity"] == pytest.approx(jaccard(normalize_text(VARIANTS[tid]), normalize_text(BASE)), abs=1e-4)
         assert 0.7 <= d["similarity"] < 1.0

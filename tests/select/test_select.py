@@ -455,3 +455,36 @@ def test_a_hostile_embedding_cache_in_a_shared_folder_is_ignored(tmp_path, vecs)
     np.savez(tmp_path / "out" / EMBED_CACHE, model=np.array(MODEL_NAME), keys=np.array(keys), vecs=vecs)
     got = cached_embeddings(tmp_path / "out", prompts)
     assert np.isfinite(got).all() and np.allclose(got, honest, atol=1e-5)
+
+
+def test_two_variants_of_one_template_are_never_both_selected(tmp_path):
+    """Issue 43: variants that `[dedup] keep_variants` let through (the same
+    text with a number edited, one template group) are never both in a
+    selection, whatever the budget; a template group is one cluster for the
+    caps; siblings (the template filled with other numbers) stay selectable."""
+    from tasksieve.transforms.same_problem.template import template_group
+
+    base = "Mia packs {a} boxes with {b} pens each and gives away {c} pens. How many pens are left?"
+    common, rows = {"source": "s", "domain": "math", "tokens": 100}, []
+    for i, (a, b, c) in enumerate([(12, 5, 7), (12, 5, 9), (12, 6, 7), (30, 8, 11), (41, 3, 2)]):
+        p = base.format(a=a, b=b, c=c)
+        rows.append(dict(common, task_id=f"v{i}", prompt=p, n_pass=8, template_group=template_group(p)))
+    for i in range(6):  # other problems, their own groups
+        p = f"Other problem number {i}: compute {i + 3} times {i + 7}."
+        rows.append(dict(common, task_id=f"o{i}", prompt=p, n_pass=4 + i, template_group=f"own-{i}"))
+    write_db(tmp_path, [("r1", "m@1", "2026-11-01T00:00:00", rows)])
+    prep = prepare(load_pool(tmp_path / "curation.duckdb"), SelectConfig(diversity=False), tmp_path)
+    at = {t: i for i, t in enumerate(prep.cand.task_id)}
+    # One template group: one cluster, the others their own.
+    assert len({int(prep.cand.cluster[at[f"v{i}"]]) for i in range(5)}) == 1
+    for budget in (2, 5, 11):
+        choice = choose(prep.cand, Budget("tasks", budget), Caps(cluster=1.0), 0.5)
+        picked = {prep.cand.task_id[i] for i in np.nonzero(choice.rank > 0)[0]}
+        # v0, v1, v2 are variants of one another (2 of 3 numbers shared): one at most.
+        assert len(picked & {"v0", "v1", "v2"}) <= 1, (budget, picked)
+    assert {"v3", "v4"} <= picked  # siblings: other numbers, still chosen
+    why = [r for t, r in zip(prep.cand.task_id, choice.reason) if t in {"v0", "v1", "v2"} - picked]
+    assert why and all("a variant of chosen task v" in r for r in why)
+    # With the cluster cap, the template as a whole holds its share.
+    capped = choose(prep.cand, Budget("tasks", 10), Caps(cluster=0.2), 0.5)
+    assert sum(1 for i in np.nonzero(capped.rank > 0)[0] if prep.cand.task_id[i].startswith("v")) <= 2

@@ -14,6 +14,7 @@ from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import bucket_edges
 from tasksieve.transforms.dedup.near_judge import POOL_NODE, task_node
 from tasksieve.transforms.dedup.near_rule import size_bound_mask
+from tasksieve.transforms.dedup.sentences import sentence_matrix
 from tasksieve.transforms.batch.shards import StringColumn, bucket_runs, text_bands_sizes_sketches
 
 
@@ -80,9 +81,14 @@ def band_edges(tasks: list[dict], pool_rows: list[dict], p, max_pairs: int = 32,
     nodes = [task_node(t) for t in tasks]
     if not within or len(nodes) < 2:  # task-task pairs only `within`
         return set()
-    keys = text_bands_sizes_sketches([text_of(t) for t in tasks], p)[0]
+    texts = [text_of(t) for t in tasks]
+    keys = np.concatenate([text_bands_sizes_sketches(texts, p)[0], sentence_matrix(texts)], axis=1)
     bands = keys.shape[1]
-    pairs, larger = _all_pairs_buckets(bucket_runs(keys.reshape(-1)), max_pairs)
+    flat = keys.reshape(-1)
+    real = np.flatnonzero(flat >= 0)  # -1 pads the sentence keys
+    runs = bucket_runs(flat[real])
+    runs = (real[runs[0]], runs[1], runs[2])  # record indices back in the full matrix
+    pairs, larger = _all_pairs_buckets(runs, max_pairs)
     # Record r is task r // bands (keys row by row); pairs of tasks from here on.
     pairs = np.concatenate(
         [pairs // bands, _star_chain_pairs([g // bands for g in larger], StringColumn.of(nodes), max_pairs)]

@@ -1,7 +1,7 @@
 """Near dedup of the batch path, last steps: confirmed edges (from the edge
 shards of near.py) become clusters with one union-find, the clusters go
 back to the hash shards that hold their members' rows, and each cluster
-shard decides its clusters (dedup/near.py's decide_clusters: the row
+shard decides its clusters (dedup/near_decide.py's decide_clusters: the row
 path's survivor and drop details)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from tasksieve.transforms.batch.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.batch.dedup import CHUNK, SHARDS, NearSettings
 from tasksieve.transforms.batch.near import PackedParts, row_node
 from tasksieve.transforms.batch.shards import shard_of
-from tasksieve.transforms.dedup.near import UnionFind, decide_clusters, edge_order
-from tasksieve.transforms.dedup.near_judge import Component, best_links
+from tasksieve.transforms.dedup.near import edge_order
+from tasksieve.transforms.dedup.near_decide import decide_clusters
+from tasksieve.transforms.dedup.near_judge import Component, UnionFind, best_links
 from tasksieve.transforms.stage import DROPPED, KEPT
 
 CLUSTERS, MEMBERS = "clusters", "members"
@@ -69,7 +70,7 @@ def route_clusters(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: 
 
 
 def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
-    """One cluster shard -> near.decide_clusters of its clusters (one
+    """One cluster shard -> near_decide.decide_clusters of its clusters (one
     Component for the shard, so the drop details' similarities are one
     block): one KEPT chunk and one DROPPED chunk."""
     by_root: dict = {}
@@ -81,7 +82,7 @@ def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
     via = {row_node(k, r): link for k, r, link in members}
     clusters = [[row_node(k, r) for k, r, _ in by_root[root]] for root in sorted(by_root)]
     kept, dropped = [], []
-    for tag, t in decide_clusters(c, clusters, via, near.p, near.threshold):
+    for tag, t in decide_clusters(c, clusters, via, near.p, near.threshold, near.keep_variants):
         (kept if tag == KEPT else dropped).append(t)
     if kept:
         yield KEPT, as_chunk(kept, spill)

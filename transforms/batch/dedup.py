@@ -52,6 +52,7 @@ from tasksieve.transforms.batch.shards import (
     text_bands_sizes_sketches,
 )
 from tasksieve.transforms.dedup.signatures import sizes_and_sketches
+from tasksieve.transforms.dedup.sentences import sentence_matrix
 from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
 from tasksieve.transforms.same_problem.rules import Rules
@@ -232,6 +233,9 @@ def bucket_records(
     (near.bucket_pairs orders their members by node)."""
     k = keys.shape[1]
     flat = (np.repeat(np.arange(len(nodes)), k), np.repeat(ids, k), np.repeat(sizes, k))
+    real = keys.reshape(-1) >= 0  # -1 pads rows with fewer keys (sentences.sentence_matrix)
+    if not real.all():
+        keys, flat = keys.reshape(-1)[real], tuple(f[real] for f in flat)
     for bs, (ks, at, ix, sz) in split_by_shard(keys.reshape(-1), flat[0], shards, *flat[1:]).items():
         ns = StringColumn.of(list(map(nodes.__getitem__, at.tolist())))
         yield BUCKETS, (bs, pack((ks, ns, ix, sz), spill))
@@ -292,7 +296,9 @@ class NearSettings:
         with_pool: bool = False,
         edge_shards: int = SHARDS,
         shards: int = SHARDS,
+        keep_variants: int = 0,
     ):
+        self.keep_variants = keep_variants
         self.p, self.threshold, self.max_pairs, self.within = p, threshold, max_bucket_pairs, within
         self.min_numbers, self.guard_below, self.semantic = min_numbers, guard_below, semantic
         self.rules, self.with_pool, self.edge_shards = rules or Rules(), with_pool, edge_shards
@@ -330,6 +336,8 @@ def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, sp
         part, part_texts = kept[i : i + CHUNK], texts[i : i + CHUNK]
         nodes, ids = [task_node(t) for t in part], node_ids(src, i, len(part))
         keys, sizes, sketches = text_bands_sizes_sketches(part_texts, near.p)
+        if near.within:  # sentence-set buckets (dedup/sentences.py): tasks only
+            keys = np.concatenate([keys, sentence_matrix(part_texts)], axis=1)
         codes = exact_keys([t["content_hash"] for t in part])
         sketched[0].append(sketches)
         sketched[1].append(codes)

@@ -52,6 +52,7 @@ from tasksieve.transforms.dedup.near import sort_edges
 from tasksieve.transforms.dedup.near_judge import Component, judge_edges, judge_ranked, task_node
 from tasksieve.transforms.dedup.near_rule import FAR_UNDER
 from tasksieve.transforms.batch.sketch import could_reach
+from tasksieve.transforms.same_problem.relation import jaccard_floor
 from tasksieve.transforms.stage import KEPT
 
 NEEDS, EDGES, EDGE_ROWS, PENDING = "needs", "edges", "edge_rows", "pending"
@@ -136,7 +137,7 @@ def prune_shard(kv, near: NearSettings, spill: Spill | None = None):
         if not (ids[at] == pairs).all():
             raise RuntimeError("near dedup: an edge shard holds an edge without its sketches")
         a, b = at[:, 0], at[:, 1]
-        pairs = pairs[could_reach(sketches, a, b, near.threshold - FAR_UNDER) | (codes[a] == codes[b])]
+        pairs = pairs[could_reach(sketches, a, b, jaccard_floor(near.threshold) - FAR_UNDER) | (codes[a] == codes[b])]
     yield shard, (EDGES, pack((pairs, meaning), spill))
     yield from _per_holder(NEEDS, shard, _edge_ids(pairs, meaning), spill)
 

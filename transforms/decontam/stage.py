@@ -26,6 +26,7 @@ REASONS = {
     "short_item": "benchmark_short_item",
     "fuzzy": "benchmark_fuzzy_match",
     "semantic": "benchmark_semantic_match",
+    "answer_quantities": "benchmark_answer_match",
 }
 
 

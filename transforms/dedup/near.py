@@ -26,6 +26,13 @@ How it scales (nothing holds the corpus in one list):
    `drop_detail` names the survivor (or pool item), the measured similarity
    to it, and the edge that confirmed the link (clusters are transitive, so
    a member may join through a neighbour rather than the survivor).
+6. Issue 43: a linked pair (shingles, or one text contained in the other:
+   same_problem.relation.contained) is one of relation.relate's relations;
+   duplicates and variants are confirmed, siblings and different questions
+   on one setup are not. A cluster is groups of duplicates joined by
+   variant edges: the groups after the original's drop as `near_variant`
+   unless `keep_variants` keeps them (near_decide.py). Candidates also come
+   from sentence-set buckets (sentences.py).
 """
 
 from __future__ import annotations
@@ -34,17 +41,15 @@ from collections import defaultdict
 
 import apache_beam as beam
 
-from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
-from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, best_links, judge_edges, task_node
+from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, UnionFind, best_links, judge_edges, task_node
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.dedup.signatures import signatures
+from tasksieve.transforms.dedup.near_decide import decide_clusters
 from tasksieve.transforms.dedup.near_rule import near_options
 from tasksieve.transforms.same_problem.rules import Rules
-from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
+from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged
 
-STAGE = "near_dedup"
-POOL_STAGE = "against_pool"
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
 
 
@@ -62,8 +67,11 @@ def task_records(task: dict, p: MinHashParams, with_exact: bool = False) -> list
     pool is present (exact copies within the inputs are gone already).
     Records are kept tiny, an int and the node id: there are `bands` of
     them per task, and shuffling them is the stage's main cost."""
+    from tasksieve.transforms.dedup.sentences import sentence_keys
+
     node = task_node(task)
     out = [(bucket_key(b, k), node) for b, k in task_bands(task, p)]
+    out += [(k, node) for k in sentence_keys(text_of(task))]
     if with_exact:
         out.append((exact_key(task["content_hash"]), node))
     return out
@@ -89,27 +97,6 @@ def bucket_pairs(members, max_bucket_pairs: int = 32, within: bool = True):
         pools = a.startswith(POOL_NODE) + b.startswith(POOL_NODE)
         if pools == 1 or (pools == 0 and within):
             yield (a, b) if a < b else (b, a)
-
-
-class UnionFind:
-    def __init__(self):
-        self.parent: dict = {}
-
-    def find(self, x):
-        root = x
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
-        while x != root:  # path compression
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, a, b):
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            # Deterministic root (the smaller id), whatever the merge order.
-            lo, hi = (ra, rb) if ra < rb else (rb, ra)
-            self.parent[hi] = lo
-            self.parent.setdefault(lo, lo)
 
 
 class ComponentsFn(beam.CombineFn):
@@ -188,6 +175,7 @@ def resolve_component(
     min_numbers: float = 0.5,
     guard_below: float = 0.9,
     rules: Rules | None = None,
+    keep_variants: int = 0,
 ):
     """Confirm a component's candidate edges and decide: yields (tag, task).
     Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
@@ -196,83 +184,7 @@ def resolve_component(
     (`same_problem.judge_pair`)."""
     c = Component(tasks, pool, p)
     clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
-    yield from decide_clusters(c, clusters, via, p, threshold)
-
-
-def _cluster_rows(c: Component, members: list[str]) -> tuple[list[dict], list[dict]]:
-    """(tasks by survivor_key, pool rows) of one cluster."""
-    ts = sorted((c.by_node[n] for n in members if n in c.by_node), key=survivor_key)
-    return ts, [c.pool_by_node[n] for n in members if n in c.pool_by_node]
-
-
-def decide_clusters(c: Component, clusters: list[list[str]], via: dict, p: MinHashParams, threshold: float):
-    """decide_cluster of each cluster in turn, with every similarity the
-    drop details name measured first in one block (one compiled call, not
-    one per dropped task)."""
-    pairs = []
-    for members in clusters:
-        ts, pools = _cluster_rows(c, members)
-        if len(members) > 1 and ts:
-            ns = [task_node(t) for t in ts]
-            pairs += [(n, r["node"]) for n in ns for r in pools] if pools else [(n, ns[0]) for n in ns[1:]]
-    c.sh.remember(pairs)
-    for members in clusters:
-        yield from decide_cluster(c, members, via, p, threshold)
-
-
-def decide_cluster(c: Component, members: list[str], via: dict, p: MinHashParams, threshold: float):
-    """(tag, task) for the tasks of one cluster of confirmed duplicates: the
-    first by survivor_key is kept and the rest dropped naming it, or all are
-    dropped when the cluster holds a reference-pool row."""
-    ts, pools = _cluster_rows(c, members)
-    if len(members) == 1 or not ts:
-        for t in ts:
-            yield KEPT, t
-    elif pools:
-        for t in ts:
-            yield DROPPED, _pool_drop(c, t, pools, via)
-    else:
-        yield KEPT, ts[0]
-        for t in ts[1:]:
-            yield DROPPED, _near_drop(c, t, ts[0], via, p, threshold)
-
-
-def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
-    """A task in a cluster with reference-pool rows: dropped, naming its closest pool row."""
-    n = task_node(t)
-    sims = {r["node"]: c.sh.sim(n, r["node"]) for r in pools}
-    best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
-    exact = c.hashes[n] == best["content_hash"]
-    detail = {
-        "pool_task_id": best["task_id"],
-        "pool_source": best["source"],
-        "pool": best.get("pool"),
-        "match": "exact" if exact else "near",
-        "similarity": 1.0 if exact else sims[best["node"]],
-        **_via(via, n, c.pool_by_node, c.by_node),
-    }
-    return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
-
-
-def _near_drop(c: Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
-    """A task that is not its cluster's survivor: dropped, naming the survivor."""
-    n, kn = task_node(t), task_node(keep)
-    detail = {
-        "duplicate_of": keep["task_id"],
-        "duplicate_of_source": keep["source"],
-        "similarity": c.sh.sim(n, kn),
-        "number_overlap": c.sh.numbers(n, kn),
-        "threshold": threshold,
-        "shingle": f"{p.shingle}{p.size}",
-        **_via(via, n, c.pool_by_node, c.by_node),
-    }
-    return drop_record(t, STAGE, "near_duplicate", detail)
-
-
-def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
-    nb, s, how = via[n]
-    row = by_node.get(nb) or pool_by_node[nb]
-    return {"matched_task_id": row["task_id"], "matched_source": row["source"], "matched_similarity": s, **how}
+    yield from decide_clusters(c, clusters, via, p, threshold, keep_variants)
 
 
 def _route_joined(kv):
@@ -297,13 +209,18 @@ def bucket_edges(
     """The candidate edges of the MinHash buckets: bucket_pairs of each,
     from a dict of buckets filled one band at a time (batch/candidates.band_edges
     finds the same ones as arrays)."""
+    from tasksieve.transforms.dedup.sentences import sentence_keys
+
     buckets: dict = defaultdict(list)
     # Every task's signature in one compiled pass (signatures.py: the same
     # bits as task_records' one-at-a-time numpy code, tested).
-    for t, sig in zip(tasks, signatures([text_of(t) for t in tasks], p)):
+    texts = [text_of(t) for t in tasks]
+    for t, text, sig in zip(tasks, texts, signatures(texts, p)):
         node = task_node(t)
         for band, key in band_keys(sig, p.bands, p.rows):
             buckets[bucket_key(band, key)].append(node)
+        for key in sentence_keys(text):
+            buckets[key].append(node)
         if pool_rows:
             buckets[exact_key(t["content_hash"])].append(node)
     for r in pool_rows:
@@ -327,6 +244,7 @@ def find_near_duplicates(
     within: bool = True,
     max_bucket_pairs: int = 32,
     candidates=bucket_edges,
+    keep_variants: int = 0,
 ):
     """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
     the same candidate generators (MinHash bands, quantity-grouped meanings)
@@ -373,6 +291,7 @@ def find_near_duplicates(
             min_numbers,
             guard_below,
             rules=rules,
+            keep_variants=keep_variants,
         )
 
 
@@ -391,8 +310,10 @@ class NearDedup(beam.PTransform):
         guard_below: float = 0.9,
         semantic: bool = False,
         rules: Rules | None = None,
+        keep_variants: int = 0,
     ):
         super().__init__()
+        self.keep_variants = keep_variants
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
         self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
         self.semantic, self.rules = semantic, rules or Rules()
@@ -405,7 +326,7 @@ class NearDedup(beam.PTransform):
 
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
-        min_numbers, guard_below, rules = self.min_numbers, self.guard_below, self.rules
+        min_numbers, guard_below, rules, keep = self.min_numbers, self.guard_below, self.rules, self.keep_variants
         records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
         keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
         if self.pool_rows is not None:
@@ -454,7 +375,7 @@ class NearDedup(beam.PTransform):
                     pool_.append(v)
                 else:
                     edges_ = v
-            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules)
+            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules, keep)
 
         out = split_tagged(
             (routed["cluster"], comp_edges)

@@ -16,7 +16,8 @@ from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
 from tasksieve.transforms.dedup.near_rule import FAR_UNDER, confirmed, counts_overlap, similarity
 from tasksieve.transforms.dedup.number_guard import numbers_in, refused_by_numbers
 from tasksieve.transforms.dedup.signatures import jaccard_counts
-from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem
+from tasksieve.transforms.same_problem import relation
+from tasksieve.transforms.same_problem.rules import Rules, judge_pair
 
 POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task nodes never start with it (task_node)
 
@@ -38,6 +39,27 @@ def task_node(task: dict) -> str:
 def pool_node(task: dict) -> str:
     """The node id of a reference-pool task (pool_index.py stores it)."""
     return POOL_NODE + task_node(task)
+
+
+class UnionFind:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, x):
+        root = x
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while x != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            # Deterministic root (the smaller id), whatever the merge order.
+            lo, hi = (ra, rb) if ra < rb else (rb, ra)
+            self.parent[hi] = lo
+            self.parent.setdefault(lo, lo)
 
 
 _EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
@@ -68,7 +90,13 @@ class _Shingles:
         """The exact shingle Jaccard of every edge's two texts, rounded to 4
         places: a block of edges at a time, each node's shingles made once
         per block, in compiled code (signatures.jaccard_counts)."""
+        return self.sims_covers(edges)[0]
+
+    def sims_covers(self, edges: list[tuple]) -> tuple[list[float], list[float]]:
+        """(sims, and the share of the smaller shingle set found in the
+        other: relation.cover_of) of every edge."""
         out: list[float] = []
+        covers: list[float] = []
         for i in range(0, len(edges), _EDGE_BLOCK):
             block = edges[i : i + _EDGE_BLOCK]
             index: dict = {}
@@ -78,8 +106,10 @@ class _Shingles:
             ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
             eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
             inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            out += [similarity(x, la, lb) for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
-        return out
+            trip = list(zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist()))
+            out += [similarity(x, la, lb) for x, la, lb in trip]
+            covers += [relation.cover_of(x, la, lb) for x, la, lb in trip]
+        return out, covers
 
     def remember(self, pairs: list[tuple]) -> None:
         """Measure `pairs` now, in one block, for later `sim` calls (the
@@ -132,26 +162,60 @@ class Component:
         return self.by_node.get(n) or self.pool_by_node[n]
 
 
+def could_link(sim: float, cover: float, copy: bool, threshold: float) -> bool:
+    """Whether _judge_edge can confirm a plain edge with these shingle
+    figures at all: a copy, similar enough, or contained (relation.contained)."""
+    return copy or sim >= threshold or relation.contained(sim, cover, threshold)
+
+
 def _judge_edge(
-    c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float, rules: Rules
+    c: Component,
+    e: tuple,
+    sim: float,
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
+    rules: Rules,
+    cover: float = 0.0,
 ) -> tuple[dict | None, float]:
     """(how the edge was confirmed, or None; its similarity). `sim`: the
-    shingle Jaccard of its two texts (_Shingles.sims)."""
+    shingle Jaccard of its two texts (_Shingles.sims), `cover` the share
+    of the smaller one's shingles in the other. A linked pair is then one
+    of relation.relate's relations: duplicates and variants are confirmed
+    (`how` names which), siblings and different questions on one setup are
+    not."""
     a, b = e[0], e[1]
     exact = c.hashes[a] == c.hashes[b]
     s = 1.0 if exact else sim
     # The number overlap only matters between the threshold and the guard.
     numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
-    if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
-        # Other numbers *and* another answer: a sibling from one template, not a copy.
-        if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
+    linked = "minhash" if exact or confirmed(s, numbers, threshold, min_numbers, guard_below) else None
+    if (
+        linked is None
+        and relation.contained(s, cover, threshold)
+        and relation.counts_contained(c.sh.number_counts(a), c.sh.number_counts(b))
+    ):
+        linked = "containment"
+    if linked is not None:
+        kind, ev = relation.relate(c.row(a), c.row(b), rules, exact)
+        # Contained with another answer: the added sentence changed the
+        # problem; a copy with a sentence added keeps its answer.
+        if linked == "containment" and kind == relation.VARIANT:
+            kind = relation.DISTINCT
+        if kind in (relation.DUPLICATE, relation.VARIANT):
+            how = {"generator": linked, "relation": kind}
+            if linked == "containment":
+                how["containment"] = cover
+            if kind == relation.VARIANT:
+                how["same_problem"] = ev
+            return how, s
+        if linked == "minhash" or len(e) < 3:
             return None, s
-        return {"generator": "minhash"}, s
     if len(e) > 2:
         cos = e[2] if e[2] is not None else _cosine(c.texts[a], c.texts[b])
         same, ev = judge_pair(c.row(a), c.row(b), cos, rules)
         if same:
-            return {"generator": "semantic", "same_problem": ev}, s
+            return {"generator": "semantic", "relation": relation.DUPLICATE, "same_problem": ev}, s
     return None, s
 
 
@@ -164,32 +228,42 @@ def judge_edges(
     out = []
     edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
     hashes = c.hashes
-    sims = c.sh.sims(edges)
-    refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
-    for k, (e, sim) in enumerate(zip(edges, sims)):
+    sims, covers = c.sh.sims_covers(edges)
+    refused = _guard_refusals(c, edges, sims, covers, threshold, min_numbers, guard_below)
+    for k, (e, sim, cover) in enumerate(zip(edges, sims, covers)):
         # What _judge_edge says of most candidates, without the call: neither
-        # similar nor a copy, or refused by the number guard.
-        if (sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]) or k in refused:
+        # similar nor contained nor a copy, or refused by the number guard.
+        if (len(e) == 2 and not could_link(sim, cover, hashes[e[0]] == hashes[e[1]], threshold)) or k in refused:
             continue
-        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
+        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules, cover)
         if how is not None:
             out.append((e, how, s))
     return out
 
 
 def _guard_refusals(
-    c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float, guard_below: float
+    c: Component,
+    edges: list[tuple],
+    sims: list[float],
+    covers: list[float],
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
 ) -> set[int]:
     """Positions of the edges the number guard refuses in _judge_edge
     (plain, not copies, similar but under guard_below, sharing too few
-    numbers), found on arrays (number_guard.py) and skipped there."""
+    numbers, and not contained: relation.contained), found on arrays
+    (number_guard.py) and skipped there."""
     if min_numbers <= FAR_UNDER or not number_guard.enabled:
         return set()
     hashes = c.hashes
     at = [
         k
-        for k, (e, s) in enumerate(zip(edges, sims))
-        if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]
+        for k, (e, s, cv) in enumerate(zip(edges, sims, covers))
+        if len(e) == 2
+        and threshold <= s < guard_below
+        and hashes[e[0]] != hashes[e[1]]
+        and not relation.contained(s, cv, threshold)
     ]
     if not at:
         return set()
@@ -237,35 +311,55 @@ def judge_ranked(
         inter, lens = jaccard_counts(texts, ea, eb, c.sh.p)
         la, lb = lens[ea], lens[eb]
         jac, copy = inter / (la + lb - inter), code[a] == code[b]
-        close = (jac >= threshold - FAR_UNDER) | copy
+        # Contained (relation.contained): close to the floor and holding
+        # nearly all of the smaller set; judged one by one.
+        small = np.minimum(la, lb)
+        held = (
+            (jac >= relation.jaccard_floor(threshold) - FAR_UNDER)
+            & (inter >= (relation.CONTAINMENT_MIN - FAR_UNDER) * small)
+            & (small >= relation.CONTAINMENT_MIN_SHINGLES)
+        )
+        close = (jac >= threshold - FAR_UNDER) | copy | held
         if min_numbers > FAR_UNDER and number_guard.enabled:
             # Similar but surely under guard_below, and sharing surely too
             # few numbers: refused by the number guard (one template's
             # siblings: nearly every candidate of a templated delivery).
             g = np.flatnonzero(close & ~copy & (jac < guard_below - FAR_UNDER))
             block = used.tolist()
-            refused = refused_by_numbers(
-                lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers, FAR_UNDER
-            )
+            counts = lambda j: c.sh.number_counts(names[block[j]])  # noqa: E731
+            refused = refused_by_numbers(counts, ea[g], eb[g], min_numbers, FAR_UNDER)
+            # Contained, with the smaller one's numbers in the other: a sentence
+            # added, which the guard does not refuse (judged one by one).
+            for i in np.flatnonzero(refused & held[g]).tolist():
+                if relation.counts_contained(counts(ea[g[i]]), counts(eb[g[i]])):
+                    refused[i] = False
             close[g[refused]] = False
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
             e = _pair((names[a[k]], names[b[k]]))
-            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
+            how, s = _judge_edge(
+                c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules, relation.cover_of(x, sa, sb)
+            )
             if how is not None:
                 out.append((e, how, s))
     return out
 
 
 def best_links(confirmed: list[tuple]) -> dict:
-    """node -> (neighbour, similarity, how) of its best confirmed edge:
-    MinHash edges first, then the most similar, then the first in order."""
+    """node -> (neighbour, similarity, how, duplicate root) of its best
+    confirmed edge: MinHash edges first, then the most similar, then the
+    first in order. The duplicate root names the node's group of
+    duplicates (union over the `duplicate` edges only): a cluster joined by
+    `variant` edges holds several such groups (near_decide.decide_cluster)."""
     via: dict = {}
+    dups = UnionFind()
     for e, how, s in confirmed:
+        if how.get("relation", relation.DUPLICATE) == relation.DUPLICATE:
+            dups.union(e[0], e[1])
         for x, y in ((e[0], e[1]), (e[1], e[0])):
             if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
                 via[x] = (y, s, how)
-    return via
+    return {x: (*v, dups.find(x)) for x, v in via.items()}
 
 
 def _cosine(a: str, b: str) -> float:

@@ -19,6 +19,7 @@ from collections import Counter
 import numpy as np
 
 from tasksieve.transforms.dedup.number_guard import numbers_in
+from tasksieve.transforms.same_problem.relation import jaccard_floor
 
 
 def number_overlap(a: str, b: str) -> float:
@@ -62,8 +63,10 @@ def size_bound(a: int, b: int, threshold: float) -> bool:
     set shared), and rounding to 4 places is monotone, so an edge with
     round(min/max, 4) under the threshold is refused by judge_edges whatever
     its texts say. Edges with equal content hashes (confirmed outright)
-    have equal texts, so equal sizes; meaning edges never pass here."""
-    return round(min(a, b) / max(a, b), 4) >= threshold
+    have equal texts, so equal sizes; meaning edges never pass here. The
+    bound is relation.jaccard_floor: the lowest Jaccard a containment link
+    (a sentence added) is judged at, the same for both paths."""
+    return round(min(a, b) / max(a, b), 4) >= jaccard_floor(threshold)
 
 
 def size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> np.ndarray:
@@ -71,9 +74,9 @@ def size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> n
     0.5e-4 (and an ulp) of x, so a ratio 1e-4 or more clear of the threshold
     is decided by the comparison alone; only the few closer ones go through
     size_bound itself."""
-    ratio = small / large
-    keep = ratio >= threshold + 1e-4
-    near = np.flatnonzero(~keep & (ratio >= threshold - 1e-4))
+    ratio, floor = small / large, jaccard_floor(threshold)
+    keep = ratio >= floor + 1e-4
+    near = np.flatnonzero(~keep & (ratio >= floor - 1e-4))
     for i in near.tolist():
         keep[i] = size_bound(int(small[i]), int(large[i]), threshold)
     return keep
@@ -94,4 +97,5 @@ def near_options(dedup, decontam) -> dict:
         "guard_below": dedup.number_guard_below,
         "semantic": dedup.semantic,
         "rules": rules_from_config(decontam, dedup),
+        "keep_variants": dedup.keep_variants,
     }

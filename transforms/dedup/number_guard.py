@@ -31,7 +31,7 @@ import numpy as np
 
 enabled = True  # false: every pair goes to the guard one by one (the tests compare both)
 # The numbers the guard compares (near.number_overlap), and the same-problem
-# rule for near-identical pairs (same_problem.rules._mostly_other_numbers).
+# relations of near pairs (same_problem.relation: siblings, containment).
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SLICE = 1 << 22  # pair x number entries looked up at once: ~100 MB of temporaries at most
 

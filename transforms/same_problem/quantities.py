@@ -352,8 +352,13 @@ def _num(tok: str) -> Fraction | None:
         if "/" in tok:
             a, b = tok.split("/")
             return Fraction(int(a), int(b)) if int(b) else None
+        if _DOT_THOUSANDS.fullmatch(tok):  # "80.000": thousands (de, es, fr), never a decimal written so
+            return Fraction(int(tok.replace(".", "")))
         return Fraction(tok.replace(",", ""))
     return None
+
+
+_DOT_THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:\.000)+")
 
 
 def _canon(v: Fraction) -> str:

@@ -73,7 +73,7 @@ _MATHY = re.compile(r"[\d\\^=]")
 _PLAIN = re.compile(r"[\s$,]|\\[!,;]|\\text\{[^}]*\}")
 
 
-def _as_number(s: str) -> Fraction | None:
+def as_number(s: str) -> Fraction | None:
     t = _PLAIN.sub("", s).rstrip(".").lstrip("+")
     t = t[:-1] if t.endswith("%") else t
     try:
@@ -83,6 +83,66 @@ def _as_number(s: str) -> Fraction | None:
         return Fraction(t)
     except (ValueError, ZeroDivisionError):
         return None
+
+
+_YES = {"yes", "true", "y", "si", "sí", "oui", "ja"}
+_NO = {"no", "false", "n", "non", "nein"}
+_ENTITY_WORD = re.compile(r"^(?:[A-Z][\w.'-]*|of|de|la|le|von|van|the|and|y|et|und)$")
+
+
+def _yes_no(s: str) -> str | None:
+    t = re.sub(r"[^\w\s]", "", s).strip().lower()
+    return "yes" if t in _YES else "no" if t in _NO else None
+
+
+def _as_set(s: str) -> frozenset | None:
+    """A set or list answer (`{1, 2, 3}`, `2, 3, 5`, `red and blue`): its
+    elements, numbers as exact fractions; None when `s` is not one."""
+    t = s.strip().rstrip(".")
+    braced = t.startswith("\\{") and t.endswith("\\}") or t.startswith("{") and t.endswith("}")
+    if braced:
+        t = t[2:-2] if t.startswith("\\{") else t[1:-1]
+    elif not re.search(r",\s", t) or re.search(r"[\\^=()\[\]]", t):
+        return None
+    parts = [p.strip() for p in re.split(r",\s*|\s+and\s+", t) if p.strip()]
+    if len(parts) < 2 and not braced:
+        return None
+    out = set()
+    for p in parts:
+        n = as_number(p)
+        out.add(n if n is not None else p.lower())
+    return frozenset(out)
+
+
+def _entity(s: str) -> set[str] | None:
+    """A named entity (`Paris`, `Marie Curie`): up to 4 words, each
+    capitalised (or a connector), no digits, not a lone option letter."""
+    ws = s.strip().rstrip(".").split()
+    if not ws or len(ws) > 4 or any(ch.isdigit() for ch in s) or (len(ws) == 1 and len(ws[0]) < 2):
+        return None
+    if not all(_ENTITY_WORD.match(w.strip(",")) for w in ws) or not ws[0][:1].isupper():
+        return None
+    return {w.strip(",").lower() for w in ws}
+
+
+def _kind_agree(a: str, b: str) -> bool | None:
+    """Yes/no, sets and named entities, compared as such; None when the
+    answers are not both of one of those kinds (or an entity pair shares a
+    word without being equal: "Paris" and "Paris, France")."""
+    ya, yb = _yes_no(a), _yes_no(b)
+    if ya is not None and yb is not None:
+        return ya == yb
+    if (ya is None) != (yb is None) and (as_number(a) is None and as_number(b) is None):
+        other = b if ya is not None else a
+        if _entity(other) is not None:
+            return False  # "Yes" against "Paris": two questions
+    sa, sb = _as_set(a), _as_set(b)
+    if sa is not None and sb is not None:
+        return sa == sb
+    ea, eb = _entity(a), _entity(b)
+    if ea is not None and eb is not None:
+        return True if ea == eb else False if not (ea & eb) else None
+    return None
 
 
 def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool | None:
@@ -96,9 +156,12 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
     a = m.group(1) if m else a
     m = _BOXED.search(b)
     b = m.group(1) if m else b
+    kinds = _kind_agree(a, b)
+    if kinds is not None:
+        return kinds
     if _PLAIN.sub("", a).lower() == _PLAIN.sub("", b).lower():
         return True
-    na, nb = _as_number(a), _as_number(b)
+    na, nb = as_number(a), as_number(b)
     if na is not None and nb is not None:
         return na == nb
     if not (_MATHY.search(a) and _MATHY.search(b)):
@@ -341,6 +404,11 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         ev["operators"] = {"a": "".join(sorted(oa.elements())), "b": "".join(sorted(ob.elements()))}
     if qa != qb or oa != ob:
         return False, dict(ev, cleared_by="numbers" if qa != qb else "operators")
+    from tasksieve.transforms.same_problem.asked import asked_differs
+
+    asked = asked_differs(ta, tb) if not (_has_answer(a) and _has_answer(b)) else None
+    if asked is not None:  # another question on one setup, no answers to say: whatever the cosine
+        return False, dict(ev, cleared_by="asked_quantity", **asked)
     need = rules.pair_min if qa else rules.pair_alone_min
     if cosine < need:
         return False, dict(ev, cleared_by="semantic", semantic_min=need)

@@ -53,6 +53,10 @@ class Candidates:
     source: list[str]
     domain: list[str]
     vecs: np.ndarray | None = None  # unit rows; None = no redundancy term
+    # (variant key, numbers) per row (same_problem.relation.variant_key): a
+    # task is not chosen beside a variant of it, one with the same words that
+    # shares at least half of its numbers (relation.variants). None: no rule.
+    variant: list[tuple] | None = None
 
     def __len__(self) -> int:
         return len(self.task_id)
@@ -123,8 +127,12 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
     )
     max_sim = np.zeros(n)
     chosen = np.zeros(n, dtype=bool)
+    blocked = np.full(n, -1)  # the chosen task a row is a variant of
+    same_words: dict = {}
+    for i, (key, _) in enumerate(cand.variant or []):
+        same_words.setdefault(key, []).append(i)
     while True:
-        eligible = ~chosen & (out.spent + spend <= budget.amount) & groups.allows(spend)
+        eligible = ~chosen & (out.spent + spend <= budget.amount) & groups.allows(spend) & (blocked < 0)
         if not eligible.any():
             break
         marginal, score = _scores(cand, budget, max_sim, redundancy)
@@ -136,6 +144,12 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
         out.reason[j] = _why_chosen(cand, out, j, score[j], budget)
         out.spent += float(spend[j])
         groups.take(j, float(spend[j]))
+        if cand.variant is not None:
+            from tasksieve.transforms.same_problem.relation import variants
+
+            for i in same_words[cand.variant[j][0]]:
+                if blocked[i] < 0 and not chosen[i] and variants(cand.variant[i][1], cand.variant[j][1]):
+                    blocked[i] = j
         if cand.vecs is not None:
             sims = cand.vecs @ cand.vecs[j]
             closer = ~chosen & (sims > max_sim)
@@ -143,7 +157,12 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
     marginal, _ = _scores(cand, budget, max_sim, redundancy)
     for i in np.nonzero(~chosen)[0].tolist():
         out.marginal[i], out.similarity[i] = marginal[i], max_sim[i]
-        out.reason[i] = _why_not(cand, out, groups, i, float(spend[i]), budget)
+        k = int(blocked[i])
+        out.reason[i] = (
+            f"not chosen: a variant of chosen task {cand.task_id[k]} (the same text, numbers edited)"
+            if k >= 0
+            else _why_not(cand, out, groups, i, float(spend[i]), budget)
+        )
     return out
 
 
