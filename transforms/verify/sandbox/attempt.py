@@ -92,9 +92,12 @@ def _with_arguments(reply, msg, args, kwargs):
     return reply
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(req=None):
+    """Run one case. `req` is given by the pooled worker (worker.py), which
+    has read it already; a process of its own reads it from stdin."""
+    if req is None:
+        req = json.loads(sys.stdin.read())
+        sys.stdin.close()
     fd_in, fd_out, entry, code = req["fd_in"], req["fd_out"], req["entry_point"], req["code"]
     reader = guard.LineReader(fd_in, req["message_cap"])
     guard.lock_down(req)
@@ -132,4 +135,5 @@ def main():
         guard.send(fd_out, reply)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -293,9 +293,12 @@ class Harness:
         return f"wrong_answer: {guard.safe_name(type(e).__name__)}{where}"
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(req=None):
+    """Run one case. `req` is given by the pooled worker (worker.py), which
+    has read it already; a process of its own reads it from stdin."""
+    if req is None:
+        req = json.loads(sys.stdin.read())
+        sys.stdin.close()
     harness = Harness(req)
     key = req.get("verdict_key")  # proves to the parent that this process wrote the verdict
     guard.lock_down(req)
@@ -304,4 +307,5 @@ def main():
     guard.send(harness.result_fd, dict(verdict, key=key))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasksieve.transforms.verify.sandbox import isolation
+from tasksieve.transforms.verify.sandbox import pool as sandbox_pool
 from tasksieve.transforms.verify.sandbox.processes import kill_group, read_verdict, tail
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ _HERE = Path(__file__).parent
 # The three programs are read from guard.py, attempt.py and harness.py beside
 # this file; inside the sandbox they keep their `sandbox_*` module names.
 _SOURCES = {name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
-            for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")}
+            for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness", "sandbox_worker")}
 MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
 PYTHON = os.path.realpath(sys.executable)
 NOBODY = "nobody"
@@ -340,7 +341,8 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
     setup = _setup_for(mode)
     results, out, err = [], "", ""
     for case in cases:
-        res, out, err = _run_case(case, limits, setup, audit_hook)
+        res, out, err = _run_pooled(case, limits, setup, audit_hook) if _pooled(setup) else \
+            _run_case(case, limits, setup, audit_hook)
         results.append(res)
     return SandboxRun(results, time.perf_counter() - t0, setup.mode, out, err)
 
@@ -352,6 +354,40 @@ def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw
         "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
                    "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
     }).encode("utf-8", "surrogatepass")
+
+
+# --- pooled: pre-built bubblewrap sandboxes that fork a fresh child per case (pool.py, worker.py)
+
+POOLED = True  # bwrap cases run in pooled sandboxes; False: a fresh pair of sandboxes per case
+_POOL_BROKEN: list[str] = []  # why pooling failed here, once: the per-case path is used from then on
+
+
+def _pooled(setup: _Setup) -> bool:
+    return POOLED and setup.mode == "bwrap" and not _POOL_BROKEN
+
+
+def _run_pooled(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tuple[CaseResult, str, str]:
+    pool = sandbox_pool.pool_for(setup.prefix, setup.python, setup.drop, _SOURCES)
+
+    def make_request(workdir, **kw):
+        return _request(setup, workdir, limits, audit_hook, **kw)
+
+    try:
+        raw = sandbox_pool.run_case(pool, case, make_request, limits.wall_seconds + POOLED_MARGIN_S)
+    except sandbox_pool.WorkerFailed as e:
+        with _LOCK:
+            if not _POOL_BROKEN:
+                _POOL_BROKEN.append(str(e))
+                _warn_once("pool", f"pooled sandboxes do not work here ({e}); each case starts its own")
+        return _run_case(case, limits, setup, audit_hook)
+    result = _verdict(raw["line"], raw["timed_out"], raw["procs"], limits, setup, raw["tails"]["harness.err"],
+                      raw["key"])
+    if raw["sizes"]["attempt.out"] >= limits.output_bytes or raw["sizes"]["attempt.err"] >= limits.output_bytes:
+        result = CaseResult(False, "output_too_large")
+    return result, raw["tails"]["attempt.out"], raw["tails"]["attempt.err"]
+
+
+POOLED_MARGIN_S = 2.0  # nothing to start per case: the parent's deadline is the harness's own plus this
 
 
 def _workdir(setup: _Setup, host_tmp: str, name: str) -> str:

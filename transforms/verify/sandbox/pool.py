@@ -1,0 +1,319 @@
+"""Pre-built bubblewrap sandboxes, reused: the parent's side of worker.py.
+
+Starting bubblewrap and an interpreter costs tens of milliseconds, twice per
+case (the attempt's sandbox and the harness's). Here each role has a pool of
+workers, each a bubblewrap sandbox started once with the interpreter up,
+`sandbox_guard` and the role's code loaded; per case a worker forks a fresh
+child that locks itself down (landlock, seccomp, rlimits, audit hook) and
+runs the case (worker.py says what is never shared between two cases, and
+how). The attempt's worker and the harness's worker are two sandboxes, as
+in the per-case path: own mount, PID, network, IPC and UTS namespaces each;
+the case's pipes are handed to the two children over the control sockets
+(SCM_RIGHTS), the verdict pipe to the harness's child only, the verdict key
+in the harness's request only.
+
+A worker is used for one case at a time and given back after it; one that
+does not answer, reports a /tmp it could not empty, or has served
+MAX_CASES cases is killed (its whole sandbox) and a new one started later.
+Workers are started from one long-lived thread: bubblewrap's
+`--die-with-parent` follows the thread that started it, and verification
+threads come and go with each wave.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass
+
+from tasksieve.transforms.verify.sandbox.processes import read_verdict
+
+MAX_CASES = 1000
+START_TIMEOUT_S = 20.0
+END_TIMEOUT_S = 5.0  # a worker that does not report its child's end within this is replaced
+TAIL = 2000
+
+
+class WorkerFailed(RuntimeError):
+    """A pooled worker did not start or stopped answering."""
+
+
+@dataclass
+class Exited:
+    """What `_verdict` reads of a process: its return code (-N for signal N)."""
+    returncode: int | None
+
+
+def _boot(sources: dict[str, str], role: str, config: dict) -> str:
+    return ("import sys, types\n"
+            "m = types.ModuleType('sandbox_guard')\n"
+            f"exec(compile({sources['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
+            "sys.modules['sandbox_guard'] = m\n"
+            f"exec(compile({sources['sandbox_worker']!r}, 'sandbox_worker.py', 'exec'), "
+            f"{{'__name__': '__main__', 'ROLE_NAME': {role!r}, 'ROLE_SOURCE': {sources[role]!r}, "
+            f"'CONFIG': {config!r}}})\n")
+
+
+class Worker:
+    def __init__(self, argv_prefix: tuple[str, ...], python: str, role: str, drop, sources: dict[str, str]):
+        self.role, self.cases, self.healthy = role, 0, False
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.ctrl = ours
+        self.err = os.memfd_create("tasksieve-worker-err")
+        config = {"ctrl": theirs.fileno(), "drop": list(drop) if drop else None}
+        argv = [*argv_prefix, python, "-I", "-S", "-B", "-c", _boot(sources, role, config)]
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
+                                         env={}, cwd="/", pass_fds=(theirs.fileno(),), start_new_session=True)
+        finally:
+            theirs.close()
+        self.ctrl.settimeout(START_TIMEOUT_S)
+        try:
+            hello = self._recv()
+        except (OSError, ValueError) as e:
+            self.kill()
+            raise WorkerFailed(f"{role} worker did not start ({type(e).__name__}: {self.stderr_tail()})") from None
+        if hello.get("op") != "ready":
+            self.kill()
+            raise WorkerFailed(f"{role} worker did not start: {self.stderr_tail()}")
+        self.healthy = True
+
+    def _recv(self) -> dict:
+        msg = self.ctrl.recv(4096)
+        if not msg:
+            raise ValueError("closed")
+        return json.loads(msg)
+
+    def start(self, fds: list[int]) -> None:
+        self.cases += 1
+        self.ctrl.settimeout(END_TIMEOUT_S)
+        socket.send_fds(self.ctrl, [b'{"op": "run"}'], fds)
+
+    def end_send(self, grace: float) -> None:
+        self.ctrl.send(json.dumps({"grace": grace}).encode())
+
+    def end_recv(self) -> dict:
+        """The child's exit ({"code", "killed", "clean"}); WorkerFailed when the worker does not say."""
+        try:
+            reply = self._recv()
+        except (OSError, ValueError) as e:
+            raise WorkerFailed(f"{self.role} worker: {type(e).__name__}") from None
+        if reply.get("op") != "exit":
+            raise WorkerFailed(f"{self.role} worker: unexpected reply")
+        return reply
+
+    def stderr_tail(self) -> str:
+        try:
+            size = os.fstat(self.err).st_size
+            return os.pread(self.err, TAIL, max(0, size - TAIL)).decode("utf-8", "replace").strip()[-500:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        self.healthy = False
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for close in (self.ctrl.close, lambda: os.close(self.err)):
+            try:
+                close()
+            except OSError:
+                pass
+
+
+class _Spawner:
+    """One long-lived thread that starts every worker (see the module doc)."""
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        threading.Thread(target=self._loop, name="tasksieve-sandbox-spawner", daemon=True).start()
+
+    def _loop(self):
+        while True:
+            fn, box, done = self.jobs.get()
+            try:
+                box.append(fn())
+            except BaseException as e:  # noqa: B036 - handed to the caller
+                box.append(e)
+            done.set()
+
+    def call(self, fn):
+        box, done = [], threading.Event()
+        self.jobs.put((fn, box, done))
+        done.wait()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+
+class Pool:
+    def __init__(self, prefix: tuple[str, ...], python: str, drop, sources: dict[str, str]):
+        self.prefix, self.python, self.drop, self.sources = prefix, python, drop, sources
+        self.idle: dict[str, list[Worker]] = {"sandbox_attempt": [], "sandbox_harness": []}
+        self.all: set[Worker] = set()
+        self.lock = threading.Lock()
+        self.spawner = _Spawner()
+
+    def acquire(self, role: str) -> Worker:
+        with self.lock:
+            if self.idle[role]:
+                return self.idle[role].pop()
+        w = self.spawner.call(lambda: Worker(self.prefix, self.python, role, self.drop, self.sources))
+        with self.lock:
+            self.all.add(w)
+        return w
+
+    def release(self, w: Worker) -> None:
+        if w.healthy and w.cases < MAX_CASES:
+            with self.lock:
+                self.idle[w.role].append(w)
+            return
+        self.discard(w)
+
+    def discard(self, w: Worker) -> None:
+        w.kill()
+        with self.lock:
+            self.all.discard(w)
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.all = list(self.all), set()
+            self.idle = {k: [] for k in self.idle}
+        for w in workers:
+            w.kill()
+
+    def worker_pids(self) -> list[int]:
+        """The host pids of the live workers' bubblewrap processes (tests)."""
+        with self.lock:
+            return [w.proc.pid for w in self.all]
+
+
+_POOLS: dict[tuple, Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def pool_for(prefix: tuple[str, ...], python: str, drop, sources: dict[str, str]) -> Pool:
+    key = (prefix, python, tuple(drop) if drop else None, tuple(sorted(sources.items())))
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = Pool(prefix, python, drop, sources)
+        return _POOLS[key]
+
+
+def close_all() -> None:
+    """Kill every pooled sandbox (at exit, and for tests)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for p in pools:
+        p.close()
+
+
+def worker_pids() -> list[int]:
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    return [pid for p in pools for pid in p.worker_pids()]
+
+
+def _forget_in_child() -> None:
+    # A forked copy of this process must not talk to our workers: it starts its own.
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+atexit.register(close_all)
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _memfd(name: str, data: bytes = b"") -> int:
+    fd = os.memfd_create(name)
+    if data:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _tail(fd: int) -> tuple[int, str]:
+    size = os.fstat(fd).st_size
+    return size, os.pread(fd, TAIL, max(0, size - TAIL)).decode("utf-8", "replace")
+
+
+def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
+    """One case in a pooled attempt sandbox and a pooled harness sandbox.
+    `make_request(workdir, **fields)` builds a role's request (runner._request).
+    Returns the raw outcome for runner._verdict: line, timed_out, the two
+    exit codes, the tails and sizes of the outputs, the key."""
+    key = secrets.token_hex(16)  # only the harness's child learns it
+    entry = (case.get("entry_point") or "").strip()
+    a_req = make_request("/tmp", fd_in=3, fd_out=4, entry_point=entry, code=case["solution"])
+    h_req = make_request("/tmp", fd_to=3, fd_from=4, fd_result=5, verdict_key=key, entry_point=entry,
+                         tests=case["tests"], call_check=bool(case.get("call_check")), support=case.get("support") or "")
+    attempt = pool.acquire("sandbox_attempt")
+    try:
+        harness = pool.acquire("sandbox_harness")
+    except BaseException:
+        pool.release(attempt)
+        raise
+    workers = [attempt, harness]
+    c2a, a2c, res = os.pipe(), os.pipe(), os.pipe()
+    a_out, a_err, h_err = _memfd("attempt.out"), _memfd("attempt.err"), _memfd("harness.err")
+    a_in, h_in = _memfd("attempt.req", a_req), _memfd("harness.req", h_req)
+    theirs = [c2a[0], a2c[1], c2a[1], a2c[0], res[1], a_in, h_in]
+    started: list[Worker] = []
+    line, timed_out, codes = None, False, [None, None]
+    try:
+        try:
+            attempt.start([a_in, a_out, a_err, c2a[0], a2c[1]])
+            started.append(attempt)
+            harness.start([h_in, h_err, h_err, c2a[1], a2c[0], res[1]])
+            started.append(harness)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        if len(started) == 2:
+            line, timed_out = read_verdict(res[0], wall_s)
+        grace = 0.5 if line is None and not timed_out else 0.0
+        grace_a = 0.5 if line and b"exited_early" in line else 0.0
+        for w, g in zip(started, (grace_a, grace)):
+            try:
+                w.end_send(g)
+            except OSError:
+                w.healthy = False
+        for i, w in enumerate(started):
+            if not w.healthy:
+                continue
+            try:
+                reply = w.end_recv()
+                codes[i] = None if reply.get("killed") else reply.get("code")  # a kill of ours says nothing
+                w.healthy = bool(reply.get("clean"))
+            except WorkerFailed:
+                w.healthy = False
+        for w in workers:
+            if w not in started:
+                w.healthy = False
+    finally:
+        os.close(res[0])
+        for w in workers:
+            pool.release(w)
+        sizes_tails = {n: _tail(fd) for n, fd in (("attempt.out", a_out), ("attempt.err", a_err),
+                                                   ("harness.err", h_err))}
+        for fd in (a_out, a_err, h_err):
+            os.close(fd)
+    return {"line": line, "timed_out": timed_out, "procs": [Exited(codes[0]), Exited(codes[1])],
+            "sizes": {n: st[0] for n, st in sizes_tails.items()}, "tails": {n: st[1] for n, st in sizes_tails.items()},
+            "key": key}

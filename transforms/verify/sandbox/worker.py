@@ -1,0 +1,222 @@
+"""A pooled sandbox's worker: started once inside its own bubblewrap
+sandbox (pool.py), it forks one fresh child per case, and only the child
+ever runs untrusted code. Standard library only; run as `-c` program with
+`sandbox_guard` loaded and ROLE_NAME / ROLE_SOURCE (attempt.py or
+harness.py) and CONFIG (its control descriptor, the uid to drop to) given.
+
+The worker itself runs only this file: it drops to the sandbox uid (root
+in the sandbox: `nobody`), makes itself non-dumpable, imports the standard
+modules attempts use, defines the role's functions (attempt.py or
+harness.py, without running them) and waits on its control socket. Per
+case the parent sends one message with the case's descriptors: the request
+(a memfd), stdout, stderr and the case's pipes. Then:
+
+- the worker forks; the child moves the descriptors to fixed numbers
+  (0 request, 1 stdout, 2 stderr, 3.. the pipes), closes every other one
+  (the control socket first), reads its request, reseeds `random`, and
+  calls the role's `main(req)`, which locks the child down exactly as a
+  process of its own is (sandbox_guard.lock_down: landlock, seccomp,
+  rlimits, audit hook; no fork, exec, signal or ptrace from there on);
+- the worker closes its copies of the descriptors at once, so a pipe's end
+  of file means the child is gone, and waits for either the child's exit
+  or the parent's `end`;
+- at `end` (sent when the verdict is in, or at the deadline) it waits the
+  grace asked for, SIGKILLs the child if it still runs, reaps it, empties
+  the sandbox's /tmp (the only place a child can write), and answers with
+  the child's exit code. A /tmp it cannot empty makes it say so and exit:
+  the parent then replaces it.
+
+So nothing of one case reaches the next: memory and module state were the
+child's own copy, descriptors were closed, no process or thread can be left
+(the seccomp filter and RLIMIT_NPROC refuse them, and the child is killed
+and reaped before the answer), files are removed. The child cannot reach
+the worker: other process, non-dumpable, no signals or ptrace (seccomp),
+no descriptor of it (closed before any untrusted code runs).
+"""
+
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+import sandbox_guard as guard
+
+# What attempts commonly import, loaded once here (each child gets its own copy).
+PRELOAD = ("array", "bisect", "collections", "copy", "dataclasses", "datetime", "decimal", "enum", "fractions",
+           "functools", "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "statistics",
+           "string", "textwrap", "traceback", "typing", "unicodedata", "ctypes")
+MAX_FDS = 8
+WIPE_BUDGET = 2000  # entries of /tmp a case may leave; more and the worker is replaced instead
+
+
+def _drop(ids):
+    if ids and os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(ids[1])
+        os.setuid(ids[0])
+
+
+def _nondumpable():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+        raise SystemExit("sandbox worker: cannot become non-dumpable")
+
+
+def _child(ctrl, fds, role):
+    """Runs in the forked child; never returns."""
+    code = 70
+    try:
+        ctrl.close()
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]  # out of the way of 0..7
+        for fd in fds:
+            os.close(fd)
+        for i, fd in enumerate(moved):
+            os.dup2(fd, i)
+            os.close(fd)
+        os.closerange(len(moved), 1 << 16)
+        chunks = []
+        while True:
+            b = os.read(0, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        req = json.loads(b"".join(chunks))
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        if "random" in sys.modules:
+            sys.modules["random"].seed()
+        code = 0
+        role["main"](req)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int) and e.code is not None:
+            try:
+                print(e.code, file=sys.stderr)
+            except BaseException:  # noqa: B036
+                pass
+    except BaseException:  # noqa: B036 - whatever it was, the child ends
+        code = 1
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:  # noqa: B036
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: B036
+                pass
+        os._exit(code & 0xFF)
+
+
+def _wipe(top):
+    """Remove everything under `top`; False when it cannot (or there is too much)."""
+    try:
+        entries = os.listdir(top)
+    except OSError:
+        return False
+    if not entries:
+        return True
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(top, topdown=True):
+        for d in dirnames:
+            try:
+                os.chmod(os.path.join(dirpath, d), 0o700)
+            except OSError:
+                pass
+        seen += len(dirnames) + len(filenames)
+        if seen > WIPE_BUDGET:
+            return False
+    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                os.unlink(p)
+            else:
+                os.rmdir(p)
+    return not os.listdir(top)
+
+
+def _send(ctrl, obj):
+    ctrl.send(json.dumps(obj).encode())
+
+
+def _serve_case(ctrl, fds, role, tmp):
+    pid = os.fork()
+    if pid == 0:
+        _child(ctrl, fds, role)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    status = None
+    try:
+        while True:
+            ready = select.select([ctrl] if pidfd < 0 else [ctrl, pidfd], [], [])[0]
+            if pidfd >= 0 and pidfd in ready:  # the child ended on its own: reap it now
+                status = os.waitpid(pid, 0)[1]
+                os.close(pidfd)
+                pidfd = -1
+            if ctrl not in ready:
+                continue
+            msg = ctrl.recv(4096)
+            if not msg:
+                raise SystemExit(0)  # the parent is gone
+            killed = False
+            if status is None:
+                if not select.select([pidfd], [], [], float(json.loads(msg).get("grace", 0)))[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+                status = os.waitpid(pid, 0)[1]
+            clean = _wipe(tmp)
+            _send(ctrl, {"op": "exit", "code": os.waitstatus_to_exitcode(status), "killed": killed, "clean": clean})
+            if not clean:
+                raise SystemExit(3)
+            return
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def main():
+    cfg = CONFIG  # noqa: F821 - given by the boot program
+    ctrl = socket.socket(fileno=cfg["ctrl"])
+    _drop(cfg.get("drop"))
+    _nondumpable()
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - a module this interpreter lacks is imported by the attempt, or not
+            pass
+    role = {"__name__": ROLE_NAME}  # noqa: F821
+    exec(compile(ROLE_SOURCE, ROLE_NAME + ".py", "exec"), role)  # noqa: F821
+    tmp = cfg.get("tmp", "/tmp")
+    if not _wipe(tmp):
+        raise SystemExit("sandbox worker: its /tmp is not empty")
+    _send(ctrl, {"op": "ready"})
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctrl, 65536, MAX_FDS)
+        except InterruptedError:
+            continue
+        if not msg:
+            return  # the parent closed the socket
+        req = json.loads(msg)
+        if req.get("op") != "run" or len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            raise SystemExit("sandbox worker: unexpected message")
+        _serve_case(ctrl, fds, role, tmp)
+
+
+main()
