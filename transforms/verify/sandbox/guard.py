@@ -241,25 +241,49 @@ def seccomp_program(deny=_DENY_X86_64):
     return b"".join(struct.pack("HBBI", *ins) for ins in prog), len(prog)
 
 
+_NATIVE = {}  # ctypes, libc and the structures the layers below use; emptied by forget_ctypes
+
+
+def native():
+    """ctypes, the C library and the structures of the seccomp and landlock
+    calls, built once per process (a pooled worker builds them before it
+    forks, so each case's child does not pay for them again)."""
+    if not _NATIVE:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+        class Fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        class Ruleset(ctypes.Structure):
+            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+        class Beneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+        _NATIVE.update(ctypes=ctypes, libc=libc, Fprog=Fprog, Ruleset=Ruleset, Beneath=Beneath,
+                       seccomp=seccomp_program())
+    return _NATIVE
+
+
 def install_seccomp():
     """Load the filter (and no_new_privs, and non-dumpable). Returns a short
     word for the record: 'on' or why it is off."""
     if os.uname().machine != "x86_64":
         return "off (no filter for " + os.uname().machine + ")"
     try:
-        import ctypes
+        nat = native()
     except ImportError:
         return "off (no ctypes)"
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        code, n = seccomp_program()
+        ctypes, libc = nat["ctypes"], nat["libc"]
+        code, n = nat["seccomp"]
         buf = ctypes.create_string_buffer(code)
-
-        class Fprog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        prog = Fprog(n, ctypes.cast(buf, ctypes.c_void_p))
-        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        prog = nat["Fprog"](n, ctypes.cast(buf, ctypes.c_void_p))
         if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
             return "off (prctl dumpable failed)"
         if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
@@ -268,9 +292,16 @@ def install_seccomp():
             return f"off (errno {ctypes.get_errno()})"
         return "on"
     finally:
-        # Attempt code must not find a loaded ctypes (the audit hook refuses a new import).
-        for name in ("ctypes", "_ctypes", "ctypes._endian"):
-            sys.modules.pop(name, None)
+        forget_ctypes()
+
+
+def forget_ctypes():
+    """Attempt code must not find a loaded ctypes (the audit hook refuses a
+    new import). Called once the last layer that needs it is on: importing
+    it again costs milliseconds."""
+    _NATIVE.clear()
+    for name in ("ctypes", "_ctypes", "ctypes._endian"):
+        sys.modules.pop(name, None)
 
 
 def set_limits(cpu_seconds, memory_bytes, file_bytes):
@@ -310,24 +341,15 @@ def install_landlock(read_only, read_write, files):
     every process outside it, and from ABI 4/6 on, TCP and signals out of
     it. Returns 'on (abi N)' or why it is off."""
     try:
-        import ctypes
+        nat = native()
     except ImportError:
         return "off (no ctypes)"
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
+        ctypes, libc, Ruleset, Beneath = nat["ctypes"], nat["libc"], nat["Ruleset"], nat["Beneath"]
         abi = libc.syscall(_SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 1:
             return f"off (landlock unavailable: errno {ctypes.get_errno()})"
         fs = _LL_FS[min(int(abi), 5)]
-
-        class Ruleset(ctypes.Structure):
-            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-        class Beneath(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-
         attr = Ruleset(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
         size = 8 if abi < 4 else (16 if abi < 6 else 24)
         ruleset = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -350,7 +372,6 @@ def install_landlock(read_only, read_write, files):
                         return f"off (landlock rule for {path}: errno {ctypes.get_errno()})"
                 finally:
                     os.close(fd)
-            libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
             if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, which landlock needs
                 return "off (no_new_privs failed)"
             if libc.syscall(_SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
@@ -358,9 +379,22 @@ def install_landlock(read_only, read_write, files):
         finally:
             os.close(ruleset)
         return f"on (abi {abi})"
-    finally:
-        for name in ("ctypes", "_ctypes", "ctypes._endian"):
-            sys.modules.pop(name, None)
+    except BaseException:
+        forget_ctypes()
+        raise
+
+
+_ROOTS = []
+
+
+def confine_roots():
+    """The folders `confine` lets the process read: the interpreter's and the system's."""
+    if not _ROOTS:
+        lib = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                             os.path.dirname(os.__file__), os.path.dirname(sys.executable))]
+        system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
+        _ROOTS.extend(p for p in dict.fromkeys(lib + system) if p != "/")  # "/" would allow everything
+    return list(_ROOTS)
 
 
 def confine(workdir):
@@ -368,11 +402,7 @@ def confine(workdir):
     the system's libraries to read, its work dir to use, its own /proc
     entry, a few devices. Nothing else of the host, and no other process's
     /proc entry (not even bwrap's init: /proc/1/fd of a non-root bwrap)."""
-    lib = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                         os.path.dirname(os.__file__), os.path.dirname(sys.executable))]
-    system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
-    roots = [p for p in dict.fromkeys(lib + system) if p != "/"]  # "/" would allow everything
-    return install_landlock(roots + [f"/proc/{os.getpid()}"], [workdir],
+    return install_landlock(confine_roots() + [f"/proc/{os.getpid()}"], [workdir],
                             ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"])
 
 

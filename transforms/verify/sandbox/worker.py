@@ -35,6 +35,7 @@ no descriptor of it (closed before any untrusted code runs).
 """
 
 import fcntl
+import gc
 import json
 import os
 import select
@@ -60,11 +61,8 @@ def _drop(ids):
 
 
 def _nondumpable():
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+    guard.confine_roots()  # built once here, not in every child
+    if guard.native()["libc"].prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
         raise SystemExit("sandbox worker: cannot become non-dumpable")
 
 
@@ -200,6 +198,7 @@ def main():
             pass
     role = {"__name__": ROLE_NAME}  # noqa: F821
     exec(compile(ROLE_SOURCE, ROLE_NAME + ".py", "exec"), role)  # noqa: F821
+    gc.freeze()  # the children's collections leave the worker's objects alone (fewer copied pages)
     tmp = cfg.get("tmp", "/tmp")
     if not _wipe(tmp):
         raise SystemExit("sandbox worker: its /tmp is not empty")
