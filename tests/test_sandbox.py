@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tasksieve.transforms.verify.sandbox import pool as sandbox_pool
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify.sandbox.runner import Limits, run_cases
 
@@ -273,7 +274,8 @@ def test_attempt_never_runs_as_root(mode, hook):
 
 def _sandboxed_processes() -> list[int]:
     """PIDs of this process's descendants started by the sandbox (their
-    command line holds the boot program). Only descendants: tests running
+    command line holds the boot program), but for the pooled workers
+    themselves (a child one forks for a case counts). Only descendants: tests running
     beside this one (pytest-xdist, another checkout) start sandboxes too.
     Under _subreaper() an orphan (a daemon that left its parent) stays a
     descendant of this process instead of moving to init."""
@@ -286,12 +288,13 @@ def _sandboxed_processes() -> list[int]:
             except (OSError, IndexError, ValueError):
                 pass
     me, found = os.getpid(), []
+    pooled = sandbox_pool.worker_processes()  # the pooled workers live on; a child they forked for a case does not
     for pid in parent:
         q, seen = pid, set()
         while q in parent and q not in seen and q != me:
             seen.add(q)
             q = parent[q]
-        if q != me or pid == me:
+        if q != me or pid == me or pid in pooled:
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:

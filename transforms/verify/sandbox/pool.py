@@ -83,6 +83,7 @@ class Worker:
         if hello.get("op") != "ready":
             self.kill()
             raise WorkerFailed(f"{role} worker did not start: {self.stderr_tail()}")
+        self.ns_pid = hello.get("pid")
         self.healthy = True
 
     def _recv(self) -> dict:
@@ -167,9 +168,14 @@ class Pool:
         self.spawner = _Spawner()
 
     def acquire(self, role: str) -> Worker:
-        with self.lock:
-            if self.idle[role]:
-                return self.idle[role].pop()
+        while True:
+            with self.lock:
+                if not self.idle[role]:
+                    break
+                w = self.idle[role].pop()
+            if w.proc.poll() is None:
+                return w
+            self.discard(w)  # died while idle (killed from outside): never handed a case
         w = self.spawner.call(lambda: Worker(self.prefix, self.python, role, self.drop, self.sources))
         with self.lock:
             self.all.add(w)
@@ -195,9 +201,14 @@ class Pool:
             w.kill()
 
     def worker_pids(self) -> list[int]:
-        """The host pids of the live workers' bubblewrap processes (tests)."""
+        """The host pids of the live workers' bubblewrap processes."""
         with self.lock:
             return [w.proc.pid for w in self.all]
+
+    def worker_ns_pids(self) -> dict[int, int]:
+        """{bubblewrap's host pid: the worker's pid inside its sandbox}."""
+        with self.lock:
+            return {w.proc.pid: w.ns_pid for w in self.all}
 
 
 _POOLS: dict[tuple, Pool] = {}
@@ -227,6 +238,41 @@ def worker_pids() -> list[int]:
     return [pid for p in pools for pid in p.worker_pids()]
 
 
+def worker_processes() -> set[int]:
+    """Host pids of the pooled workers themselves: each one's bubblewrap
+    processes and the worker interpreter under them (known by its pid inside
+    the sandbox), never a child it forked for a case (tests: no child of a
+    case outlives its verdict)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    inner = {pid: ns for p in pools for pid, ns in p.worker_ns_pids().items()}
+    parent, info = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                parent[int(entry)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv0 = os.path.basename(fh.read().split(b"\0", 1)[0])
+            with open(f"/proc/{entry}/status", "rb") as fh:
+                nspid = [ln for ln in fh.read().splitlines() if ln.startswith(b"NSpid:")][0].split()[-1]
+            info[int(entry)] = (argv0, int(nspid))
+        except (OSError, IndexError, ValueError):
+            continue
+    found = set(inner)
+    for pid in parent:
+        q, hops = parent[pid], 0
+        while q in parent and q not in inner and hops < 64:
+            q, hops = parent[q], hops + 1
+        if q not in inner or pid not in info:
+            continue
+        argv0, nspid = info[pid]
+        if argv0 == b"bwrap" or nspid == inner[q]:
+            found.add(pid)
+    return found
+
+
 def _forget_in_child() -> None:
     # A forked copy of this process must not talk to our workers: it starts its own.
     global _POOLS_LOCK
@@ -253,7 +299,20 @@ def _tail(fd: int) -> tuple[int, str]:
     return size, os.pread(fd, TAIL, max(0, size - TAIL)).decode("utf-8", "replace")
 
 
+class _Gone(Exception):
+    """A worker was gone before it took the case: the case is run again on others."""
+
+
 def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
+    for _ in range(2):
+        try:
+            return _run_case(pool, case, make_request, wall_s)
+        except _Gone:
+            continue
+    return _run_case(pool, case, make_request, wall_s, retry=False)
+
+
+def _run_case(pool: Pool, case: dict, make_request, wall_s: float, retry: bool = True) -> dict:
     """One case in a pooled attempt sandbox and a pooled harness sandbox.
     `make_request(workdir, **fields)` builds a role's request (runner._request).
     Returns the raw outcome for runner._verdict: line, timed_out, the two
@@ -275,13 +334,17 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
     a_in, h_in = _memfd("attempt.req", a_req), _memfd("harness.req", h_req)
     theirs = [c2a[0], a2c[1], c2a[1], a2c[0], res[1], a_in, h_in]
     started: list[Worker] = []
-    line, timed_out, codes = None, False, [None, None]
+    line, timed_out, codes, lost = None, False, [None, None], False
     try:
         try:
-            attempt.start([a_in, a_out, a_err, c2a[0], a2c[1]])
-            started.append(attempt)
-            harness.start([h_in, h_err, h_err, c2a[1], a2c[0], res[1]])
-            started.append(harness)
+            for w, fds in ((attempt, [a_in, a_out, a_err, c2a[0], a2c[1]]),
+                           (harness, [h_in, h_err, h_err, c2a[1], a2c[0], res[1]])):
+                try:
+                    w.start(fds)
+                except OSError:
+                    w.healthy = False
+                    break
+                started.append(w)
         finally:
             for fd in theirs:
                 os.close(fd)
@@ -293,7 +356,7 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
             try:
                 w.end_send(g)
             except OSError:
-                w.healthy = False
+                w.healthy, lost = False, True
         for i, w in enumerate(started):
             if not w.healthy:
                 continue
@@ -302,10 +365,7 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
                 codes[i] = None if reply.get("killed") else reply.get("code")  # a kill of ours says nothing
                 w.healthy = bool(reply.get("clean"))
             except WorkerFailed:
-                w.healthy = False
-        for w in workers:
-            if w not in started:
-                w.healthy = False
+                w.healthy, lost = False, True
     finally:
         os.close(res[0])
         for w in workers:
@@ -314,6 +374,10 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
                                                    ("harness.err", h_err))}
         for fd in (a_out, a_err, h_err):
             os.close(fd)
+    # A worker that died under the case (killed from outside: a case's child cannot signal it) and left
+    # no verdict: nothing was decided, the case runs again on fresh workers (twice at most).
+    if retry and (len(started) < 2 or (lost and line is None and not timed_out)):
+        raise _Gone()
     return {"line": line, "timed_out": timed_out, "procs": [Exited(codes[0]), Exited(codes[1])],
             "sizes": {n: st[0] for n, st in sizes_tails.items()}, "tails": {n: st[1] for n, st in sizes_tails.items()},
             "key": key}

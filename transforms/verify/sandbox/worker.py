@@ -202,7 +202,7 @@ def main():
     tmp = cfg.get("tmp", "/tmp")
     if not _wipe(tmp):
         raise SystemExit("sandbox worker: its /tmp is not empty")
-    _send(ctrl, {"op": "ready"})
+    _send(ctrl, {"op": "ready", "pid": os.getpid()})  # its pid in its namespace: the parent can tell it from a child
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctrl, 65536, MAX_FDS)
