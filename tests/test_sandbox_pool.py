@@ -129,6 +129,18 @@ def test_threads_and_processes_are_not_left_for_the_next_case(hook):
     assert leftovers() == []
 
 
+def test_a_case_sees_only_its_worker_and_itself():
+    """Seen from a case, its sandbox holds the worker (its init, pid 1, as
+    bubblewrap's init is in a sandbox per case) and itself: nothing of a
+    former case, which tried to fork and to start a thread."""
+    run("import os, threading\ndef f(x):\n    for go in (os.fork, lambda: threading.Thread(target=print).start()):\n"
+        "        try:\n            go()\n        except BaseException:\n            pass\n    return 2 * x\n")
+    # Landlock refuses listing /proc; stat() still tells whether a pid exists (pids count up from 1 here).
+    probe = ("import os\ndef f(x):\n    return [os.getppid(), [n for n in range(1, os.getpid() + 50) "
+             "if os.path.exists('/proc/%d' % n)] == [1, os.getpid()]]\n")
+    assert run(probe, tests="assert f(0) == [1, True]", hook=False).passed
+
+
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_memory_exhaustion_does_not_reach_the_next_case(hook):
     bad = run("def f(x):\n    y = ['a' * 10**6 for _ in range(10**4)]\n    return 2 * x\n", hook=hook)

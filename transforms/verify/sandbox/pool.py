@@ -68,6 +68,8 @@ class Worker:
         self.ctrl = ours
         self.err = os.memfd_create("tasksieve-worker-err")
         config = {"ctrl": theirs.fileno(), "drop": list(drop) if drop else None}
+        if argv_prefix[:1] == ("bwrap",):  # the worker is its sandbox's init: a case's child sees it as 1, as
+            argv_prefix = ("bwrap", "--as-pid-1", *argv_prefix[1:])  # bwrap's own init in a per-case sandbox
         argv = [*argv_prefix, python, "-I", "-S", "-B", "-c", _boot(sources, role, config)]
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
