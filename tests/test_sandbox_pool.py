@@ -129,6 +129,17 @@ def test_threads_and_processes_are_not_left_for_the_next_case(hook):
     assert leftovers() == []
 
 
+def test_no_ipc_object_is_left_for_the_next_case():
+    """System V shared memory, semaphores and message queues, and POSIX
+    message queues, live in the IPC namespace, which a worker's cases share:
+    the seccomp filter refuses creating them (native code, audit hook off)."""
+    prog = ("import ctypes\ndef f(x):\n    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    made = [libc.shmget(0x7A5C, 4096, 0o1666), libc.msgget(0x7A5C, 0o1666), libc.semget(0x7A5C, 1, 0o1666),\n"
+            "            libc.syscall(240, b'/tasksieve', 0o100 | 2, 0o666, None)]\n"
+            "    return [m >= 0 for m in made] + [ctypes.get_errno()]\n")
+    assert run(prog, tests="assert f(0) == [False, False, False, False, 1]", hook=False).passed  # EPERM each
+
+
 def test_a_case_sees_only_its_worker_and_itself():
     """Seen from a case, its sandbox holds the worker (its init, pid 1, as
     bubblewrap's init is in a sandbox per case) and itself: nothing of a

@@ -223,6 +223,11 @@ _DENY_X86_64 = {
     "name_to_handle_at": 303, "open_by_handle_at": 304, "iopl": 172, "ioperm": 173,
     "personality": 135, "syslog": 103, "setuid": 105, "setgid": 106, "setreuid": 113,
     "setregid": 114, "setresuid": 117, "setresgid": 119, "setgroups": 116, "capset": 126,
+    # System V IPC and POSIX message queues outlive a process in its IPC namespace: a pooled
+    # sandbox's next case would find them (docs/verification.md, "Pooled sandboxes").
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67, "msgget": 68,
+    "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240, "mq_unlink": 241,
+    "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
 }
 _AUDIT_ARCH_X86_64 = 0xC000003E
 
