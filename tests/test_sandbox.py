@@ -391,3 +391,12 @@ def test_fallback_refuses_root_unless_the_unsafe_mode_is_named(monkeypatch):
     who = "import os\ndef f(x):\n    return os.getuid()\n"
     res = run_cases([{"solution": who, "tests": "assert f(0) == 0", "entry_point": "f"}], LIMITS, mode="unsafe-root")
     assert res.results[0].passed  # named, and it does what its name says
+
+
+@pytest.mark.skipif(not _bwrap_usable(), reason="bubblewrap not usable here")
+def test_bwrap_cases_run_in_pooled_sandboxes_by_default():
+    """Every bwrap test above ran on the pooled path (pool.py): the default.
+    The per-case path stays for the fallback and as the pool's own fallback."""
+    assert sandbox.POOLED and not sandbox._POOL_BROKEN
+    assert run("def f(x):\n    return 2 * x\n", mode="bwrap").passed
+    assert len(sandbox_pool.worker_pids()) >= 2  # an attempt worker and a harness worker
