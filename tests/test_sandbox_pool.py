@@ -219,3 +219,22 @@ def test_the_attempt_timing_out_leaves_a_usable_worker():
     res = run("def f(x):\n    while True:\n        pass\n")
     assert not res.passed and res.error.startswith("timeout")
     assert run("def f(x):\n    return 2 * x\n").passed
+
+
+def test_concurrent_cases_get_their_own_verdicts():
+    """Verification threads share the pool: each case still gets its own
+    verdict, and the pool holds one attempt and one harness worker per
+    concurrent case at most."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bodies = ["2 * x", "x + 3", "x * x", "4", "x << 1", "None"] * 2
+    expected = [run_body_ok(b) for b in bodies]
+    with ThreadPoolExecutor(3) as ex:
+        got = list(ex.map(lambda b: run(f"def f(x):\n    return {b}\n").passed, bodies))
+    assert got == expected
+    assert len(sandbox_pool.worker_pids()) <= 6
+
+
+def run_body_ok(body: str) -> bool:
+    x = 2
+    return eval(body) == 4
