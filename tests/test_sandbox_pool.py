@@ -238,3 +238,22 @@ def test_concurrent_cases_get_their_own_verdicts():
 def run_body_ok(body: str) -> bool:
     x = 2
     return eval(body) == 4
+
+
+@pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
+def test_the_spare_child_runs_the_next_case_locked_down(hook):
+    """After a case each worker forks the next case's child and locks it
+    down ahead (same settings); that child runs the next case, fully
+    confined: not root, no capabilities, seccomp and Landlock on, its
+    limits set. A case with other settings gets a fresh child instead."""
+    ask = ("import os, resource\ndef f(x):\n    st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+           "    return [os.getpid(), os.getuid() != 0, int(st['CapEff'], 16), st['Seccomp'].strip(), st['NoNewPrivs'].strip(),\n"
+           "            resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_NOFILE)[0]]\n")
+    assert run("def f(x):\n    return 2 * x\n", hook=hook).passed
+    (attempt,) = [w for w in sandbox_pool._POOLS[next(iter(sandbox_pool._POOLS))].idle["sandbox_attempt"]]
+    spare = attempt.spare_pid()
+    assert spare is not None
+    got = run(ask, tests=f"r = f(0)\nassert r == [{spare}, True, 0, '2', '1', 0, 64], r", hook=hook)
+    assert got.passed, got.error
+    other = run(ask, tests="r = f(0)\nassert r[1:] == [True, 0, '2', '1', 0, 64], r", hook=not hook)  # other settings
+    assert other.passed, other.error

@@ -501,9 +501,26 @@ def leave_init():
     os._exit(128 - code if code < 0 else code)
 
 
+LOCK_KEYS = ("workdir", "drop", "allow_root", "audit_hook", "confine", "limits")
+_LOCKED = []  # [settings, seccomp word] once this process is locked down
+
+
 def lock_down(req):
     """Everything above, in order, from the request's settings. Returns the
-    seccomp state word."""
+    seccomp state word. A pooled worker's spare child is locked down before
+    its case arrives; the case's own call then finds it done with the same
+    settings (any other settings: it refuses to go on)."""
+    settings = {k: req.get(k) for k in LOCK_KEYS}
+    if _LOCKED:
+        if _LOCKED[0] != settings:
+            raise SystemExit("sandbox: refusing to run a case locked down with other settings")
+        return _LOCKED[1]
+    seccomp = _lock_down(req)
+    _LOCKED[:] = [settings, seccomp]
+    return seccomp
+
+
+def _lock_down(req):
     leave_init()
     os.chdir(req["workdir"])
     drop_privileges(req.get("drop"), req.get("allow_root", False))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from tasksieve.transforms.verify.sandbox.processes import read_verdict
 
 MAX_CASES = 1000
+SPARES = True  # each worker forks and locks down the next case's child ahead of it (worker.py)
 START_TIMEOUT_S = 20.0
 END_TIMEOUT_S = 5.0  # a worker that does not report its child's end within this is replaced
 TAIL = 2000
@@ -85,7 +86,7 @@ class Worker:
         if hello.get("op") != "ready":
             self.kill()
             raise WorkerFailed(f"{role} worker did not start: {self.stderr_tail()}")
-        self.ns_pid = hello.get("pid")
+        self.ns_pid, self.spare_ns_pid, self.spare_coming, self.locked = hello.get("pid"), None, False, False
         self.healthy = True
 
     def _recv(self) -> dict:
@@ -94,23 +95,42 @@ class Worker:
             raise ValueError("closed")
         return json.loads(msg)
 
-    def start(self, fds: list[int]) -> None:
+    def start(self, fds: list[int], lock: dict | None = None) -> None:
         self.cases += 1
         self.ctrl.settimeout(END_TIMEOUT_S)
-        socket.send_fds(self.ctrl, [b'{"op": "run"}'], fds)
+        self.locked = lock is not None
+        socket.send_fds(self.ctrl, [json.dumps({"op": "run", "lock": lock}).encode()], fds)
 
     def end_send(self, grace: float) -> None:
         self.ctrl.send(json.dumps({"grace": grace}).encode())
 
     def end_recv(self) -> dict:
         """The child's exit ({"code", "killed", "clean"}); WorkerFailed when the worker does not say."""
-        try:
-            reply = self._recv()
-        except (OSError, ValueError) as e:
-            raise WorkerFailed(f"{self.role} worker: {type(e).__name__}") from None
-        if reply.get("op") != "exit":
-            raise WorkerFailed(f"{self.role} worker: unexpected reply")
-        return reply
+        while True:
+            try:
+                reply = self._recv()
+            except (OSError, ValueError) as e:
+                raise WorkerFailed(f"{self.role} worker: {type(e).__name__}") from None
+            if reply.get("op") == "spare":  # the spare forked after the former case
+                self.spare_ns_pid = reply.get("pid")
+                continue
+            if reply.get("op") != "exit":
+                raise WorkerFailed(f"{self.role} worker: unexpected reply")
+            self.spare_ns_pid = None  # used up by this case, or killed
+            self.spare_coming = bool(reply.get("clean")) and self.locked
+            return reply
+
+    def spare_pid(self) -> int | None:
+        """The pid inside the sandbox of the worker's spare child, waiting for it to be reported (tests)."""
+        if self.spare_coming:
+            try:
+                reply = self._recv()
+                if reply.get("op") == "spare":
+                    self.spare_ns_pid = reply.get("pid")
+            except (OSError, ValueError):
+                pass
+            self.spare_coming = False
+        return self.spare_ns_pid
 
     def stderr_tail(self) -> str:
         try:
@@ -207,10 +227,11 @@ class Pool:
         with self.lock:
             return [w.proc.pid for w in self.all]
 
-    def worker_ns_pids(self) -> dict[int, int]:
-        """{bubblewrap's host pid: the worker's pid inside its sandbox}."""
+    def worker_ns_pids(self) -> dict[int, tuple]:
+        """{bubblewrap's host pid: the pids inside its sandbox of the worker and of its spare child}."""
         with self.lock:
-            return {w.proc.pid: w.ns_pid for w in self.all}
+            idle = {w for ws in self.idle.values() for w in ws}
+            return {w.proc.pid: (w.ns_pid, w.spare_pid() if w in idle else w.spare_ns_pid) for w in self.all}
 
 
 _POOLS: dict[tuple, Pool] = {}
@@ -270,7 +291,7 @@ def worker_processes() -> set[int]:
         if q not in inner or pid not in info:
             continue
         argv0, nspid = info[pid]
-        if argv0 == b"bwrap" or nspid == inner[q]:
+        if argv0 == b"bwrap" or nspid in inner[q]:
             found.add(pid)
     return found
 
@@ -305,16 +326,19 @@ class _Gone(Exception):
     """A worker was gone before it took the case: the case is run again on others."""
 
 
-def run_case(pool: Pool, case: dict, make_request, wall_s: float) -> dict:
+def run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None = None) -> dict:
+    """`lock`: the lock-down settings (runner._lock_settings) a worker's spare
+    child is locked down with ahead of its case; None: no spare."""
+    lock = lock if SPARES else None
     for _ in range(2):
         try:
-            return _run_case(pool, case, make_request, wall_s)
+            return _run_case(pool, case, make_request, wall_s, lock)
         except _Gone:
             continue
-    return _run_case(pool, case, make_request, wall_s, retry=False)
+    return _run_case(pool, case, make_request, wall_s, lock, retry=False)
 
 
-def _run_case(pool: Pool, case: dict, make_request, wall_s: float, retry: bool = True) -> dict:
+def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None, retry: bool = True) -> dict:
     """One case in a pooled attempt sandbox and a pooled harness sandbox.
     `make_request(workdir, **fields)` builds a role's request (runner._request).
     Returns the raw outcome for runner._verdict: line, timed_out, the two
@@ -342,7 +366,7 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, retry: bool =
             for w, fds in ((attempt, [a_in, a_out, a_err, c2a[0], a2c[1]]),
                            (harness, [h_in, h_err, h_err, c2a[1], a2c[0], res[1]])):
                 try:
-                    w.start(fds)
+                    w.start(fds, lock)
                 except OSError:
                     w.healthy = False
                     break

@@ -347,13 +347,17 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
     return SandboxRun(results, time.perf_counter() - t0, setup.mode, out, err)
 
 
+def _lock_settings(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool) -> dict:
+    """What guard.lock_down reads from a request (guard.LOCK_KEYS)."""
+    return {"workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
+            "confine": setup.confine,
+            "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
+                       "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}}
+
+
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
-    return json.dumps({
-        "workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
-        "confine": setup.confine, "message_cap": MESSAGE_CAP,
-        "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
-                   "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}, **kw,
-    }).encode("utf-8", "surrogatepass")
+    return json.dumps({**_lock_settings(setup, workdir, limits, audit_hook), "message_cap": MESSAGE_CAP, **kw,
+                       }).encode("utf-8", "surrogatepass")
 
 
 # --- pooled: pre-built bubblewrap sandboxes that fork a fresh child per case (pool.py, worker.py)
@@ -373,7 +377,8 @@ def _run_pooled(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> 
         return _request(setup, workdir, limits, audit_hook, **kw)
 
     try:
-        raw = sandbox_pool.run_case(pool, case, make_request, limits.wall_seconds + POOLED_MARGIN_S)
+        raw = sandbox_pool.run_case(pool, case, make_request, limits.wall_seconds + POOLED_MARGIN_S,
+                                    json.loads(json.dumps(_lock_settings(setup, "/tmp", limits, audit_hook))))
     except sandbox_pool.WorkerFailed as e:
         with _LOCK:
             if not _POOL_BROKEN:

@@ -26,6 +26,11 @@ case the parent sends one message with the case's descriptors: the request
   the child's exit code. A /tmp it cannot empty makes it say so and exit:
   the parent then replaces it.
 
+After answering, the worker forks the next case's child ahead (the
+"spare"): it keeps only its socket to the worker and the worker's stdio,
+locks itself down with the last case's settings and waits for its
+descriptors; a case with other settings kills it and gets a fresh fork.
+
 So nothing of one case reaches the next: memory and module state were the
 child's own copy, descriptors were closed, no process or thread can be left
 (the seccomp filter and RLIMIT_NPROC refuse them, and the child is killed
@@ -67,11 +72,38 @@ def _nondumpable():
 
 
 def _child(ctrl, fds, role):
-    """Runs in the forked child; never returns."""
-    code = 70
+    """Runs in a child forked for a case; never returns."""
     try:
         ctrl.close()
-        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]  # out of the way of 0..7
+    except BaseException:  # noqa: B036
+        os._exit(70)
+    _run_case(fds, role)
+
+
+def _spare(ctrl, sock, role, lock):
+    """Runs in a spare child, forked and locked down (with the last case's
+    settings) before its case arrives; never returns. It holds nothing but
+    the worker's stdio and its end of `sock`, on which the worker hands it
+    the case's descriptors; a case with other settings never reaches it."""
+    try:
+        ctrl.close()
+        keep = sock.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        guard.lock_down(dict(lock))
+        _, fds, _, _ = socket.recv_fds(sock, 64, MAX_FDS)
+        sock.close()
+    except BaseException:  # noqa: B036 - no case ran; the worker sees the exit and forks afresh
+        os._exit(71)
+    if len(fds) < 4:
+        os._exit(0)
+    _run_case(fds, role)
+
+
+def _run_case(fds, role):
+    code = 70
+    try:
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds]  # out of the way of 0..7 (and under 64)
         for fd in fds:
             os.close(fd)
         for i, fd in enumerate(moved):
@@ -150,12 +182,55 @@ def _send(ctrl, obj):
     ctrl.send(json.dumps(obj).encode())
 
 
-def _serve_case(ctrl, fds, role, tmp):
-    pid = os.fork()
-    if pid == 0:
-        _child(ctrl, fds, role)
+def _start_case(ctrl, fds, role, spare, lock):
+    """The case's child: the spare when it was locked down with the case's
+    settings and takes the descriptors, else a fresh fork. Either way the
+    spare is used up."""
+    pid = None
+    if spare is not None:
+        spare_pid, sock, spare_lock = spare
+        if spare_lock == lock:
+            try:
+                socket.send_fds(sock, [b"case"], fds)
+                pid = spare_pid
+            except OSError:
+                pass
+        sock.close()
+        if pid is None:
+            _end(spare_pid)
+    if pid is None:
+        pid = os.fork()
+        if pid == 0:
+            _child(ctrl, fds, role)
     for fd in fds:
         os.close(fd)
+    return pid
+
+
+def _end(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _fork_spare(ctrl, role, lock):
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        _spare(ctrl, theirs, role, lock)
+    theirs.close()
+    return pid, ours, lock
+
+
+def _serve_case(ctrl, pid, tmp, next_spare):
+    """Wait for the case's child to end (or for the parent's `end`), then
+    clean up, fork the next spare and report."""
     pidfd = os.pidfd_open(pid)
     status = None
     try:
@@ -180,7 +255,10 @@ def _serve_case(ctrl, fds, role, tmp):
             _send(ctrl, {"op": "exit", "code": os.waitstatus_to_exitcode(status), "killed": killed, "clean": clean})
             if not clean:
                 raise SystemExit(3)
-            return
+            spare = next_spare()  # after the answer, off the verdict's path; /tmp is empty
+            if spare:
+                _send(ctrl, {"op": "spare", "pid": spare[0]})  # read by the parent before the next case's answer
+            return spare
     finally:
         if pidfd >= 0:
             os.close(pidfd)
@@ -203,6 +281,7 @@ def main():
     if not _wipe(tmp):
         raise SystemExit("sandbox worker: its /tmp is not empty")
     _send(ctrl, {"op": "ready", "pid": os.getpid()})  # its pid in its namespace: the parent can tell it from a child
+    spare = None
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctrl, 65536, MAX_FDS)
@@ -215,7 +294,9 @@ def main():
             for fd in fds:
                 os.close(fd)
             raise SystemExit("sandbox worker: unexpected message")
-        _serve_case(ctrl, fds, role, tmp)
+        lock = req.get("lock")
+        pid = _start_case(ctrl, fds, role, spare, lock)
+        spare = _serve_case(ctrl, pid, tmp, (lambda: _fork_spare(ctrl, role, lock)) if lock else (lambda: None))
 
 
 main()
