@@ -76,9 +76,9 @@ def main() -> None:
     for label in ("bubblewrap, per case", "bubblewrap, pooled"):
         fn = modes[label]
         with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(lambda _: fn(), range(threads)))  # every thread's workers started
+            list(ex.map(lambda _, fn=fn: fn(), range(threads)))  # every thread's workers started
             t0 = time.perf_counter()
-            list(ex.map(lambda _: fn(), range(args.n * threads)))
+            list(ex.map(lambda _, fn=fn: fn(), range(args.n * threads)))
             dt = time.perf_counter() - t0
         print(f"{label:<28}{args.n * threads / dt:>9.1f} verifications/s")
     sandbox.POOLED = True

@@ -279,13 +279,13 @@ def worker_processes() -> set[int]:
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 argv0 = os.path.basename(fh.read().split(b"\0", 1)[0])
             with open(f"/proc/{entry}/status", "rb") as fh:
-                nspid = [ln for ln in fh.read().splitlines() if ln.startswith(b"NSpid:")][0].split()[-1]
+                nspid = next(ln for ln in fh.read().splitlines() if ln.startswith(b"NSpid:")).split()[-1]
             info[int(entry)] = (argv0, int(nspid))
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError, ValueError, StopIteration):
             continue
     found = set(inner)
-    for pid in parent:
-        q, hops = parent[pid], 0
+    for pid, up in parent.items():
+        q, hops = up, 0
         while q in parent and q not in inner and hops < 64:
             q, hops = parent[q], hops + 1
         if q not in inner or pid not in info:

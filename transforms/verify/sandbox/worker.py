@@ -296,7 +296,7 @@ def main():
             raise SystemExit("sandbox worker: unexpected message")
         lock = req.get("lock")
         pid = _start_case(ctrl, fds, role, spare, lock)
-        spare = _serve_case(ctrl, pid, tmp, (lambda: _fork_spare(ctrl, role, lock)) if lock else (lambda: None))
+        spare = _serve_case(ctrl, pid, tmp, (lambda lock=lock: _fork_spare(ctrl, role, lock)) if lock else (lambda: None))
 
 
 main()
