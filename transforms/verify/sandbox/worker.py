@@ -255,7 +255,10 @@ def _serve_case(ctrl, pid, tmp, next_spare):
             _send(ctrl, {"op": "exit", "code": os.waitstatus_to_exitcode(status), "killed": killed, "clean": clean})
             if not clean:
                 raise SystemExit(3)
-            spare = next_spare()  # after the answer, off the verdict's path; /tmp is empty
+            try:
+                spare = next_spare()  # after the answer, off the verdict's path; /tmp is empty
+            except OSError:  # no fork now: the next case forks its own child
+                spare = None
             if spare:
                 _send(ctrl, {"op": "spare", "pid": spare[0]})  # read by the parent before the next case's answer
             return spare
