@@ -187,7 +187,6 @@ class Pool:
         self.idle: dict[str, list[Worker]] = {"sandbox_attempt": [], "sandbox_harness": []}
         self.all: set[Worker] = set()
         self.lock = threading.Lock()
-        self.spawner = _Spawner()
 
     def acquire(self, role: str) -> Worker:
         while True:
@@ -198,7 +197,7 @@ class Pool:
             if w.proc.poll() is None:
                 return w
             self.discard(w)  # died while idle (killed from outside): never handed a case
-        w = self.spawner.call(lambda: Worker(self.prefix, self.python, role, self.drop, self.sources))
+        w = _spawner().call(lambda: Worker(self.prefix, self.python, role, self.drop, self.sources))
         with self.lock:
             self.all.add(w)
         return w
@@ -236,6 +235,14 @@ class Pool:
 
 _POOLS: dict[tuple, Pool] = {}
 _POOLS_LOCK = threading.Lock()
+_SPAWNER: list[_Spawner] = []  # one per process, for every pool
+
+
+def _spawner() -> _Spawner:
+    with _POOLS_LOCK:
+        if not _SPAWNER:
+            _SPAWNER.append(_Spawner())
+        return _SPAWNER[0]
 
 
 def pool_for(prefix: tuple[str, ...], python: str, drop, sources: dict[str, str]) -> Pool:
@@ -300,6 +307,7 @@ def _forget_in_child() -> None:
     # A forked copy of this process must not talk to our workers: it starts its own.
     global _POOLS_LOCK
     _POOLS.clear()
+    _SPAWNER.clear()  # its thread did not survive the fork
     _POOLS_LOCK = threading.Lock()
 
 
