@@ -256,3 +256,21 @@ def test_the_spare_child_runs_the_next_case_locked_down(hook):
     assert got.passed, got.error
     other = run(ask, tests="r = f(0)\nassert r[1:] == [True, 0, '2', '1', 0, 64], r", hook=not hook)  # other settings
     assert other.passed, other.error
+
+
+def test_a_forked_copy_of_the_run_starts_its_own_workers():
+    """A process forked from one that holds workers (a multiprocessing
+    worker) must not talk to them: it starts its own."""
+    import multiprocessing
+
+    assert run("def f(x):\n    return 2 * x\n").passed
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as forked:
+        got = forked.apply(_run_in_child)
+    assert got == (True, False)
+    assert run("def f(x):\n    return 3 * x\n").error.startswith("wrong_answer")  # ours still serve
+
+
+def _run_in_child():
+    shared = bool(sandbox_pool.worker_pids())
+    return run("def f(x):\n    return 2 * x\n").passed, shared
