@@ -274,3 +274,17 @@ def test_a_forked_copy_of_the_run_starts_its_own_workers():
 def _run_in_child():
     shared = bool(sandbox_pool.worker_pids())
     return run("def f(x):\n    return 2 * x\n").passed, shared
+
+
+def test_a_pool_that_does_not_work_here_falls_back_to_a_sandbox_per_case(monkeypatch):
+    """Workers that die under every case (here: a worker that cannot watch
+    its child) decide nothing: each case runs again on fresh workers, then,
+    after three losses, in sandboxes of its own from then on, with the
+    verdicts a working sandbox gives."""
+    broken = sandbox._SOURCES["sandbox_worker"].replace("pidfd = os.pidfd_open(pid)", "pidfd = os.pidfd_open(-5)")
+    monkeypatch.setattr(sandbox, "_SOURCES", dict(sandbox._SOURCES, sandbox_worker=broken))
+    monkeypatch.setattr(sandbox, "_POOL_BROKEN", [])
+    got = [run(f"def f(x):\n    return {body}\n").passed for body in ("2 * x", "3 * x", "x + 2")]
+    assert got == [True, False, True]
+    assert sandbox._POOL_BROKEN and "three times" in sandbox._POOL_BROKEN[0]
+    sandbox._POOL_BROKEN.clear()

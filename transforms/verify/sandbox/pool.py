@@ -338,15 +338,17 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | N
     """`lock`: the lock-down settings (runner._lock_settings) a worker's spare
     child is locked down with ahead of its case; None: no spare."""
     lock = lock if SPARES else None
-    for _ in range(2):
+    for _ in range(3):
         try:
             return _run_case(pool, case, make_request, wall_s, lock)
         except _Gone:
             continue
-    return _run_case(pool, case, make_request, wall_s, lock, retry=False)
+    # Three pairs of workers lost under one case: the pool does not work here (the caller runs the case
+    # in sandboxes of its own from now on).
+    raise WorkerFailed("workers died under a case three times")
 
 
-def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None, retry: bool = True) -> dict:
+def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None) -> dict:
     """One case in a pooled attempt sandbox and a pooled harness sandbox.
     `make_request(workdir, **fields)` builds a role's request (runner._request).
     Returns the raw outcome for runner._verdict: line, timed_out, the two
@@ -408,9 +410,10 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
                                                    ("harness.err", h_err))}
         for fd in (a_out, a_err, h_err):
             os.close(fd)
-    # A worker that died under the case (killed from outside: a case's child cannot signal it) and left
-    # no verdict: nothing was decided, the case runs again on fresh workers (twice at most).
-    if retry and (len(started) < 2 or (lost and line is None and not timed_out)):
+    # A worker that died under the case (killed from outside, or broken: a case's child cannot signal it)
+    # takes its sandbox's processes with it, so whatever the harness said may say so: the case runs again
+    # on fresh workers.
+    if len(started) < 2 or lost:
         raise _Gone()
     return {"line": line, "timed_out": timed_out, "procs": [Exited(codes[0]), Exited(codes[1])],
             "sizes": {n: st[0] for n, st in sizes_tails.items()}, "tails": {n: st[1] for n, st in sizes_tails.items()},
