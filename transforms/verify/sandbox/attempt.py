@@ -81,6 +81,13 @@ def alias_paths(args, kwargs, result):
     return found
 
 
+SCALARS = (int, float, str, bytes, bool, type(None))
+
+
+def _scalars(values):
+    return all(type(v) in SCALARS for v in values)
+
+
 def _with_arguments(reply, msg, args, kwargs):
     """`reply` plus the arguments' state when the call changed them."""
     try:
@@ -118,19 +125,23 @@ def main(req=None):
             return
         call_id = msg.get("id") if isinstance(msg, dict) else None
         args = kwargs = None
+        scalars = False
         try:
             args = guard.decode(msg["args"])
             kwargs = guard.decode(msg["kwargs"])
+            # Arguments of immutable types only: the call can neither change one nor return one as itself,
+            # so there is no `after` or `alias` to look for (the common case: most calls pass numbers and strings).
+            scalars = _scalars(args) and _scalars(kwargs.values())
             result = ns[entry](*args, **kwargs)
             reply = {"id": call_id, "ret": guard.encode(result)}
-            alias = alias_paths(args, kwargs, result)
+            alias = None if scalars else alias_paths(args, kwargs, result)
             if alias:
                 reply["alias"] = alias
         except guard.NotPlainData as e:
             reply = {"id": call_id, "bad": guard.safe_name(str(e))}
         except BaseException as e:  # noqa: B036
             reply = _exception_reply(call_id, e)
-        if type(args) is list and type(kwargs) is dict and "bad" not in reply:
+        if type(args) is list and type(kwargs) is dict and "bad" not in reply and not scalars:
             reply = _with_arguments(reply, msg, args, kwargs)
         guard.send(fd_out, reply)
 
