@@ -12,9 +12,13 @@ the case's pipes are handed to the two children over the control sockets
 (SCM_RIGHTS), the verdict pipe to the harness's child only, the verdict key
 in the harness's request only.
 
-A worker is used for one case at a time and given back after it; one that
-does not answer, reports a /tmp it could not empty, or has served
-MAX_CASES cases is killed (its whole sandbox) and a new one started later.
+A worker is used for one case at a time and given back after it (having
+forked its spare child for the next case, locked down ahead with this
+case's settings); one that does not answer, reports a /tmp it could not
+empty, or has served MAX_CASES cases is killed (its whole sandbox) and a
+new one started later. A case under which a worker was lost runs again on
+fresh workers; after three losses the caller (runner.py) runs every case
+in sandboxes of its own.
 Workers are started from one long-lived thread: bubblewrap's
 `--die-with-parent` follows the thread that started it, and verification
 threads come and go with each wave.
