@@ -202,7 +202,7 @@ fuzzy = false
 
 def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = True):
     """`tasksieve dedup` in its own process; `batch` picks the batch path
-    (transforms/dedup/batch.py) or the row path, with the same decisions."""
+    (transforms/batch/dedup.py) or the row path, with the same decisions."""
     tag = f"{'sem' if semantic else 'minhash'}-{'batch' if batch else 'rows'}"
     cfg = work / f"bench-{tag}.toml"
     cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower(), batch=str(batch).lower()))

@@ -31,7 +31,7 @@ def worker(setting: dict, n: int, max_tokens: int) -> dict:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     from vllm import LLM, SamplingParams
 
-    from tasksieve.pipeline.models import ensure_default_model
+    from tasksieve.pipeline.setup.models import ensure_default_model
 
     llm = LLM(model=str(ensure_default_model()), dtype=setting.get("dtype", "float32"), max_model_len=1024,
               enforce_eager=True, kv_cache_memory_bytes=1 << 30, max_num_batched_tokens=65536, max_num_seqs=256)

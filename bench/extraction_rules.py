@@ -85,7 +85,7 @@ def main() -> None:
             for ans in answers:
                 key = (task["answer"], ans)
                 if key not in cache:
-                    cache[key] = bool(vm._ask_with_deadline({"op": "math", "reference": task["answer"],
+                    cache[key] = bool(vm.ask_with_deadline({"op": "math", "reference": task["answer"],
                                                              "candidate": ans[:vm.MAX_CANDIDATE_CHARS]}, 5.0)["ok"])
                 ok = ok and cache[key]
             passing += ok

@@ -64,8 +64,8 @@ def one(pool: Path, runner: str | None, workers: int) -> dict:
     import contextlib
     import io
 
-    from tasksieve.pipeline.execute import dask_cluster
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.execute import dask_cluster
+    from tasksieve.pipeline.run.command import run
     from tasksieve.schemas.config import RunConfig
 
     out = Path(tempfile.mkdtemp(prefix="bench-runners-"))

@@ -101,7 +101,7 @@ def print_table(title: str, rows: list[dict]) -> None:
 
 
 def real_run(sample: Path, out: Path, mode: str, k: int) -> dict:
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.command import run
     from tasksieve.schemas.config import RunConfig
 
     cfg = RunConfig.model_validate({"sampling": {"mode": mode, "k": k}, "attempt_cache": str(out / "cache")})
@@ -155,7 +155,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         if not args.skip_real:
-            from tasksieve.pipeline.sample_data import write_sample
+            from tasksieve.pipeline.setup.sample_data import write_sample
 
             write_sample(tmp / "sample")
             sample = tmp / "sample" / "deliveries"

@@ -62,7 +62,7 @@ class DedupConfig(_Section):
     semantic_min: float = Field(0.8, ge=-1, le=1, description="cosine at which two tasks with the same quantities "
                                                               "(and agreeing answers) are the same problem")
     semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
-    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (pipeline/cheap_batch.py); "
+    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
                                           "false: the row-at-a-time reference path, the same decisions, slower and "
                                           "with memory growing with the pool")
     edge_shards: int = Field(0, ge=0, le=4096, description="batch path: the shards where near dedup's candidate "
@@ -139,7 +139,7 @@ class OpenAIConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, v):
-        from tasksieve.transforms.backends.http_transport import check_base_url
+        from tasksieve.schemas.base_url import check_base_url
 
         why = check_base_url(v)
         if why:
@@ -333,7 +333,7 @@ class SelectConfig(_Section):
     @field_validator("value")
     @classmethod
     def _formula(cls, v):
-        from tasksieve.transforms.select.value import check_formula  # numpy-only module, no cycle
+        from tasksieve.schemas.value_formula import check_formula
 
         check_formula(v)
         return v

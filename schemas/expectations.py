@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tasksieve.schemas.profile import Profile
 from tasksieve.schemas.records import DOMAINS
-from tasksieve.transforms.validate import REQUIRED_BY_DOMAIN, declared_domain
+from tasksieve.schemas.records import REQUIRED_BY_DOMAIN, declared_domain
 
 # Columns of the frame GX sees; its index is each row's "file:line".
 TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",

@@ -165,3 +165,22 @@ RUN_SCHEMA = pa.schema(
 def conform(row: dict, schema: pa.Schema) -> dict:
     """The row restricted to the schema's fields, missing ones as None."""
     return {name: row.get(name) for name in schema.names}
+
+
+# What each domain needs so that an attempt can be verified at all.
+REQUIRED_BY_DOMAIN = {
+    "math": ("answer",),
+    "exact": ("answer",),
+    "code": ("tests", "entry_point"),
+    "rubric": ("rubric",),
+}
+
+
+def declared_domain(rec: dict):
+    """The row's domain. A missing or null one (Parquet writes null for a
+    column a row does not use) in a row with an answer field is math, so
+    the row is then judged as a math task ("math task has no 'answer'")."""
+    domain = rec.get("domain")
+    if domain is None and "answer" in rec:
+        return "math"
+    return domain

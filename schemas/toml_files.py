@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from tasksieve.schemas.regular_file import SourceRefused, open_regular
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -19,8 +21,6 @@ MAX_TOML_BYTES = 10 << 20  # no config, rates or profile is this large
 def _read_small(path: Path) -> bytes:
     """A regular file's bytes, at most MAX_TOML_BYTES: /dev/zero, a FIFO or
     an endless file given as a config is an error, not a hang or MemoryError."""
-    from tasksieve.transforms.sources.guard import SourceRefused, open_regular
-
     try:
         with open_regular(str(path)) as fh:
             data = fh.read(MAX_TOML_BYTES + 1)

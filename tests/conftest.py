@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory):
     """The bundled sample delivery, built once per test session."""
-    from tasksieve.pipeline.sample_data import write_sample
+    from tasksieve.pipeline.setup.sample_data import write_sample
 
     out = tmp_path_factory.mktemp("sample")
     write_sample(out)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from bad_input_cases import CASES
-from tasksieve.pipeline.preflight import RunError, inputs_and_output
-from tasksieve.pipeline.delivery_checks import read_delivery
+from tasksieve.pipeline.run.errors import RunError
+from tasksieve.pipeline.run.folders import inputs_and_output
+from tasksieve.pipeline.validate.delivery_checks import read_delivery
 from tasksieve.transforms.read import expand_inputs
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -83,8 +84,8 @@ def test_a_reader_that_skips_rows_fails_the_accounting_check(sample_dir, tmp_pat
     the rest of a file (as the old one did on a deeply nested line) cannot
     pass the check."""
     import tasksieve.transforms.read as read_module
-    from tasksieve.pipeline.run import dedup
-    from tasksieve.pipeline.outputs import AccountingError
+    from tasksieve.pipeline.run.command import dedup
+    from tasksieve.pipeline.outputs.finalize import AccountingError
     from tasksieve.schemas.config import RunConfig
 
     real = read_module.read_source

@@ -1,4 +1,4 @@
-"""Issue 14: the batch path of the cheap stages (pipeline/cheap_batch.py,
+"""Issue 14: the batch path of the cheap stages (transforms/batch/stages.py,
 the default; `[dedup] batch = false` is the row-at-a-time reference path)
 makes the reference path's decisions, row for row.
 
@@ -29,11 +29,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasksieve.schemas.config import DedupConfig
-from tasksieve.transforms import chunks
-from tasksieve.transforms.dedup import kernels, shards
+from tasksieve.transforms.batch import chunks
+from tasksieve.transforms.dedup import kernels
+from tasksieve.transforms.batch import shards
 from tasksieve.transforms.dedup import minhash as mh
 from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
-from tasksieve.transforms.dedup.near import bucket_key, bucket_pairs, exact_key, similarity
+from tasksieve.transforms.dedup.near import bucket_key, bucket_pairs, exact_key
+from tasksieve.transforms.dedup.near_rule import similarity
 from tasksieve.transforms.dedup.signatures import jaccard_counts
 from tasksieve.transforms.normalize import normalize_text
 
@@ -103,7 +105,7 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
     bit, the one-pair numpy Jaccard that judged every edge before; so does
     its numpy fallback. Pairs include the empty text, texts under one shingle, a
     text with itself, astral-plane characters and word shingles."""
-    from tasksieve.transforms.dedup import near
+    from tasksieve.transforms.dedup import near_judge as near
 
     texts = [normalize_text(t) for t in _texts(2, 300)] + ["", "a", "ab", "𝔸𝔹ℂ 12 𝔸𝔹ℂ", "q" * 5000]
     nodes = {f"n{i}": t for i, t in enumerate(texts)}
@@ -157,14 +159,14 @@ def test_signatures_and_sizes_are_the_one_text_signature_and_set_size(monkeypatc
 
 
 def test_the_size_bound_only_drops_edges_the_judgement_refuses():
-    """batch_near.size_bound drops a candidate edge before its rows move;
+    """dedup/near_rule.size_bound drops a candidate edge before its rows move;
     it must only ever drop edges whose rounded Jaccard is under the
     threshold. Pairs are built near the bound: a text and a copy with words
     added or cut (one shingle set nearly inside the other, the case where
     Jaccard meets min/max), at thresholds where rounding to 4 places
     matters; and the sizes the signatures' pass counts must be the sizes the
     judgement uses."""
-    from tasksieve.transforms.dedup.batch_near import size_bound
+    from tasksieve.transforms.dedup.near_rule import size_bound
     from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures_sizes_sketches, sizes_and_sketches
 
     rng = random.Random(5)
@@ -323,7 +325,7 @@ def test_string_columns_give_back_each_string():
     ends (shards.StringColumn): every string must come back as it went in,
     through pickling and joining, whatever it holds (empty, astral, a lone
     surrogate, separators, newlines)."""
-    from tasksieve.transforms.dedup.shards import StringColumn
+    from tasksieve.transforms.batch.shards import StringColumn
 
     rng = random.Random(5)
     alphabet = ["a", "\x1f", "\n", "", "東", "\U0001f600", "\ud800", "pool", ":", "\x00"]
@@ -340,11 +342,11 @@ def test_string_columns_give_back_each_string():
 
 def test_band_edges_are_the_dict_of_buckets_edges():
     """`tasksieve validate` finds the band buckets' candidates as arrays
-    (batch_near.band_edges): they must be near.bucket_edges' (a dict of
+    (batch/candidates.band_edges): they must be near.bucket_edges' (a dict of
     buckets, bucket_pairs of each), whatever the tasks are (templated texts
     sharing most buckets, buckets over max_pairs, a node given twice, empty
     and one-word prompts, `within` off)."""
-    from tasksieve.transforms.dedup.batch_near import band_edges
+    from tasksieve.transforms.batch.candidates import band_edges
     from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
     from tasksieve.transforms.dedup.near import bucket_edges, task_node
 
@@ -374,9 +376,10 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
     name sorts before theirs, one node twice, sizes whose ratio rounds onto
     the threshold, `within` off, buckets over max_pairs), as node-id pairs, lower id
     first, in the edge shard of the lower id, naming the rows' holders."""
-    from tasksieve.transforms.dedup.batch import POOL_SRC, NearSettings
-    from tasksieve.transforms.dedup.batch_near import band_shard_found, edge_shards, size_bound
-    from tasksieve.transforms.dedup.shards import StringColumn
+    from tasksieve.transforms.batch.dedup import POOL_SRC, NearSettings
+    from tasksieve.transforms.batch.candidates import band_shard_found, edge_shards
+    from tasksieve.transforms.dedup.near_rule import size_bound
+    from tasksieve.transforms.batch.shards import StringColumn
     from tasksieve.transforms.dedup.minhash import MinHashParams
 
     rng = random.Random(7)
@@ -426,7 +429,7 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
 
 
 def test_shards_grow_with_the_pool_unless_configured_or_against_a_pool():
-    from tasksieve.transforms.dedup.batch import MIN_SHARDS, SHARD_TASKS, SHARDS, shard_count
+    from tasksieve.transforms.batch.dedup import MIN_SHARDS, SHARD_TASKS, SHARDS, shard_count
 
     assert shard_count(0, None, False) == SHARDS  # inputs that could not be counted
     assert shard_count(0, 0, False) == shard_count(0, 98, False) == shard_count(0, MIN_SHARDS * SHARD_TASKS, False) \
@@ -438,7 +441,7 @@ def test_shards_grow_with_the_pool_unless_configured_or_against_a_pool():
 
 
 def test_edge_shards_grow_with_the_pool_unless_configured():
-    from tasksieve.transforms.dedup.batch import EDGE_TASKS, MIN_EDGE_SHARDS, SHARDS, edge_shard_count
+    from tasksieve.transforms.batch.dedup import EDGE_TASKS, MIN_EDGE_SHARDS, SHARDS, edge_shard_count
 
     assert edge_shard_count(0, None) == SHARDS  # inputs that could not be counted
     assert edge_shard_count(0, 0) == edge_shard_count(0, 1000) == edge_shard_count(0, 8 * EDGE_TASKS) == MIN_EDGE_SHARDS
@@ -453,7 +456,7 @@ def test_edge_shard_edges_in_node_order():
     translation, and in id order without (_id_edges), which must hold the
     same edges; whatever the ids and however the names sort (pool rows,
     separators, digits)."""
-    from tasksieve.transforms.dedup.batch_near import _id_edges, _node_edges
+    from tasksieve.transforms.batch.near import _id_edges, _node_edges
     from tasksieve.transforms.dedup.near import sort_edges
 
     rng = random.Random(11)
@@ -621,8 +624,8 @@ def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
     that make two ids spell one string) the rows it names must be exactly
     the later rows of each (source, task_id) by validate.first_by_position,
     each sent to its own hash shard with the first row's file and line."""
-    from tasksieve.transforms.chunks import pack
-    from tasksieve.transforms.dedup.batch import IDS, REPEATS, repeated_ids
+    from tasksieve.transforms.batch.chunks import pack
+    from tasksieve.transforms.batch.dedup import IDS, REPEATS, repeated_ids
     from tasksieve.transforms.validate import first_by_position
 
     rng = random.Random(7)

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import ScriptedBackend
-from tasksieve.pipeline.preflight import RunError
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.errors import RunError
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.sample import cache_auth
 from tasksieve.transforms.sample.attempt_cache import (CACHE_SCHEMA, FINISHED_DIR, finished_runs, read_cache_file,

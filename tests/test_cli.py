@@ -71,9 +71,9 @@ def test_every_repeated_path_flag_adds_its_paths():
     """`--input a --input b` once read only b: a delivery's rows were lost
     without a word. Each path flag may be given more than once, and every
     path given counts, in order."""
-    from tasksieve.pipeline.cli import _parser
+    from tasksieve.pipeline.cli_parser import build_parser
 
-    p = _parser()
+    p = build_parser()
     for cmd in ("run", "dedup"):
         args = p.parse_args([cmd, "--input", "a", "--input", "b", "c", "-i", "d", "--out", "o",
                              "--dedup-against", "p", "--dedup-against", "q"])

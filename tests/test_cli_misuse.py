@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tasksieve.pipeline import cli
-from tasksieve.pipeline.preflight import hold_output
+from tasksieve.pipeline.run.folders import hold_output
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
@@ -101,7 +101,7 @@ class _nothing:
 
 
 def test_validate_reports_an_internal_error_in_one_line_with_its_own_exit_code(world, monkeypatch, capsys):
-    import tasksieve.pipeline.validate_delivery as vd
+    import tasksieve.pipeline.validate.command as vd
 
     def broken(*a, **k):
         raise ZeroDivisionError("a bug in a check")

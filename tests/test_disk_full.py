@@ -84,12 +84,12 @@ def _check_one_line(proc, folder) -> str:
 
 
 CASES = [
-    ("a Parquet output", "tasksieve.pipeline.outputs", "write_atomic", "dedup", errno.ENOSPC),
-    ("the database commit", "tasksieve.pipeline.outputs", "transaction", "dedup", errno.ENOSPC),
-    ("a staged shard in a Beam worker", "tasksieve.pipeline.staging", "_write_ipc", "dedup", errno.EDQUOT),
-    ("a Parquet output of run", "tasksieve.pipeline.outputs", "write_atomic", "run", errno.EDQUOT),
-    ("the selection", "tasksieve.pipeline.select_write", "write_parquet_atomic", "select", errno.ENOSPC),
-    ("the report", "tasksieve.pipeline.report", "write_text_atomic", "report", errno.ENOSPC),
+    ("a Parquet output", "tasksieve.pipeline.outputs.finalize", "write_atomic", "dedup", errno.ENOSPC),
+    ("the database commit", "tasksieve.pipeline.outputs.finalize", "transaction", "dedup", errno.ENOSPC),
+    ("a staged shard in a Beam worker", "tasksieve.pipeline.outputs.staging", "_write_ipc", "dedup", errno.EDQUOT),
+    ("a Parquet output of run", "tasksieve.pipeline.outputs.finalize", "write_atomic", "run", errno.EDQUOT),
+    ("the selection", "tasksieve.pipeline.select.write", "write_parquet_atomic", "select", errno.ENOSPC),
+    ("the report", "tasksieve.pipeline.report.command", "write_text_atomic", "report", errno.ENOSPC),
 ]
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import ScriptedBackend
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]

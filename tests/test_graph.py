@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import scripted_backend
-from tasksieve.pipeline.outputs import AccountingError, check_accounting
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.outputs.finalize import AccountingError, check_accounting
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 
@@ -135,8 +135,8 @@ def test_a_staged_chunk_is_named_by_its_rows_keys_alone():
     """A retried chunk rewrites its own file (the same name), and two chunks
     never share one: not when one key differs, nor when the same characters
     split differently between fields."""
-    from tasksieve.pipeline.graph import STAGED
-    from tasksieve.pipeline.staging import chunk_name, chunk_table
+    from tasksieve.pipeline.run.graph import STAGED
+    from tasksieve.pipeline.outputs.staging import chunk_name, chunk_table
 
     rows = [{"source": "v", "task_id": f"t{i}", "line": i, "prompt": f"p{i}"} for i in range(50)]
     name = chunk_name(chunk_table(rows, STAGED["results"], same={"run_id": "a", "status": "kept"}))

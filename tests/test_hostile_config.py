@@ -83,7 +83,7 @@ def test_select_sizes_are_bounded(tmp_path):
 
 
 def test_validate_config_warns_too(tmp_path, capsys):
-    from tasksieve.pipeline.validate_delivery import load_run_config
+    from tasksieve.pipeline.validate.command import load_run_config
 
     cfg = tmp_path / "c.toml"
     cfg.write_text("[verify]\nrubric_pass_threshold = 0.0\n")
@@ -112,8 +112,8 @@ def test_config_warnings_name_settings_that_defeat_a_check():
 @pytest.mark.slow
 def test_a_run_prints_each_warning_once_and_records_it(tmp_path, capfd):
     from fakes import scripted_backend
-    from tasksieve.pipeline.preflight import bwrap_works
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.preflight import bwrap_works
+    from tasksieve.pipeline.run.command import run
 
     delivery = tmp_path / "d.jsonl"
     delivery.write_text("".join(json.dumps({"task_id": f"t{i}", "prompt": f"Calculate {i + 7} - {i}.",

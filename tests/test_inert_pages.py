@@ -41,7 +41,7 @@ def test_validate_pages_are_inert(tmp_path):
     """A delivery whose every field, in every row, and whose file name carry
     payloads: `validate`'s report.html and each page of its GX Data Docs
     show them as text."""
-    from tasksieve.pipeline.validate_delivery import validate_delivery
+    from tasksieve.pipeline.validate.command import validate_delivery
 
     folder = tmp_path / "delivery"
     folder.mkdir()
@@ -74,8 +74,8 @@ def test_run_and_select_report_is_inert(tmp_path):
     dropped, quarantined and per-source tables, charts and the selection's
     representative prompts, shows every payload as text."""
     from tasksieve.pipeline.cli import main
-    from tasksieve.pipeline.report import write_report
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.report.command import write_report
+    from tasksieve.pipeline.run.command import run
     from tasksieve.schemas.config import RunConfig
 
     folder = tmp_path / "delivery"

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from tasksieve.transforms.dedup.near import NearDedup, bucket_pairs, confirmed, number_overlap, resolve_component
+from tasksieve.transforms.dedup.near import NearDedup, bucket_pairs, resolve_component
+from tasksieve.transforms.dedup.near_rule import confirmed, number_overlap
 from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard, shingle_hashes, signature, task_bands
 from tasksieve.transforms.normalize import normalize_text, with_hash
 from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, index_row_groups, load_meta, read_row_group
@@ -228,8 +229,8 @@ def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses(monkeypatch)
     at thresholds on and around their similarities, in blocks of any size."""
     import random
 
-    from tasksieve.transforms.dedup import near as near_mod
-    from tasksieve.transforms.dedup.near import Component, _judge_edge, judge_edges, judge_ranked
+    from tasksieve.transforms.dedup import near_judge as near_mod
+    from tasksieve.transforms.dedup.near_judge import Component, _judge_edge, judge_edges, judge_ranked
     from tasksieve.transforms.same_problem.rules import Rules
 
     rng = random.Random(5)

@@ -13,9 +13,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tasksieve.transforms.dedup import near, number_guard
+from tasksieve.transforms.dedup import near_judge as near
+from tasksieve.transforms.dedup import number_guard
 from tasksieve.transforms.dedup.minhash import MinHashParams
-from tasksieve.transforms.dedup.near import Component, counts_overlap, task_node
+from tasksieve.transforms.dedup.near_judge import Component, task_node
+from tasksieve.transforms.dedup.near_rule import FAR_UNDER, counts_overlap
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.same_problem.rules import Rules
 
@@ -66,14 +68,14 @@ def test_shared_numbers_are_the_counter_intersections(monkeypatch):
         assert number_guard.shared_numbers(offsets, codes, times, ea, eb).tolist() == want, piece
     refused_any = 0
     for min_numbers in (0.2, 0.5, 0.51, 0.75, 1.0):
-        refused = number_guard.refused_by_numbers(lambda i: counts[i], ea, eb, min_numbers, near._FAR_UNDER)
+        refused = number_guard.refused_by_numbers(lambda i: counts[i], ea, eb, min_numbers, FAR_UNDER)
         for k, (a, b) in enumerate(zip(ea.tolist(), eb.tolist())):
             overlap = counts_overlap(counts[a], counts[b])
             if refused[k]:
                 assert overlap < min_numbers, (texts[a], texts[b], min_numbers)
                 refused_any += 1
             elif overlap < min_numbers:  # left to the one-by-one guard: only where rounding could matter
-                assert overlap >= min_numbers - near._FAR_UNDER - 1e-4, (texts[a], texts[b], min_numbers)
+                assert overlap >= min_numbers - FAR_UNDER - 1e-4, (texts[a], texts[b], min_numbers)
     assert refused_any > 2000  # the guard refuses many of these pairs, not none
 
 

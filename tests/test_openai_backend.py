@@ -41,7 +41,7 @@ def _cfg(url, **openai):
 
 class VllmServer:
     def __init__(self, log: Path):
-        from tasksieve.pipeline.models import ensure_default_model
+        from tasksieve.pipeline.setup.models import ensure_default_model
 
         self.model = str(ensure_default_model())
         self.port = _free_port()
@@ -238,8 +238,8 @@ def test_a_rejected_request_is_a_failed_request_not_an_attempt_nor_a_dead_run(sc
 
 
 def test_an_unreachable_server_fails_before_the_run_starts(tmp_path):
-    from tasksieve.pipeline.preflight import RunError
-    from tasksieve.pipeline.run import run
+    from tasksieve.pipeline.run.errors import RunError
+    from tasksieve.pipeline.run.command import run
 
     _write_tasks(tmp_path / "t.jsonl", 1)
     with pytest.raises(RunError, match="not answering"):

@@ -14,8 +14,9 @@ import pytest
 
 from fake_openai import FakeOpenAI, run_config, write_tasks
 from fakes import scripted_backend
-from tasksieve.pipeline.preflight import RunError, hold_output
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.errors import RunError
+from tasksieve.pipeline.run.folders import hold_output
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]

@@ -9,8 +9,12 @@ import shutil
 
 import pytest
 
-from tasksieve.pipeline import output_set, outputs, safe_fs
-from tasksieve.pipeline.output_set import SET_FILES, OutputSet, current_set
+from tasksieve.pipeline.outputs.finalize import output_set
+
+from tasksieve.pipeline.outputs.finalize import finalize as outputs
+
+from tasksieve.pipeline.outputs.finalize import safe_fs
+from tasksieve.pipeline.outputs.output_set import SET_FILES, OutputSet, current_set
 
 NAMES = [n for n in SET_FILES if n != "selected.parquet"]
 

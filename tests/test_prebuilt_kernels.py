@@ -10,7 +10,11 @@ import shutil
 import numpy as np
 import pytest
 
-from tasksieve.transforms.dedup import kernels, kernels_build, sketch
+from tasksieve.transforms.dedup import kernels
+
+from tasksieve.transforms.dedup import kernels_build
+
+from tasksieve.transforms.batch import sketch
 from tasksieve.transforms.dedup import signatures as sg
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.normalize import normalize_text

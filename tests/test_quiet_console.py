@@ -1,5 +1,5 @@
 """The console shows tasksieve's own lines: the libraries' warnings a user
-cannot act on are filtered where they come from (pipeline/console.py),
+cannot act on are filtered where they come from (transforms/console.py),
 `--verbose` lets them through, and a user's own warnings always show."""
 
 import os
@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from tasksieve.pipeline import console
+from tasksieve.transforms import console
 
 # What a third-party warning looks like on stderr: Python's warnings
 # (FutureWarning, UserWarning, ...), logging's default format, a file in
@@ -99,7 +99,7 @@ def test_dedup_on_the_sample_prints_only_tasksieves_lines(sample_dir, tmp_path):
 
 CPP_WARNING = """
     import os, sys
-    from tasksieve.pipeline import console
+    from tasksieve.transforms import console
     console.set_verbose(sys.argv[1:] == ["verbose"])
     console.quiet_program_env()   # what the CLI does before anything imports torch
     import torch

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from fakes import better_scripted_backend, scripted_backend
-from tasksieve.pipeline.report import write_report
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.report.command import write_report
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 ARTIFACTS = Path(os.environ.get("TASKSIEVE_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))

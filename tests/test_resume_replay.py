@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import BetterScriptedBackend, ScriptedBackend
-from tasksieve.pipeline.preflight import RunStopped
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.errors import RunStopped
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.base import BackendUnavailable
 

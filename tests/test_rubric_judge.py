@@ -275,7 +275,7 @@ def test_other_domains_pass_through_and_a_failing_judge_decides_nothing_in_favou
 # --- 7. validate: rubric deliveries -------------------------------------------------------------
 
 def test_validate_flags_compound_and_repeated_criteria_and_one_sided_labels(tmp_path):
-    from tasksieve.pipeline.validate_delivery import validate_delivery
+    from tasksieve.pipeline.validate.command import validate_delivery
 
     good = dict(rubric_task(0), license="MIT", created_at="2026-01-01")
     compound = dict(rubric_task(1), task_id="R-and", license="MIT", created_at="2026-01-01",

@@ -14,7 +14,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 from tests.fake_judge import CopierJudge, OracleJudge, RubricSampler, rubric_task
@@ -90,7 +90,7 @@ def test_a_weak_copying_judge_is_trusted_on_nothing(tmp_path, capsys):
         __import__("pyarrow.compute").compute.equal(pq.read_table(out / "attempts.parquet")["verifier"], "rubric")).num_rows
     text = capsys.readouterr().out
     assert "not trusted on 6 of 6 rubric tasks" in text and "point [judge] at a better model" in text
-    from tasksieve.pipeline.report import write_report
+    from tasksieve.pipeline.report.command import write_report
 
     page, terminal = write_report(out)
     html = page.read_text()

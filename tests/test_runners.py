@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import counting_backend, scripted_backend
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -66,7 +66,7 @@ def test_beams_type_check_is_off_unless_asked_for():
     start-up on tasksieve's own graph); a user's own flag either way wins."""
     from apache_beam.options.pipeline_options import PipelineOptions, TypeOptions
 
-    from tasksieve.pipeline.execute import _without_type_check
+    from tasksieve.pipeline.run.execute import _without_type_check
 
     def checked(args):
         return PipelineOptions(_without_type_check(args)).view_as(TypeOptions).pipeline_type_check

@@ -259,7 +259,7 @@ def test_the_beam_stage_gives_the_same_judgement_as_the_in_memory_one():
 
 @pytest.mark.slow
 def test_validate_reports_near_copies_within_and_against_the_pool(tmp_path):
-    from tasksieve.pipeline.validate_delivery import validate_delivery
+    from tasksieve.pipeline.validate.command import validate_delivery
 
     (a, b), (c, d) = _pairs()[:2]
     base = {"license": "MIT", "created_at": "2026-01-02", "expert_minutes": 3}

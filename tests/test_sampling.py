@@ -138,7 +138,7 @@ def test_a_generation_error_is_never_an_attempt_and_drops_its_task():
 
 
 def test_system_prompt_per_domain():
-    from tasksieve.pipeline.preflight import make_plan
+    from tasksieve.pipeline.run.preflight import make_plan
     from tasksieve.schemas.config import RunConfig
     from tasksieve.transforms.sample.stage import messages_for
 

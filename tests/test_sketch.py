@@ -1,4 +1,4 @@
-"""Issue 14: the sketch bound (transforms/dedup/sketch.py) drops a
+"""Issue 14: the sketch bound (transforms/batch/sketch.py) drops a
 candidate edge before its rows move only where the exact Jaccard is
 surely under the line judge_ranked draws, so the batch path confirms the
 same edges and keeps the same decisions. The sketch every producer makes
@@ -10,9 +10,11 @@ import random
 import numpy as np
 import pytest
 
-from tasksieve.transforms.dedup import kernels, sketch
+from tasksieve.transforms.dedup import kernels
+
+from tasksieve.transforms.batch import sketch
 from tasksieve.transforms.dedup import minhash as mh
-from tasksieve.transforms.dedup import near as near_mod
+from tasksieve.transforms.dedup import near_judge as near_mod
 from tasksieve.transforms.dedup import signatures as sg
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.normalize import normalize_text
@@ -116,17 +118,17 @@ def test_full_buckets_are_never_taken_for_counts(monkeypatch):
 
 
 def test_pruned_edge_shards_confirm_the_same_edges_and_count_fewer(monkeypatch):
-    """An edge shard pruned by the sketches (batch_near.prune_shard) keeps
+    """An edge shard pruned by the sketches (batch/near.prune_shard) keeps
     every edge judge_ranked confirms, at thresholds around the pairs'
     similarities, so judging what it keeps confirms the same edges in the
     same order while counting the shingles of fewer pairs; an alias (one
     content hash on two unlike texts) stays as a copy; meaning edges all
     stay; and each holder is asked for exactly the rows the kept edges name."""
-    from tasksieve.transforms.chunks import pack, unpack
-    from tasksieve.transforms.dedup.batch import NearSettings, holder_of, position_of
-    from tasksieve.transforms.dedup.batch_near import EDGES, NEEDS, SKETCHED, prune_shard
-    from tasksieve.transforms.dedup.near import Component, judge_ranked
-    from tasksieve.transforms.dedup.shards import exact_keys
+    from tasksieve.transforms.batch.chunks import pack, unpack
+    from tasksieve.transforms.batch.dedup import NearSettings, holder_of, position_of
+    from tasksieve.transforms.batch.near import EDGES, NEEDS, SKETCHED, prune_shard
+    from tasksieve.transforms.dedup.near_judge import Component, judge_ranked
+    from tasksieve.transforms.batch.shards import exact_keys
     from tasksieve.transforms.normalize import hashed_with_text
     from tasksieve.transforms.same_problem.rules import Rules
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tasksieve.pipeline.validate_delivery import ProbeSpec, UsageError, validate_delivery
+from tasksieve.pipeline.validate.command import ProbeSpec, UsageError, validate_delivery
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 
@@ -265,7 +265,7 @@ def test_probe_with_the_real_model(tmp_path):
 
 
 def test_a_check_beside_the_others_hands_back_its_result_or_its_error():
-    from tasksieve.pipeline.validate_delivery import _Beside
+    from tasksieve.pipeline.validate.command import _Beside
 
     assert _Beside(sorted, [3, 1, 2]).result() == [1, 2, 3]
     with pytest.raises(ZeroDivisionError):

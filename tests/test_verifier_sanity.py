@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fakes import ScriptedBackend
-from tasksieve.pipeline.run import run
+from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.verify import answer_memo
@@ -236,7 +236,7 @@ def _mixed_tasks() -> list[dict]:
 
 @pytest.mark.slow
 def test_sanity_over_worker_processes_gives_each_task_its_own_verdict_in_order():
-    from tasksieve.pipeline.delivery_checks import sanity_verdicts
+    from tasksieve.pipeline.validate.delivery_checks import sanity_verdicts
 
     tasks = _mixed_tasks()
     here = sanity_verdicts(tasks, processes=1)
@@ -245,7 +245,7 @@ def test_sanity_over_worker_processes_gives_each_task_its_own_verdict_in_order()
 
 
 def test_sanity_checks_here_when_worker_processes_cannot_start(monkeypatch, capsys):
-    from tasksieve.pipeline import delivery_checks as dc
+    from tasksieve.pipeline.validate import delivery_checks as dc
 
     def refuse(*a, **k):
         raise OSError("no processes here")
@@ -259,7 +259,7 @@ def test_sanity_checks_here_when_worker_processes_cannot_start(monkeypatch, caps
 @pytest.mark.parametrize("cores,tasks,want", [(8, 100, 1), (8, 8_000, 2), (8, 1_000_000, 8), (2, 1_000_000, 2),
                                               (1, 1_000_000, 1), (64, 1_000_000, 8)])
 def test_sanity_processes_follow_the_cores_and_the_delivery(monkeypatch, cores, tasks, want):
-    from tasksieve.pipeline import delivery_checks as dc
+    from tasksieve.pipeline.validate import delivery_checks as dc
 
     monkeypatch.setattr(dc.os, "sched_getaffinity", lambda pid: set(range(cores)))
     assert dc.sanity_processes(tasks) == want

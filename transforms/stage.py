@@ -18,6 +18,8 @@ element means the same thing on every runner.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import apache_beam as beam
 
@@ -50,3 +52,15 @@ def split_kept_dropped(tagged_pcoll, label: str) -> tuple:
     """(kept, dropped) of a PCollection of (KEPT | DROPPED, task) pairs."""
     out = split_tagged(tagged_pcoll, label, (KEPT, DROPPED))
     return out[KEPT], out[DROPPED]
+
+
+def write_count(n: int, path: str) -> str:
+    """A count (rows counted, rows read) written to `path` through a
+    temporary file and a rename: a retry replaces it, a reader never sees
+    half of it. The run's output step reads these files back."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(str(n))
+    os.replace(tmp, target)
+    return str(target)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import apache_beam as beam
 
-from tasksieve.schemas.records import DOMAINS, TASK_SCHEMA
+from tasksieve.schemas.records import DOMAINS, REQUIRED_BY_DOMAIN, TASK_SCHEMA, declared_domain  # noqa: F401
 from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, cap, check_value, loads_limited
 from tasksieve.transforms.stage import split_tagged
 from tasksieve.transforms.verify.judge.labels import LabelError, graded_json, parse_graded
@@ -28,15 +28,6 @@ TASK_TAG = "task"
 _TEXT_FIELDS = ("task_id", "source", "batch_id", "prompt", "answer", "tests", "entry_point",
                 "reference_solution", "license", "created_at")
 _KNOWN = set(TASK_SCHEMA.names) - {"content_hash", "source_file", "line"}
-
-# What each domain needs so that an attempt can be verified at all.
-REQUIRED_BY_DOMAIN = {
-    "math": ("answer",),
-    "exact": ("answer",),
-    "code": ("tests", "entry_point"),
-    "rubric": ("rubric",),
-}
-
 
 # Defaults of [limits] max_expert_minutes / max_expert_cost_usd: above them a
 # value is absurd (a typo, a unit mix-up, an attack on the totals), not a price.
@@ -129,16 +120,6 @@ def _graded(value, domain: str, rubric: list[str] | None, max_chars: int) -> str
         return graded_json(parse_graded(value, n, max_chars))
     except LabelError as e:
         raise RowError(str(e)) from None
-
-
-def declared_domain(rec: dict):
-    """The row's domain. A missing or null one (Parquet writes null for a
-    column a row does not use) in a row with an answer field is math, so
-    the row is then judged as a math task ("math task has no 'answer'")."""
-    domain = rec.get("domain")
-    if domain is None and "answer" in rec:
-        return "math"
-    return domain
 
 
 def validate_row(raw: dict, max_field_chars: int, max_expert_minutes: float = MAX_EXPERT_MINUTES,
@@ -269,7 +250,7 @@ def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
 
 def repeat_entry(first: dict, t: dict) -> dict:
     """Quarantine entry of `t`, a later row with `first`'s (source, task_id);
-    shared by the row path and the batch path (transforms/dedup/batch.py)."""
+    shared by the row path and the batch path (transforms/batch/dedup.py)."""
     source, task_id = first["source"], first["task_id"]
     return {
         "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,

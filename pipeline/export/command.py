@@ -102,7 +102,8 @@ def export(out: Path, fmt: str, to: Path, *, run_id: str | None = None, selectio
            split_by: str = "none", system_prompt: str | None = None, licenses: list[str] | None = None,
            force: bool = False) -> dict:
     """Write the export; returns its manifest (counts per domain, files)."""
-    from tasksieve.pipeline.preflight import RunError, hold_output
+    from tasksieve.pipeline.run.errors import RunError
+    from tasksieve.pipeline.run.folders import hold_output
 
     if fmt not in FORMATS:
         raise ExportUsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasksieve.pipeline.select_cmd import dict_rows
+from tasksieve.pipeline.select.command import dict_rows
 
 
 class ExportError(Exception):
@@ -34,7 +34,7 @@ class ExportSource:
 def _run(con, db: Path, run_id: str | None) -> dict:
     """The run whose learnable set is exported: `tasksieve select`'s rule
     (the named run, else the latest run that sampled)."""
-    from tasksieve.pipeline.select_cmd import SelectError, current_run
+    from tasksieve.pipeline.select.command import SelectError, current_run
 
     try:
         return current_run(con, db, run_id)
@@ -58,7 +58,7 @@ _ORDER = "ORDER BY t.task_id, t.source, t.content_hash"
 
 
 def read_export_source(out: Path, run_id: str | None = None, selection_id: str | None = None) -> ExportSource:
-    from tasksieve.pipeline.output_set import visible
+    from tasksieve.pipeline.outputs.output_set import visible
 
     db = visible(out, "curation.duckdb")  # through OUT/current: a link planted at OUT/curation.duckdb is not read
     if not db.is_file():

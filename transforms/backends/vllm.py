@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tasksieve.pipeline.console import quiet_engine_start, verbose
+from tasksieve.transforms.console import quiet_engine_start, verbose
 from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
 
 
@@ -34,7 +34,7 @@ def configure_vllm_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # vLLM's CPU warnings (thread binding, LD_PRELOAD hints) are noise for a
     # curation run; real failures still surface as exceptions. --verbose
-    # shows its log (pipeline/console.py).
+    # shows its log (transforms/console.py).
     if not verbose():
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")

@@ -264,6 +264,13 @@ def get_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -
         return _INDEXES[key]
 
 
+def index_spec(decontam) -> tuple:
+    """(ngram, benchmarks, extra paths, index_options) from `[decontam]`:
+    what both engines' decontamination stage takes (stage.Decontaminate,
+    transforms/batch/decontam.DecontaminateChunks), mapped here once."""
+    return decontam.ngram, decontam.benchmarks, decontam.extra_paths, index_options(decontam)
+
+
 def index_options(decontam) -> dict:
     """BenchmarkIndex keyword options from a `schemas.config.DecontamConfig`."""
     return {"short_min_words": decontam.short_min_words, "fuzzy": decontam.fuzzy,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from tasksieve.schemas.rows import Result, Task
-from tasksieve.transforms.decontam.index import BenchmarkIndex, get_index, index_options
+from tasksieve.transforms.decontam.index import BenchmarkIndex, get_index, index_spec
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
 
 STAGE = "decontaminate"
@@ -56,7 +56,7 @@ class Decontaminate(beam.PTransform):
     @classmethod
     def from_config(cls, decontam) -> "Decontaminate":
         """From the run config's `[decontam]` section."""
-        return cls(decontam.ngram, decontam.benchmarks, decontam.extra_paths, index_options(decontam))
+        return cls(*index_spec(decontam))
 
     def expand(self, tasks):
         return split_kept_dropped(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit")

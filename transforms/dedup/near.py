@@ -30,62 +30,22 @@ How it scales (nothing holds the corpus in one list):
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import apache_beam as beam
-import numpy as np
 
 from tasksieve.transforms.dedup.exact import survivor_key
-from tasksieve.transforms.dedup import number_guard
-from tasksieve.transforms.dedup.number_guard import numbers_in, refused_by_numbers
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
-from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures
+from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, best_links, judge_edges, pool_node, task_node  # noqa: F401
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
+from tasksieve.transforms.dedup.signatures import signatures
+from tasksieve.transforms.dedup.near_rule import near_options
+from tasksieve.transforms.same_problem.rules import Rules
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_tagged
-from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem, rules_from_config
 
 STAGE = "near_dedup"
 POOL_STAGE = "against_pool"
-POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task nodes never start with it (task_node)
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
-
-
-def number_overlap(a: str, b: str) -> float:
-    """Multiset Jaccard of the numbers in two texts (1.0 if either has none).
-
-    Why: "Calculate 1 + 8." and "Calculate 1 + 9." are 71% similar as
-    5-character shingles, yet they are two problems from one template:
-    in a short prompt the numbers *are* the problem. So a pair that is
-    similar but not very similar (below `number_guard_below`) must also
-    share most of its numbers; a GSM8K-length problem with one number
-    edited stays ~96% similar and is caught whatever its numbers."""
-    return counts_overlap(Counter(numbers_in(a)), Counter(numbers_in(b)))
-
-
-def counts_overlap(na: Counter, nb: Counter) -> float:
-    """number_overlap of two texts' number counts."""
-    if not na or not nb:
-        return 1.0
-    return round(sum((na & nb).values()) / sum((na | nb).values()), 4)
-
-
-def task_node(task: dict) -> str:
-    """The node id of a task: one per (source, task_id), which is unique
-    after validation. Plainly "source<US>task_id"; a source that holds the
-    separator, or is "pool", is written length-prefixed behind a leading
-    separator instead. Without that, delivery ids could spell another
-    task's node (source "a<US>b" + id "c" == source "a" + id "b<US>c": one
-    task stood in for both and a row was lost) or a pool node (source
-    "pool": its tasks were never paired with each other)."""
-    source, task_id = task["source"], task["task_id"]
-    if "\x1f" in source or source == "pool":
-        return f"\x1f{len(source)}:{source}\x1f{task_id}"
-    return f"{source}\x1f{task_id}"
-
-
-def pool_node(task: dict) -> str:
-    """The node id of a reference-pool task (pool_index.py stores it)."""
-    return POOL_NODE + task_node(task)
 
 
 def bucket_key(band: int, key: int) -> int:
@@ -204,130 +164,6 @@ def component_messages(comps: dict):
             yield n, ("root", root)
 
 
-_EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
-
-
-def _pair(e: tuple) -> tuple:
-    """An edge's two nodes in one order: the similarity is symmetric."""
-    return (e[0], e[1]) if e[0] <= e[1] else (e[1], e[0])
-
-
-def similarity(inter: int, size_a: int, size_b: int) -> float:
-    """The shingle Jaccard of two sets of these sizes sharing `inter`,
-    rounded to 4 places: what every threshold is compared with."""
-    return round(inter / (size_a + size_b - inter), 4)
-
-
-class _Shingles:
-    """Shingle similarities and number overlaps of a component's members."""
-
-    def __init__(self, texts: dict, p: MinHashParams):
-        self.texts, self.p, self.counts, self.known = texts, p, {}, {}
-
-    def number_counts(self, n) -> Counter:
-        """Node n's numbers, counted once per component (the array guard
-        asks for a node in every block of edges it is in)."""
-        if n not in self.counts:
-            self.counts[n] = Counter(numbers_in(self.texts[n]))
-        return self.counts[n]
-
-    def numbers(self, a, b) -> float:
-        return counts_overlap(self.number_counts(a), self.number_counts(b))
-
-    def sims(self, edges: list[tuple]) -> list[float]:
-        """The exact shingle Jaccard of every edge's two texts, rounded to 4
-        places: a block of edges at a time, each node's shingles made once
-        per block, in compiled code (signatures.jaccard_counts)."""
-        out: list[float] = []
-        for i in range(0, len(edges), _EDGE_BLOCK):
-            block = edges[i : i + _EDGE_BLOCK]
-            index: dict = {}
-            for e in block:
-                index.setdefault(e[0], len(index))
-                index.setdefault(e[1], len(index))
-            ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
-            eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
-            inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
-            out += [similarity(x, la, lb) for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
-        return out
-
-    def remember(self, pairs: list[tuple]) -> None:
-        """Measure `pairs` now, in one block, for later `sim` calls (the
-        similarities a cluster's drop details name)."""
-        todo = list({_pair(e) for e in pairs} - self.known.keys())
-        self.known.update(zip(todo, self.sims(todo)))
-
-    def sim(self, a, b) -> float:
-        """The similarity of one pair: remembered, or a block of one."""
-        key = _pair((a, b))
-        if key not in self.known:
-            self.known[key] = self.sims([key])[0]
-        return self.known[key]
-
-
-def confirmed(s: float, numbers: float, threshold: float, min_numbers: float, guard_below: float) -> bool:
-    """A candidate pair with similarity `s` and number overlap `numbers` is a duplicate."""
-    return s >= threshold and (s >= guard_below or numbers >= min_numbers)
-
-
-class Component:
-    """One connected component's tasks and pool rows, by node, with their
-    texts, content hashes and shingle similarities (_Shingles)."""
-
-    def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams, texts: dict | None = None):
-        """`texts`: each task's text_of by node, when the caller has them already."""
-        by_node = {task_node(t): t for t in tasks}
-        pool_by_node = {r["node"]: r for r in pool}
-        all_texts = {n: texts[n] if texts else text_of(t) for n, t in by_node.items()}
-        all_texts.update({n: r["text"] for n, r in pool_by_node.items()})
-        self._keyed(by_node, pool_by_node, all_texts, p)
-
-    @classmethod
-    def of_nodes(cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams,
-                 hashes: dict | None = None) -> "Component":
-        """The same Component from rows already keyed by node and every
-        node's text (the batch path's edge shards have them): no node or
-        text made again per row. With every node's content hash in
-        `hashes`, `by_node` need only answer `get` (judging reads a row
-        through row() alone: batch_near._LazyRows)."""
-        c = cls.__new__(cls)
-        c._keyed(by_node, pool_by_node, texts, p, hashes)
-        return c
-
-    def _keyed(self, by_node, pool_by_node: dict, texts: dict, p: MinHashParams, hashes: dict | None = None) -> None:
-        self.by_node, self.pool_by_node, self.texts = by_node, pool_by_node, texts
-        if hashes is None:
-            hashes = {n: t["content_hash"] for n, t in by_node.items()}
-            hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
-        self.hashes = hashes
-        self.sh = _Shingles(texts, p)
-
-    def row(self, n: str) -> dict:
-        return self.by_node.get(n) or self.pool_by_node[n]
-
-
-def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> tuple[dict | None, float]:
-    """(how the edge was confirmed, or None; its similarity). `sim`: the
-    shingle Jaccard of its two texts (_Shingles.sims)."""
-    a, b = e[0], e[1]
-    exact = c.hashes[a] == c.hashes[b]
-    s = 1.0 if exact else sim
-    # The number overlap only matters between the threshold and the guard.
-    numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
-    if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
-        # Other numbers *and* another answer: a sibling from one template, not a copy.
-        if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
-            return None, s
-        return {"generator": "minhash"}, s
-    if len(e) > 2:
-        cos = e[2] if e[2] is not None else _cosine(c.texts[a], c.texts[b])
-        same, ev = judge_pair(c.row(a), c.row(b), cos, rules)
-        if same:
-            return {"generator": "semantic", "same_problem": ev}, s
-    return None, s
-
-
 def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_numbers: float,
                         guard_below: float, rules: Rules) -> tuple[list[list[str]], dict]:
     """(clusters of nodes joined by confirmed edges, node -> (neighbour,
@@ -340,110 +176,6 @@ def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_
     for n in c.texts:
         clusters.setdefault(uf.find(n), []).append(n)
     return list(clusters.values()), best_links(confirmed)
-
-
-def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> list[tuple]:
-    """(edge, how, similarity) of each confirmed edge, in the order given.
-    Each judgement needs only the edge's two rows, so the batch path judges
-    edges wherever their rows meet (dedup/batch_near.py)."""
-    out = []
-    edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
-    hashes = c.hashes
-    sims = c.sh.sims(edges)
-    refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
-    for k, (e, sim) in enumerate(zip(edges, sims)):
-        # What _judge_edge says of most candidates, without the call: neither
-        # similar nor a copy, or refused by the number guard.
-        if (sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]) or k in refused:
-            continue
-        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
-        if how is not None:
-            out.append((e, how, s))
-    return out
-
-
-def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float,
-                    guard_below: float) -> set[int]:
-    """Positions of the edges the number guard refuses in _judge_edge
-    (plain, not copies, similar but under guard_below, sharing too few
-    numbers), found on arrays (number_guard.py) and skipped there."""
-    if min_numbers <= _FAR_UNDER or not number_guard.enabled:
-        return set()
-    hashes = c.hashes
-    at = [k for k, (e, s) in enumerate(zip(edges, sims))
-          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]]
-    if not at:
-        return set()
-    index: dict = {}
-    ea = np.fromiter((index.setdefault(edges[k][0], len(index)) for k in at), dtype=np.int64, count=len(at))
-    eb = np.fromiter((index.setdefault(edges[k][1], len(index)) for k in at), dtype=np.int64, count=len(at))
-    nodes = list(index)
-    refused = refused_by_numbers(lambda i: c.sh.number_counts(nodes[i]), ea, eb, min_numbers, _FAR_UNDER)
-    return {at[k] for k in np.flatnonzero(refused).tolist()}
-
-
-# A Jaccard this far under the threshold rounds (to 4 places) under it
-# whatever the float error: round() moves a value by at most 0.00005.
-_FAR_UNDER = 1e-3
-
-
-def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
-                 guard_below: float, rules: Rules) -> list[tuple]:
-    """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
-    turned lower node first as judge_edges takes it (the answer check
-    compares in that order), in the order given: the same confirmed edges,
-    for the batch path's edge shards, where the edges come as index arrays
-    in any order of the nodes. The shingle counts of a block come as
-    arrays, and a candidate that is neither a copy nor within _FAR_UNDER of
-    the threshold is refused on them (what judge_edges refuses it for),
-    without a node pair, a dict lookup or a rounding of its own (at 1M
-    tasks ~220,000 of them, what the sketches leave of 2.8 million:
-    batch_near.prune_shard). The rest are judged as judge_edges
-    judges them, with their similarity()."""
-    out = []
-    # Python's hash of each content hash, so copies are found with one array
-    # compare: equal hashes always have equal codes, and two other hashes
-    # that share a code only make one more close candidate, which
-    # _judge_edge then judges on the hashes themselves (not a copy, and
-    # under the threshold: refused, as judge_edges refuses it).
-    code = np.fromiter(map(hash, map(c.hashes.__getitem__, names)), dtype=np.int64, count=len(names))
-    for i in range(0, lo.shape[0], _EDGE_BLOCK):
-        a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
-        used, where = np.unique(np.concatenate([a, b]), return_inverse=True)
-        ea, eb = where[: a.shape[0]], where[a.shape[0] :]
-        texts = list(map(c.texts.__getitem__, map(names.__getitem__, used.tolist())))
-        inter, lens = jaccard_counts(texts, ea, eb, c.sh.p)
-        la, lb = lens[ea], lens[eb]
-        jac, copy = inter / (la + lb - inter), code[a] == code[b]
-        close = (jac >= threshold - _FAR_UNDER) | copy
-        if min_numbers > _FAR_UNDER and number_guard.enabled:
-            # Similar but surely under guard_below, and sharing surely too
-            # few numbers: refused by the number guard (one template's
-            # siblings: nearly every candidate of a templated delivery).
-            g = np.flatnonzero(close & ~copy & (jac < guard_below - _FAR_UNDER))
-            block = used.tolist()
-            refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
-                                         _FAR_UNDER)
-            close[g[refused]] = False
-        for k in np.flatnonzero(close).tolist():
-            x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
-            e = _pair((names[a[k]], names[b[k]]))
-            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
-            if how is not None:
-                out.append((e, how, s))
-    return out
-
-
-def best_links(confirmed: list[tuple]) -> dict:
-    """node -> (neighbour, similarity, how) of its best confirmed edge:
-    MinHash edges first, then the most similar, then the first in order."""
-    via: dict = {}
-    for e, how, s in confirmed:
-        for x, y in ((e[0], e[1]), (e[1], e[0])):
-            if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
-                via[x] = (y, s, how)
-    return via
 
 
 def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
@@ -518,13 +250,6 @@ def _near_drop(c: Component, t: dict, keep: dict, via: dict, p: MinHashParams, t
     return drop_record(t, STAGE, "near_duplicate", detail)
 
 
-def _cosine(a: str, b: str) -> float:
-    from tasksieve.transforms.same_problem.embed import get_model
-
-    va, vb = get_model().encode([a, b])
-    return float(va @ vb)
-
-
 def _via(via: dict, n: str, pool_by_node: dict, by_node: dict) -> dict:
     nb, s, how = via[n]
     row = by_node.get(nb) or pool_by_node[nb]
@@ -550,7 +275,7 @@ def _route_joined(kv):
 def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32,
                  within: bool = True) -> set:
     """The candidate edges of the MinHash buckets: bucket_pairs of each,
-    from a dict of buckets filled one band at a time (batch_near.band_edges
+    from a dict of buckets filled one band at a time (batch/candidates.band_edges
     finds the same ones as arrays)."""
     buckets: dict = defaultdict(list)
     # Every task's signature in one compiled pass (signatures.py: the same
@@ -578,7 +303,7 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
     the same candidate generators (MinHash bands, quantity-grouped meanings)
     and the same confirmation (`resolve_component`) as the Beam stage, in
     memory. Yields (KEPT | DROPPED, task) like it. `candidates` finds the
-    band buckets' edges (bucket_edges, or batch_near.band_edges: the same)."""
+    band buckets' edges (bucket_edges, or batch/candidates.band_edges: the same)."""
     rules = rules or Rules()
     edges = candidates(tasks, pool_rows, p, max_bucket_pairs, within)
     if semantic:
@@ -630,9 +355,7 @@ class NearDedup(beam.PTransform):
     def from_config(cls, dedup, decontam, pool_rows=None) -> "NearDedup":
         """From the run config's `[dedup]` section (the same-problem rules read
         `[decontam]` too); `pool_rows`: the reference pools' index rows."""
-        return cls(params_from_config(dedup), dedup.threshold, pool_rows, dedup.max_bucket_pairs, within=dedup.near,
-                   min_numbers=dedup.number_overlap, guard_below=dedup.number_guard_below, semantic=dedup.semantic,
-                   rules=rules_from_config(decontam, dedup))
+        return cls(params_from_config(dedup), dedup.threshold, pool_rows, **near_options(dedup, decontam))
 
     def expand(self, tasks):
         p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within

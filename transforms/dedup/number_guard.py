@@ -16,7 +16,7 @@ Exactness: `shared_numbers` counts what `Counter(a) & Counter(b)` counts
 (each distinct number a code with its count; a shared code adds the
 smaller count), and the overlap is the same float division of two ints.
 A pair is refused here only when that overlap is more than
-near._FAR_UNDER under the minimum, so rounding it to 4 places (what the
+near.FAR_UNDER under the minimum, so rounding it to 4 places (what the
 guard compares) cannot bring it back over; the rest are judged one by
 one, as before (tests/test_number_guard.py compares both).
 """

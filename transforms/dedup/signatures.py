@@ -23,7 +23,7 @@ import numpy as np
 
 from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.dedup.minhash import _WORD, MinHashParams, _perms, shingle_hashes, signature
-from tasksieve.transforms.dedup.sketch import BUCKETS, NO_SKETCHES, sketch_of_hashes
+from tasksieve.transforms.batch.sketch import BUCKETS, NO_SKETCHES, sketch_of_hashes
 
 
 def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +126,7 @@ def sizes_and_sketches(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, 
     signatures_sizes_sketches gives but the signatures, for rows whose
     signatures are saved already (a reference pool's). Two texts whose
     sizes differ by more than the threshold allows can never be near
-    duplicates (batch_near.size_bound)."""
+    duplicates (dedup/near_rule.size_bound)."""
     sketches = np.zeros((len(texts), BUCKETS), dtype=np.uint8)
     compiled = kernels.get()
     if compiled is None:

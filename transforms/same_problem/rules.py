@@ -104,9 +104,9 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
     if not (_MATHY.search(a) and _MATHY.search(b)):
         return None  # free text ("B", "10^-4 eV" vs a sentence): no evidence either way
     try:
-        from tasksieve.transforms.verify.math_answers import _ask_with_deadline
+        from tasksieve.transforms.verify.math_answers import ask_with_deadline
 
-        ans = _ask_with_deadline({"op": "math", "reference": a, "candidate": b}, timeout_s)
+        ans = ask_with_deadline({"op": "math", "reference": a, "candidate": b}, timeout_s)
     except Exception:  # the verifier is evidence, never a crash
         return None
     if ans.get("error"):

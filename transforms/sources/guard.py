@@ -31,6 +31,9 @@ import stat
 import threading
 from dataclasses import dataclass
 
+from tasksieve.schemas.regular_file import (ORDINARY_UNDER_SPECIAL, SPECIAL_ROOTS, SourceRefused,  # noqa: F401
+                                            kind_of, open_regular, special_reason)
+
 # Rows a source may hold per byte of its file. A real task row takes more
 # than a byte even compressed (a 1M-row templated Parquet file with zstd:
 # 2.75 bytes a row; ids alone 0.73); a footer claiming 1,000 rows a byte is
@@ -44,16 +47,6 @@ MAX_EXPANSION = 200
 FREE_BYTES = 32 << 20  # a small file may decode to this much whatever its size
 MAX_META_BYTES = 1 << 20  # a datasets folder's state.json / dataset_dict.json
 
-# Pseudo-filesystems whose files are endless, blocking or change as read:
-# never a delivery, even as a link from inside an input folder.
-SPECIAL_ROOTS = ("/proc/", "/sys/", "/dev/")
-ORDINARY_UNDER_SPECIAL = ("/dev/shm/",)  # a RAM disk of ordinary files
-
-
-class SourceRefused(Exception):
-    """A source not read at all; the message is the quarantine reason."""
-
-
 @dataclass(frozen=True)
 class Budget:
     rows: int
@@ -62,48 +55,6 @@ class Budget:
 
 def budget_for(size: int) -> Budget:
     return Budget(max(FREE_ROWS, size * MAX_ROWS_PER_BYTE), max(FREE_BYTES, size * MAX_EXPANSION))
-
-
-def kind_of(st: os.stat_result) -> str:
-    mode = st.st_mode
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def special_reason(path) -> str | None:
-    """Why a path is never read, if it resolves into /proc, /sys or /dev
-    (their files look regular but are endless, block, or change as read)."""
-    real = os.path.realpath(path)
-    if (real + "/").startswith(ORDINARY_UNDER_SPECIAL):
-        return None
-    for root in SPECIAL_ROOTS:
-        if (real + "/").startswith(root):
-            return f"a special file under {root.rstrip('/')} ({real}), not a delivery file"
-    return None
-
-
-def open_regular(path: str):
-    """A binary file object for a regular file; anything else is refused
-    before a byte is read (a FIFO or device opened by name never blocks:
-    O_NONBLOCK, then checked)."""
-    why = special_reason(path)
-    if why:
-        raise SourceRefused(why)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceRefused(f"{kind_of(st)}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 class Capped:

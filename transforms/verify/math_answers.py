@@ -291,7 +291,7 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
             key = _request_key(request)
             if len(a) > MAX_CANDIDATE_CHARS or key in batch or answer_memo.holds(key) \
                     or answer_form.refusal(a, reference):
-                continue  # (an answer the memo holds is found there by _ask_with_deadline)
+                continue  # (an answer the memo holds is found there by ask_with_deadline)
             n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
             if size + n > AHEAD_MAX_BYTES:
                 continue
@@ -325,7 +325,7 @@ def _final_answers(completion: str, prompt: str) -> tuple[list[str], str]:
     return found if found is not None else extract_final_answers(completion, prompt)
 
 
-def _ask_with_deadline(request: dict, timeout_s: float) -> dict:
+def ask_with_deadline(request: dict, timeout_s: float) -> dict:
     key = _request_key(request)
     ahead = getattr(_AHEAD, "answers", None)
     if ahead:
@@ -369,7 +369,7 @@ def _check_one(reference: str, answer: str, timeout_s: float) -> dict:
     refused = answer_form.refusal(answer, reference)  # not a value: never compared (answer_form.py)
     if refused:
         return {"ok": False, "error": refused}
-    return _ask_with_deadline(_math_request(reference, answer), timeout_s)
+    return ask_with_deadline(_math_request(reference, answer), timeout_s)
 
 
 def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, prompt: str = "") -> dict:
@@ -388,4 +388,4 @@ def verify_math(reference: str, completion: str, timeout_s: float = DEFAULT_TIME
 
 
 def regex_with_deadline(pattern: str, candidate: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    return _ask_with_deadline({"op": "regex", "reference": pattern, "candidate": candidate}, timeout_s)
+    return ask_with_deadline({"op": "regex", "reference": pattern, "candidate": candidate}, timeout_s)

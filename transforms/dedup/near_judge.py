@@ -1,0 +1,260 @@
+"""Judging near dedup's candidate edges: a component's rows and shingle
+similarities (`Component`), and which of its candidate edges are confirmed
+(`judge_edges`, and `judge_ranked` for edges given as index arrays). The
+rule itself is near_rule.py; both engines (near.py's row stage and
+transforms/batch/near.py) judge through these functions, so they decide
+alike (tests/test_batch_dedup.py, tests/test_near_dedup.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tasksieve.transforms.dedup import number_guard
+from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
+from tasksieve.transforms.dedup.near_rule import FAR_UNDER, confirmed, counts_overlap, similarity
+from tasksieve.transforms.dedup.number_guard import numbers_in, refused_by_numbers
+from tasksieve.transforms.dedup.signatures import jaccard_counts
+from tasksieve.transforms.same_problem.rules import Rules, judge_pair, other_problem
+
+POOL_NODE = "pool\x1f"  # prefix of reference-pool node ids; task nodes never start with it (task_node)
+
+
+def task_node(task: dict) -> str:
+    """The node id of a task: one per (source, task_id), which is unique
+    after validation. Plainly "source<US>task_id"; a source that holds the
+    separator, or is "pool", is written length-prefixed behind a leading
+    separator instead. Without that, delivery ids could spell another
+    task's node (source "a<US>b" + id "c" == source "a" + id "b<US>c": one
+    task stood in for both and a row was lost) or a pool node (source
+    "pool": its tasks were never paired with each other)."""
+    source, task_id = task["source"], task["task_id"]
+    if "\x1f" in source or source == "pool":
+        return f"\x1f{len(source)}:{source}\x1f{task_id}"
+    return f"{source}\x1f{task_id}"
+
+
+def pool_node(task: dict) -> str:
+    """The node id of a reference-pool task (pool_index.py stores it)."""
+    return POOL_NODE + task_node(task)
+
+
+
+_EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
+
+
+def _pair(e: tuple) -> tuple:
+    """An edge's two nodes in one order: the similarity is symmetric."""
+    return (e[0], e[1]) if e[0] <= e[1] else (e[1], e[0])
+
+
+class _Shingles:
+    """Shingle similarities and number overlaps of a component's members."""
+
+    def __init__(self, texts: dict, p: MinHashParams):
+        self.texts, self.p, self.counts, self.known = texts, p, {}, {}
+
+    def number_counts(self, n) -> Counter:
+        """Node n's numbers, counted once per component (the array guard
+        asks for a node in every block of edges it is in)."""
+        if n not in self.counts:
+            self.counts[n] = Counter(numbers_in(self.texts[n]))
+        return self.counts[n]
+
+    def numbers(self, a, b) -> float:
+        return counts_overlap(self.number_counts(a), self.number_counts(b))
+
+    def sims(self, edges: list[tuple]) -> list[float]:
+        """The exact shingle Jaccard of every edge's two texts, rounded to 4
+        places: a block of edges at a time, each node's shingles made once
+        per block, in compiled code (signatures.jaccard_counts)."""
+        out: list[float] = []
+        for i in range(0, len(edges), _EDGE_BLOCK):
+            block = edges[i : i + _EDGE_BLOCK]
+            index: dict = {}
+            for e in block:
+                index.setdefault(e[0], len(index))
+                index.setdefault(e[1], len(index))
+            ea = np.fromiter((index[e[0]] for e in block), dtype=np.int64, count=len(block))
+            eb = np.fromiter((index[e[1]] for e in block), dtype=np.int64, count=len(block))
+            inter, lens = jaccard_counts([self.texts[n] for n in index], ea, eb, self.p)
+            out += [similarity(x, la, lb) for x, la, lb in zip(inter.tolist(), lens[ea].tolist(), lens[eb].tolist())]
+        return out
+
+    def remember(self, pairs: list[tuple]) -> None:
+        """Measure `pairs` now, in one block, for later `sim` calls (the
+        similarities a cluster's drop details name)."""
+        todo = list({_pair(e) for e in pairs} - self.known.keys())
+        self.known.update(zip(todo, self.sims(todo)))
+
+    def sim(self, a, b) -> float:
+        """The similarity of one pair: remembered, or a block of one."""
+        key = _pair((a, b))
+        if key not in self.known:
+            self.known[key] = self.sims([key])[0]
+        return self.known[key]
+
+
+class Component:
+    """One connected component's tasks and pool rows, by node, with their
+    texts, content hashes and shingle similarities (_Shingles)."""
+
+    def __init__(self, tasks: list[dict], pool: list[dict], p: MinHashParams, texts: dict | None = None):
+        """`texts`: each task's text_of by node, when the caller has them already."""
+        by_node = {task_node(t): t for t in tasks}
+        pool_by_node = {r["node"]: r for r in pool}
+        all_texts = {n: texts[n] if texts else text_of(t) for n, t in by_node.items()}
+        all_texts.update({n: r["text"] for n, r in pool_by_node.items()})
+        self._keyed(by_node, pool_by_node, all_texts, p)
+
+    @classmethod
+    def of_nodes(cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams,
+                 hashes: dict | None = None) -> "Component":
+        """The same Component from rows already keyed by node and every
+        node's text (the batch path's edge shards have them): no node or
+        text made again per row. With every node's content hash in
+        `hashes`, `by_node` need only answer `get` (judging reads a row
+        through row() alone: batch/near._LazyRows)."""
+        c = cls.__new__(cls)
+        c._keyed(by_node, pool_by_node, texts, p, hashes)
+        return c
+
+    def _keyed(self, by_node, pool_by_node: dict, texts: dict, p: MinHashParams, hashes: dict | None = None) -> None:
+        self.by_node, self.pool_by_node, self.texts = by_node, pool_by_node, texts
+        if hashes is None:
+            hashes = {n: t["content_hash"] for n, t in by_node.items()}
+            hashes.update({n: r["content_hash"] for n, r in pool_by_node.items()})
+        self.hashes = hashes
+        self.sh = _Shingles(texts, p)
+
+    def row(self, n: str) -> dict:
+        return self.by_node.get(n) or self.pool_by_node[n]
+
+
+def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
+                rules: Rules) -> tuple[dict | None, float]:
+    """(how the edge was confirmed, or None; its similarity). `sim`: the
+    shingle Jaccard of its two texts (_Shingles.sims)."""
+    a, b = e[0], e[1]
+    exact = c.hashes[a] == c.hashes[b]
+    s = 1.0 if exact else sim
+    # The number overlap only matters between the threshold and the guard.
+    numbers = c.sh.numbers(a, b) if threshold <= s < guard_below else 1.0
+    if exact or confirmed(s, numbers, threshold, min_numbers, guard_below):
+        # Other numbers *and* another answer: a sibling from one template, not a copy.
+        if not exact and other_problem(c.row(a), c.row(b), rules) is not None:
+            return None, s
+        return {"generator": "minhash"}, s
+    if len(e) > 2:
+        cos = e[2] if e[2] is not None else _cosine(c.texts[a], c.texts[b])
+        same, ev = judge_pair(c.row(a), c.row(b), cos, rules)
+        if same:
+            return {"generator": "semantic", "same_problem": ev}, s
+    return None, s
+
+
+def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float,
+                rules: Rules) -> list[tuple]:
+    """(edge, how, similarity) of each confirmed edge, in the order given.
+    Each judgement needs only the edge's two rows, so the batch path judges
+    edges wherever their rows meet (batch/near.py)."""
+    out = []
+    edges = [e for e in edges if e[0] in c.texts and e[1] in c.texts]
+    hashes = c.hashes
+    sims = c.sh.sims(edges)
+    refused = _guard_refusals(c, edges, sims, threshold, min_numbers, guard_below)
+    for k, (e, sim) in enumerate(zip(edges, sims)):
+        # What _judge_edge says of most candidates, without the call: neither
+        # similar nor a copy, or refused by the number guard.
+        if (sim < threshold and len(e) == 2 and hashes[e[0]] != hashes[e[1]]) or k in refused:
+            continue
+        how, s = _judge_edge(c, e, sim, threshold, min_numbers, guard_below, rules)
+        if how is not None:
+            out.append((e, how, s))
+    return out
+
+
+def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float,
+                    guard_below: float) -> set[int]:
+    """Positions of the edges the number guard refuses in _judge_edge
+    (plain, not copies, similar but under guard_below, sharing too few
+    numbers), found on arrays (number_guard.py) and skipped there."""
+    if min_numbers <= FAR_UNDER or not number_guard.enabled:
+        return set()
+    hashes = c.hashes
+    at = [k for k, (e, s) in enumerate(zip(edges, sims))
+          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]]
+    if not at:
+        return set()
+    index: dict = {}
+    ea = np.fromiter((index.setdefault(edges[k][0], len(index)) for k in at), dtype=np.int64, count=len(at))
+    eb = np.fromiter((index.setdefault(edges[k][1], len(index)) for k in at), dtype=np.int64, count=len(at))
+    nodes = list(index)
+    refused = refused_by_numbers(lambda i: c.sh.number_counts(nodes[i]), ea, eb, min_numbers, FAR_UNDER)
+    return {at[k] for k in np.flatnonzero(refused).tolist()}
+
+
+def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
+                 guard_below: float, rules: Rules) -> list[tuple]:
+    """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
+    turned lower node first as judge_edges takes it (the answer check
+    compares in that order), in the order given: the same confirmed edges,
+    for the batch path's edge shards, where the edges come as index arrays
+    in any order of the nodes. The shingle counts of a block come as
+    arrays, and a candidate that is neither a copy nor within FAR_UNDER of
+    the threshold is refused on them (what judge_edges refuses it for),
+    without a node pair, a dict lookup or a rounding of its own (at 1M
+    tasks ~220,000 of them, what the sketches leave of 2.8 million:
+    batch/near.prune_shard). The rest are judged as judge_edges
+    judges them, with their similarity()."""
+    out = []
+    # Python's hash of each content hash, so copies are found with one array
+    # compare: equal hashes always have equal codes, and two other hashes
+    # that share a code only make one more close candidate, which
+    # _judge_edge then judges on the hashes themselves (not a copy, and
+    # under the threshold: refused, as judge_edges refuses it).
+    code = np.fromiter(map(hash, map(c.hashes.__getitem__, names)), dtype=np.int64, count=len(names))
+    for i in range(0, lo.shape[0], _EDGE_BLOCK):
+        a, b = lo[i : i + _EDGE_BLOCK], hi[i : i + _EDGE_BLOCK]
+        used, where = np.unique(np.concatenate([a, b]), return_inverse=True)
+        ea, eb = where[: a.shape[0]], where[a.shape[0] :]
+        texts = list(map(c.texts.__getitem__, map(names.__getitem__, used.tolist())))
+        inter, lens = jaccard_counts(texts, ea, eb, c.sh.p)
+        la, lb = lens[ea], lens[eb]
+        jac, copy = inter / (la + lb - inter), code[a] == code[b]
+        close = (jac >= threshold - FAR_UNDER) | copy
+        if min_numbers > FAR_UNDER and number_guard.enabled:
+            # Similar but surely under guard_below, and sharing surely too
+            # few numbers: refused by the number guard (one template's
+            # siblings: nearly every candidate of a templated delivery).
+            g = np.flatnonzero(close & ~copy & (jac < guard_below - FAR_UNDER))
+            block = used.tolist()
+            refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
+                                         FAR_UNDER)
+            close[g[refused]] = False
+        for k in np.flatnonzero(close).tolist():
+            x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])
+            e = _pair((names[a[k]], names[b[k]]))
+            how, s = _judge_edge(c, e, similarity(x, sa, sb), threshold, min_numbers, guard_below, rules)
+            if how is not None:
+                out.append((e, how, s))
+    return out
+
+
+def best_links(confirmed: list[tuple]) -> dict:
+    """node -> (neighbour, similarity, how) of its best confirmed edge:
+    MinHash edges first, then the most similar, then the first in order."""
+    via: dict = {}
+    for e, how, s in confirmed:
+        for x, y in ((e[0], e[1]), (e[1], e[0])):
+            if x not in via or (how["generator"] == "minhash", s) > (via[x][2]["generator"] == "minhash", via[x][1]):
+                via[x] = (y, s, how)
+    return via
+
+
+def _cosine(a: str, b: str) -> float:
+    from tasksieve.transforms.same_problem.embed import get_model
+
+    va, vb = get_model().encode([a, b])
+    return float(va @ vb)
