@@ -21,9 +21,22 @@ import duckdb
 import pyarrow.parquet as pq
 
 # Differ between any two runs of one job (ids, clocks, durations).
-VOLATILE = {"run_id", "reused_from_run", "started_at", "finished_at", "wall_seconds", "engine_seconds",
-            "sampling_wall_seconds", "engine_busy_fraction", "gen_seconds", "verify_seconds", "judge_seconds",
-            "figures", "selection_id", "created"}
+VOLATILE = {
+    "run_id",
+    "reused_from_run",
+    "started_at",
+    "finished_at",
+    "wall_seconds",
+    "engine_seconds",
+    "sampling_wall_seconds",
+    "engine_busy_fraction",
+    "gen_seconds",
+    "verify_seconds",
+    "judge_seconds",
+    "figures",
+    "selection_id",
+    "created",
+}
 FILES = ("results", "learnable", "attempts", "quarantine", "costs")
 
 
@@ -52,8 +65,12 @@ def _diff(name: str, a: list[dict], b: list[dict]) -> str:
 def _tables(out: Path) -> dict[str, list[dict]]:
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     try:
-        names = [r[0] for r in con.execute("select table_name from information_schema.tables "
-                                           "where table_type = 'BASE TABLE' order by 1").fetchall()]
+        names = [
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_type = 'BASE TABLE' order by 1"
+            ).fetchall()
+        ]
         out = {}
         for n in names:
             cur = con.execute(f'select * from "{n}"')
@@ -69,8 +86,9 @@ def compare(a: Path, b: Path) -> list[str]:
     for f in FILES:
         pa_, pb = a / f"{f}.parquet", b / f"{f}.parquet"
         if pa_.exists() or pb.exists():
-            lines.append(_diff(f"{f}.parquet", _mask(pq.read_table(pa_).to_pylist(), a),
-                               _mask(pq.read_table(pb).to_pylist(), b)))
+            lines.append(
+                _diff(f"{f}.parquet", _mask(pq.read_table(pa_).to_pylist(), a), _mask(pq.read_table(pb).to_pylist(), b))
+            )
     ta, tb = _tables(a), _tables(b)
     for n in sorted(set(ta) | set(tb)):
         lines.append(_diff(f"duckdb {n}", _mask(ta.get(n, []), a), _mask(tb.get(n, []), b)))

@@ -42,9 +42,24 @@ from tasksieve.transforms.decontam.index import index_options
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"
-SYNONYMS = {"how": "in what way", "many": "numerous", "each": "every", "buys": "purchases", "has": "owns",
-            "total": "overall", "find": "determine", "what": "which", "the": "a", "is": "equals", "are": "were",
-            "number": "count", "of": "from", "and": "plus", "many?": "numerous?", "per": "for each"}
+SYNONYMS = {
+    "how": "in what way",
+    "many": "numerous",
+    "each": "every",
+    "buys": "purchases",
+    "has": "owns",
+    "total": "overall",
+    "find": "determine",
+    "what": "which",
+    "the": "a",
+    "is": "equals",
+    "are": "were",
+    "number": "count",
+    "of": "from",
+    "and": "plus",
+    "many?": "numerous?",
+    "per": "for each",
+}
 
 
 def reword(text: str) -> str:
@@ -66,16 +81,23 @@ def positives(per: int, rng: random.Random) -> list[tuple[str, str, str]]:
 
 
 def negatives() -> dict[str, list[str]]:
-    code = ("import json\nfrom benchleak.data import load_reference\n"
-            "print(json.dumps(load_reference(domain='math') + load_reference()))")
+    code = (
+        "import json\nfrom benchleak.data import load_reference\n"
+        "print(json.dumps(load_reference(domain='math') + load_reference()))"
+    )
     out = {}
     if PEERS_PY.exists():
-        out["benchleak control set"] = json.loads(subprocess.run([str(PEERS_PY), "-c", code], capture_output=True,
-                                                                 text=True, check=True).stdout)
+        out["benchleak control set"] = json.loads(
+            subprocess.run([str(PEERS_PY), "-c", code], capture_output=True, text=True, check=True).stdout
+        )
     import reasoning_gym as rg
 
-    out["reasoning-gym arithmetic"] = [x["question"] for x in rg.create_dataset(
-        "basic_arithmetic", size=500, seed=7, min_terms=2, max_terms=5, min_digits=1, max_digits=3)]
+    out["reasoning-gym arithmetic"] = [
+        x["question"]
+        for x in rg.create_dataset(
+            "basic_arithmetic", size=500, seed=7, min_terms=2, max_terms=5, min_digits=1, max_digits=3
+        )
+    ]
     return out
 
 
@@ -97,7 +119,7 @@ def print_confirmation_cost(rates: dict) -> None:
     off = next(k for k in labels if k.startswith("tasksieve words only"))
     print(f"\nconfirmation ON vs OFF (OFF = {off}), tasks/s and ratio to OFF")
     print(f"{'setting':<56}{'positives/s':>12}{'ratio':>7}{'clean/s':>10}{'ratio':>7}")
-    for k in labels[labels.index(off):]:
+    for k in labels[labels.index(off) :]:
         (r, c), (r0, c0) = rates[k], rates[off]
         print(f"{k:<56}{r:>12,.1f}{r / r0:>7.3f}{c:>10,.1f}{c / c0:>7.3f}")
 
@@ -121,13 +143,18 @@ def main() -> None:
         ("13-gram only (lm-eval-harness)", 13, only),
         ("12-gram only (datatrove)", 12, only),
         ("8-gram only (open-r1)", 8, only),
-        (f"tasksieve words only ({default.ngram}-gram + short + fuzzy)", default.ngram,
-         dict(index_options(default), confirm=False, semantic=False)),
+        (
+            f"tasksieve words only ({default.ngram}-gram + short + fuzzy)",
+            default.ngram,
+            dict(index_options(default), confirm=False, semantic=False),
+        ),
         ("tasksieve confirmed, semantic = false", default.ngram, dict(index_options(default), semantic=False)),
         ("tasksieve same-problem (default: + meaning, confirmed)", default.ngram, index_options(default)),
     ]
-    print(f"positives: {len(pos)} benchmark items ({', '.join(benches)}), each verbatim and reworded; "
-          f"negatives: " + ", ".join(f"{k} ({len(v)})" for k, v in negs.items()))
+    print(
+        f"positives: {len(pos)} benchmark items ({', '.join(benches)}), each verbatim and reworded; "
+        f"negatives: " + ", ".join(f"{k} ({len(v)})" for k, v in negs.items())
+    )
     head = f"{'setting':<56}{'verbatim':>9}{'reworded':>9}" + "".join(f"{'FP ' + k.split()[0]:>18}" for k in negs)
     print(head + f"{'tasks/s':>9}{'ratio':>7}{'clean/s':>10}{'ratio':>7}")
     base = neg_base = None
@@ -147,8 +174,11 @@ def main() -> None:
         neg_rate = n_neg / (time.perf_counter() - t0)
         neg_base = neg_base or neg_rate
         rates[label] = (rate, neg_rate)
-        print(f"{label:<56}{v / len(pos):>9.3f}{r / len(pos):>9.3f}" + "".join(f"{x:>18}" for x in fps)
-              + f"{rate:>9,.0f}{rate / base:>7.2f}{neg_rate:>10,.0f}{neg_rate / neg_base:>7.2f}")
+        print(
+            f"{label:<56}{v / len(pos):>9.3f}{r / len(pos):>9.3f}"
+            + "".join(f"{x:>18}" for x in fps)
+            + f"{rate:>9,.0f}{rate / base:>7.2f}{neg_rate:>10,.0f}{neg_rate / neg_base:>7.2f}"
+        )
     print_confirmation_cost(rates)
     sample = next(t for t in reworded if re.search(r"\d", t))
     print("\nexample reworded item:", sample[:240].replace("\n", " "), "...")

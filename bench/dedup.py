@@ -83,7 +83,7 @@ def plant(kind: str, text: str, rng: random.Random, bank: list[str]) -> str:
         m = nums[rng.randrange(len(nums))] if nums else None
         if m is None:
             return text + " 7"
-        return text[: m.start()] + str(int(m.group()) + rng.randint(1, 9)) + text[m.end():]
+        return text[: m.start()] + str(int(m.group()) + rng.randint(1, 9)) + text[m.end() :]
     if kind == "name":
         caps = sorted(set(_CAP.findall(text)))
         old = caps[rng.randrange(len(caps))] if caps else text.split()[0]
@@ -123,14 +123,26 @@ def make_pool(n: int, folder: Path, seed: int = 0, templates: int = 0) -> dict:
         k = rng.randint(2, 5)
         text = rng.choice(fixed) if fixed else " ".join(rng.choice(bank) for _ in range(k))
         text = _NUM.sub(lambda m: str(rng.randint(2, 999)), text)
-        rows.append({"task_id": f"t{i:07d}", "prompt": text, "answer": str(rng.randint(1, 999)),
-                     "created_at": "2026-01-01T00:00:00Z"})
+        rows.append(
+            {
+                "task_id": f"t{i:07d}",
+                "prompt": text,
+                "answer": str(rng.randint(1, 999)),
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+        )
     planted = {}
     for j, o in enumerate(originals):
         kind = KINDS[j % len(KINDS)]
         tid = f"p{j:07d}"
-        rows.append({"task_id": tid, "prompt": plant(kind, rows[o]["prompt"], rng, bank), "answer": rows[o]["answer"],
-                     "created_at": "2026-02-01T00:00:00Z"})
+        rows.append(
+            {
+                "task_id": tid,
+                "prompt": plant(kind, rows[o]["prompt"], rng, bank),
+                "answer": rows[o]["answer"],
+                "created_at": "2026-02-01T00:00:00Z",
+            }
+        )
         planted[tid] = (rows[o]["task_id"], kind)
     rng.shuffle(rows)
     folder.mkdir(parents=True, exist_ok=True)
@@ -161,10 +173,14 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 def measure(cmd: list[str], env: dict | None = None, ok: tuple = (0,)) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of a child process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r") as measured:
-        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, measured.name, *cmd], stdout=out, stderr=err,
-                                env=env or os.environ.copy(), cwd=ROOT)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as measured:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, measured.name, *cmd],
+            stdout=out,
+            stderr=err,
+            env=env or os.environ.copy(),
+            cwd=ROOT,
+        )
         code = proc.wait()
         out.seek(0)
         err.seek(0)
@@ -185,8 +201,12 @@ def score(removed: set[str], planted: dict) -> dict:
         total[kind] += 1
         caught[kind] += (copy in removed) != (orig in removed)
     tp = sum(1 for r in removed if r in partner and partner[r] not in removed)
-    return {"recall": sum(caught.values()) / len(planted), "precision": tp / len(removed) if removed else 1.0,
-            "by_kind": {k: caught[k] / total[k] for k in KINDS}, "removed": len(removed)}
+    return {
+        "recall": sum(caught.values()) / len(planted),
+        "precision": tp / len(removed) if removed else 1.0,
+        "by_kind": {k: caught[k] / total[k] for k in KINDS},
+        "removed": len(removed),
+    }
 
 
 _TS_CONFIG = """
@@ -209,8 +229,9 @@ def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = T
     out = work / f"ts-out-{tag}"
     shutil.rmtree(out, ignore_errors=True)  # a repeat starts fresh, never resumes
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out),
-                            "--config", str(cfg)], env)
+    wall, rss, _ = measure(
+        [str(ROOT / ".venv/bin/tasksieve"), "dedup", "--input", str(data), "--out", str(out), "--config", str(cfg)], env
+    )
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -226,12 +247,25 @@ def run_validate(data: Path, work: Path) -> tuple[float, float]:
     the bundled profile with its [dedup]/[decontam] sections set as _TS_CONFIG."""
     default = (ROOT / "schemas/profiles/default.toml").read_text()
     profile = work / "bench-profile.toml"
-    profile.write_text(default[: default.index("\n[decontam]") + 1]
-                       + "[dedup]\nsemantic = false\n[decontam]\nbenchmarks = []\nfuzzy = false\n")
+    profile.write_text(
+        default[: default.index("\n[decontam]") + 1]
+        + "[dedup]\nsemantic = false\n[decontam]\nbenchmarks = []\nfuzzy = false\n"
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    wall, rss, _ = measure([str(ROOT / ".venv/bin/tasksieve"), "validate", *map(str, sorted(data.glob("*.jsonl"))),
-                            "--profile", str(profile), "--out", str(work / "validate-out"), "--no-data-docs"],
-                           env, ok=(0, 1))
+    wall, rss, _ = measure(
+        [
+            str(ROOT / ".venv/bin/tasksieve"),
+            "validate",
+            *map(str, sorted(data.glob("*.jsonl"))),
+            "--profile",
+            str(profile),
+            "--out",
+            str(work / "validate-out"),
+            "--no-data-docs",
+        ],
+        env,
+        ok=(0, 1),
+    )
     return wall, rss
 
 
@@ -240,15 +274,17 @@ def ensure_peers() -> None:
         return
     print("creating .venv-peers for datatrove/rensa/benchleak (once) ...", file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True)
-    subprocess.run([str(PEERS_PY), "-m", "pip", "install", "-q", "-r", str(ROOT / "bench/requirements-peers.txt")],
-                   check=True)
+    subprocess.run(
+        [str(PEERS_PY), "-m", "pip", "install", "-q", "-r", str(ROOT / "bench/requirements-peers.txt")], check=True
+    )
 
 
 def run_datatrove(data: Path, work: Path):
     ensure_peers()
     shutil.rmtree(work / "dt", ignore_errors=True)  # datatrove skips the tasks its logs call done
-    wall, rss, out = measure([str(PEERS_PY), str(ROOT / "bench/peers/datatrove_minhash.py"), str(data),
-                              str(work / "dt"), str(SHARDS)])
+    wall, rss, out = measure(
+        [str(PEERS_PY), str(ROOT / "bench/peers/datatrove_minhash.py"), str(data), str(work / "dt"), str(SHARDS)]
+    )
     return wall, rss, set(json.loads(out.strip().splitlines()[-1])["removed"])
 
 
@@ -317,9 +353,11 @@ def signature_speed(data: Path, n: int = 5000) -> list[tuple[str, float]]:
         m.update_batch([t[i : i + 5].encode() for i in range(max(1, len(t) - 4))])
     out.append(("datasketch 2.0 (update_batch)", n / (time.perf_counter() - t0)))
     if PEERS_PY.exists():
-        code = ("import json,sys,time\nfrom rensa import RMinHash\nts=json.load(open(sys.argv[1]))\nt0=time.perf_counter()\n"
-                "for t in ts:\n    m=RMinHash(num_perm=100, seed=1); m.update([t[i:i+5] for i in range(max(1,len(t)-4))])\n"
-                "print(len(ts)/(time.perf_counter()-t0))")
+        code = (
+            "import json,sys,time\nfrom rensa import RMinHash\nts=json.load(open(sys.argv[1]))\nt0=time.perf_counter()\n"
+            "for t in ts:\n    m=RMinHash(num_perm=100, seed=1); m.update([t[i:i+5] for i in range(max(1,len(t)-4))])\n"
+            "print(len(ts)/(time.perf_counter()-t0))"
+        )
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(norm, fh)
         try:
@@ -336,9 +374,11 @@ def bench(n: int, work: Path, args, templates: int = 0) -> None:
     planted = make_pool(n, data, templates=templates)
     made = f" from {templates} templates" if templates else ""
     print(f"\n== {n:,} tasks{made} ({len(planted):,} planted copies), pool built in {time.perf_counter() - t0:.0f}s")
-    tools = {"DuckDB exact (floor)": lambda: run_floor(_DUCKDB, data),
-             "pyarrow exact": lambda: run_floor(_PYARROW, data),
-             "tasksieve dedup, MinHash only": lambda: run_tasksieve(data, work, semantic=False)}
+    tools = {
+        "DuckDB exact (floor)": lambda: run_floor(_DUCKDB, data),
+        "pyarrow exact": lambda: run_floor(_PYARROW, data),
+        "tasksieve dedup, MinHash only": lambda: run_tasksieve(data, work, semantic=False),
+    }
     if n <= args.semantic_max:  # the meaning stage embeds prompts: ~15/s on a loaded core
         tools["tasksieve dedup, + meaning stage"] = lambda: run_tasksieve(data, work)
     if n <= args.rows_max:  # the reference path: one Beam element per row, memory linear in the pool
@@ -350,8 +390,9 @@ def bench(n: int, work: Path, args, templates: int = 0) -> None:
         for name, run in tools.items():
             runs[name].append(run())
     # The median wall time, the largest peak, the decisions of the last run (they never vary).
-    results = {name: (statistics.median(r[0] for r in rs), max(r[1] for r in rs), rs[-1][2])
-               for name, rs in runs.items()}
+    results = {
+        name: (statistics.median(r[0] for r in rs), max(r[1] for r in rs), rs[-1][2]) for name, rs in runs.items()
+    }
     # Every run's wall time too: on a shared machine two runs of one tool
     # can differ by 10%, more than a change being measured.
     each = {name: ", ".join(f"{r[0]:.1f}" for r in rs) for name, rs in runs.items()}
@@ -359,14 +400,18 @@ def bench(n: int, work: Path, args, templates: int = 0) -> None:
         print(f"(median wall time of {args.repeat} runs of each tool, in rounds)")
     base = n / results["DuckDB exact (floor)"][0]
     dt = results.get("datatrove MinHash (5-word, 14x8)")
-    print(f"{'tool':<34}{'tasks/s':>10}{'vs DuckDB':>10}{'vs datatrove':>13}{'peak MiB':>10}{'recall':>8}"
-          f"{'precision':>10}  recall by kind " + " ".join(KINDS) + "  wall s, each run")
+    print(
+        f"{'tool':<34}{'tasks/s':>10}{'vs DuckDB':>10}{'vs datatrove':>13}{'peak MiB':>10}{'recall':>8}"
+        f"{'precision':>10}  recall by kind " + " ".join(KINDS) + "  wall s, each run"
+    )
     for name, (wall, rss, removed) in results.items():
         sc = score(removed, planted)
         kinds = " ".join(f"{sc['by_kind'][k]:.3f}" for k in KINDS)
         vs_dt = f"{dt[0] / wall:>13.3f}" if dt else f"{'':>13}"
-        print(f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>10.3f}{vs_dt}{rss:>10,.0f}{sc['recall']:>8.3f}"
-              f"{sc['precision']:>10.3f}  {kinds}  {each[name]}")
+        print(
+            f"{name:<34}{n / wall:>10,.0f}{n / wall / base:>10.3f}{vs_dt}{rss:>10,.0f}{sc['recall']:>8.3f}"
+            f"{sc['precision']:>10.3f}  {kinds}  {each[name]}"
+        )
     if args.validate_rows:
         part = work / "validate-slice"  # the first rows of the pool, as one delivery file
         part.mkdir()
@@ -382,28 +427,49 @@ def bench(n: int, work: Path, args, templates: int = 0) -> None:
         wall, rss = run_validate(part, work)
         (work / "validate-dedup").mkdir()
         dedup_wall = run_tasksieve(part, work / "validate-dedup", semantic=False)[0]
-        print(f"tasksieve validate on a {rows:,}-row delivery: {wall:.1f}s, peak {rss:,.0f} MiB; "
-              f"tasksieve dedup on the same file: {dedup_wall:.1f}s")
+        print(
+            f"tasksieve validate on a {rows:,}-row delivery: {wall:.1f}s, peak {rss:,.0f} MiB; "
+            f"tasksieve dedup on the same file: {dedup_wall:.1f}s"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tasks", type=int, nargs="*", default=[100_000], help="pool sizes (default 100,000; none: "
-                    "only --templated pools)")
+    ap.add_argument(
+        "--tasks",
+        type=int,
+        nargs="*",
+        default=[100_000],
+        help="pool sizes (default 100,000; none: only --templated pools)",
+    )
     ap.add_argument("--skip-datatrove", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tool per pool; the median is shown (default 1)")
     ap.add_argument("--work", help="scratch folder (default: a temporary one)")
-    ap.add_argument("--semantic-max", type=int, default=20_000,
-                    help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)")
-    ap.add_argument("--rows-max", type=int, default=100_000,
-                    help="largest pool for the reference (row) path (default 100,000)")
-    ap.add_argument("--templated", type=int, nargs="*", default=[],
-                    help="also pools of these sizes whose originals fill --templates templates, each with its own "
-                         "numbers and answer (a generated delivery; default none)")
+    ap.add_argument(
+        "--semantic-max",
+        type=int,
+        default=20_000,
+        help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)",
+    )
+    ap.add_argument(
+        "--rows-max", type=int, default=100_000, help="largest pool for the reference (row) path (default 100,000)"
+    )
+    ap.add_argument(
+        "--templated",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also pools of these sizes whose originals fill --templates templates, each with its own "
+        "numbers and answer (a generated delivery; default none)",
+    )
     ap.add_argument("--templates", type=int, default=50, help="templates of a --templated pool (default 50)")
-    ap.add_argument("--validate-rows", type=int, default=10_000,
-                    help="time `tasksieve validate` and `tasksieve dedup` on a delivery of this many rows of each pool "
-                         "(0: not at all; validate runs every task's verifier against the hack probes)")
+    ap.add_argument(
+        "--validate-rows",
+        type=int,
+        default=10_000,
+        help="time `tasksieve validate` and `tasksieve dedup` on a delivery of this many rows of each pool "
+        "(0: not at all; validate runs every task's verifier against the hack probes)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         for n in args.tasks:

@@ -33,18 +33,31 @@ def worker(setting: dict, n: int, max_tokens: int) -> dict:
 
     from tasksieve.pipeline.setup.models import ensure_default_model
 
-    llm = LLM(model=str(ensure_default_model()), dtype=setting.get("dtype", "float32"), max_model_len=1024,
-              enforce_eager=True, kv_cache_memory_bytes=1 << 30, max_num_batched_tokens=65536, max_num_seqs=256)
+    llm = LLM(
+        model=str(ensure_default_model()),
+        dtype=setting.get("dtype", "float32"),
+        max_model_len=1024,
+        enforce_eager=True,
+        kv_cache_memory_bytes=1 << 30,
+        max_num_batched_tokens=65536,
+        max_num_seqs=256,
+    )
     tok = llm.get_tokenizer()
     prompts = [
         tok.apply_chat_template(
-            [{"role": "system", "content": "Solve step by step, then give the final answer as \\boxed{answer}."},
-             {"role": "user", "content": f"Calculate {2 + i % 8} + {3 + i % 5}."}],
-            tokenize=False, add_generation_prompt=True)
+            [
+                {"role": "system", "content": "Solve step by step, then give the final answer as \\boxed{answer}."},
+                {"role": "user", "content": f"Calculate {2 + i % 8} + {3 + i % 5}."},
+            ],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
         for i in range(n)
     ]
-    params = [SamplingParams(temperature=0.8, top_p=setting.get("top_p", 1.0), max_tokens=max_tokens, seed=1000 + i)
-              for i in range(n)]
+    params = [
+        SamplingParams(temperature=0.8, top_p=setting.get("top_p", 1.0), max_tokens=max_tokens, seed=1000 + i)
+        for i in range(n)
+    ]
     llm.generate(prompts[:2], params[:2], use_tqdm=False)  # warm-up
     step = -(-n // setting.get("split", 1))
     t0 = time.perf_counter()
@@ -68,10 +81,21 @@ def main() -> None:
     rows = {}
     for name, setting in SETTINGS.items():
         proc = subprocess.run(
-            [sys.executable, __file__, "--worker", json.dumps(setting), "--requests", str(args.requests),
-             "--max-tokens", str(args.max_tokens)], capture_output=True, text=True)
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                json.dumps(setting),
+                "--requests",
+                str(args.requests),
+                "--max-tokens",
+                str(args.max_tokens),
+            ],
+            capture_output=True,
+            text=True,
+        )
         line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
-        rows[name] = json.loads(line[len("RESULT "):]) if line else None
+        rows[name] = json.loads(line[len("RESULT ") :]) if line else None
     base = rows[next(iter(SETTINGS))]
     print(f"{'setting':<40}{'tokens/s':>10}{'ratio':>8}{'distinct samples':>18}")
     for name, r in rows.items():

@@ -36,7 +36,7 @@ def before(completion: str, prompt: str) -> list[str]:
     if boxed:
         return [boxed[-1]]
     for m in reversed(list(vm._ANSWER_PHRASE.finditer(completion))):
-        tail = completion[m.end():].strip()
+        tail = completion[m.end() :].strip()
         line = (tail.splitlines()[0] if tail else "").strip().rstrip(".").strip().strip("$").strip()
         if line and vm._HAS_MATH.search(line):
             return [line]
@@ -61,16 +61,23 @@ def current_prompt_numbers(completion: str, prompt: str) -> list[str]:
     return vm.extract_final_answers(completion, "")[0]
 
 
-RULES = {"before": before, "boxed+phrase": boxed_phrase, "current": current,
-         "current, prompt numbers allowed": current_prompt_numbers}
+RULES = {
+    "before": before,
+    "boxed+phrase": boxed_phrase,
+    "current": current,
+    "current, prompt numbers allowed": current_prompt_numbers,
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", help="a finished run's output folder")
     args = ap.parse_args()
-    results = {r["content_hash"]: r for r in pq.read_table(f"{args.out}/results.parquet").to_pylist()
-               if r.get("content_hash") and r["domain"] == "math" and r["n_attempts"]}
+    results = {
+        r["content_hash"]: r
+        for r in pq.read_table(f"{args.out}/results.parquet").to_pylist()
+        if r.get("content_hash") and r["domain"] == "math" and r["n_attempts"]
+    }
     attempts = [a for a in pq.read_table(f"{args.out}/attempts.parquet").to_pylist() if a["content_hash"] in results]
     cache: dict[tuple, bool] = {}
     print(f"{len(results)} math tasks sampled, {len(attempts)} attempts ({args.out})")
@@ -85,8 +92,11 @@ def main() -> None:
             for ans in answers:
                 key = (task["answer"], ans)
                 if key not in cache:
-                    cache[key] = bool(vm.ask_with_deadline({"op": "math", "reference": task["answer"],
-                                                             "candidate": ans[:vm.MAX_CANDIDATE_CHARS]}, 5.0)["ok"])
+                    cache[key] = bool(
+                        vm.ask_with_deadline(
+                            {"op": "math", "reference": task["answer"], "candidate": ans[: vm.MAX_CANDIDATE_CHARS]}, 5.0
+                        )["ok"]
+                    )
                 ok = ok and cache[key]
             passing += ok
             outcomes[a["content_hash"]].append(ok)

@@ -23,15 +23,20 @@ import tempfile
 import time
 from pathlib import Path
 
-PHRASES = ["Calculate {e}.", "What is {e}?", "Compute the value of {e} and explain each step.",
-           "A vendor asks: evaluate {e}, then state the result in words."]
+PHRASES = [
+    "Calculate {e}.",
+    "What is {e}?",
+    "Compute the value of {e} and explain each step.",
+    "A vendor asks: evaluate {e}, then state the result in words.",
+]
 
 
 def make_pool(path: Path, n: int) -> None:
     import reasoning_gym as rg
 
-    items = rg.create_dataset("basic_arithmetic", size=min(n, 20000), seed=7, min_terms=2, max_terms=5,
-                              min_digits=1, max_digits=4)
+    items = rg.create_dataset(
+        "basic_arithmetic", size=min(n, 20000), seed=7, min_terms=2, max_terms=5, min_digits=1, max_digits=4
+    )
     exprs = [x["metadata"]["expression"] for x in items]
     rng = random.Random(0)
     with open(path, "w") as fh:
@@ -40,8 +45,19 @@ def make_pool(path: Path, n: int) -> None:
             j = rng.randrange(i) if dup else i
             e = exprs[j % len(exprs)]
             prompt = PHRASES[j % len(PHRASES)].format(e=e) + ("" if j < len(exprs) else f" (variant {j // len(exprs)})")
-            fh.write(json.dumps({"task_id": f"t{i}", "source": f"vendor_{i % 3}", "domain": "rubric", "prompt": prompt,
-                                 "rubric": [" "], "expert_minutes": 3}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "task_id": f"t{i}",
+                        "source": f"vendor_{i % 3}",
+                        "domain": "rubric",
+                        "prompt": prompt,
+                        "rubric": [" "],
+                        "expert_minutes": 3,
+                    }
+                )
+                + "\n"
+            )
 
 
 class _NoEngine:
@@ -76,17 +92,29 @@ def one(pool: Path, runner: str | None, workers: int) -> dict:
             address = stack.enter_context(dask_cluster(None, workers))
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
-            fig = run([str(pool)], str(out), RunConfig(), runner, [], backend_factory=no_engine,
-                      dask_address=address, dask_workers=workers)
+            fig = run(
+                [str(pool)],
+                str(out),
+                RunConfig(),
+                runner,
+                [],
+                backend_factory=no_engine,
+                dask_address=address,
+                dask_workers=workers,
+            )
         wall = time.perf_counter() - t0
         if address:
             from distributed import Client
 
             with Client(address) as client:
                 worker_rss = list(client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
-    return {"wall": wall, "rows": fig["rows_in"], "dropped": fig["dropped"],
-            "driver_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "worker_mb": [r / 1024 for r in worker_rss]}
+    return {
+        "wall": wall,
+        "rows": fig["rows_in"],
+        "dropped": fig["dropped"],
+        "driver_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_mb": [r / 1024 for r in worker_rss],
+    }
 
 
 def main() -> None:
@@ -105,11 +133,18 @@ def main() -> None:
     make_pool(pool, args.tasks)
     rows = {}
     # Each configuration in its own process, so peak memory is its own.
-    for label, runner, workers in [("inprocess", "inprocess", 1), ("dask, 1 worker", "dask", 1), ("dask, 2 workers", "dask", 2)]:
-        proc = subprocess.run([sys.executable, __file__, "--one", runner, str(workers), "--pool", str(pool)],
-                              capture_output=True, text=True)
+    for label, runner, workers in [
+        ("inprocess", "inprocess", 1),
+        ("dask, 1 worker", "dask", 1),
+        ("dask, 2 workers", "dask", 2),
+    ]:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--one", runner, str(workers), "--pool", str(pool)],
+            capture_output=True,
+            text=True,
+        )
         line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
-        rows[label] = json.loads(line[len("RESULT "):]) if line else None
+        rows[label] = json.loads(line[len("RESULT ") :]) if line else None
         if line is None:
             print(f"{label} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
     base = rows["inprocess"]

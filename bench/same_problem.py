@@ -76,7 +76,12 @@ def run_decontam(look, rew, trans):
         t0 = time.perf_counter()
         flagged = {r["task_id"]: index.judge(r) for r in look + rew + trans}
         per_task = (time.perf_counter() - t0) / (len(look) + len(rew) + len(trans))
-        row = {"setting": label, "seconds_per_task": round(per_task, 4), "lookalikes_dropped": {}, "rewordings_caught": {}}
+        row = {
+            "setting": label,
+            "seconds_per_task": round(per_task, 4),
+            "lookalikes_dropped": {},
+            "rewordings_caught": {},
+        }
         for group, rows, key in ((look, "lookalikes_dropped", None), (rew + trans, "rewordings_caught", None)):
             by_kind: Counter = Counter()
             tot: Counter = Counter()
@@ -84,7 +89,9 @@ def run_decontam(look, rew, trans):
                 tot[r["kind"]] += 1
                 hit = flagged[r["task_id"]]
                 if rows == "rewordings_caught" and hit is not None:
-                    hit = hit if hit["benchmark_item"] in (r["benchmark_item"], r["benchmark_item"] + "/answer") else None
+                    hit = (
+                        hit if hit["benchmark_item"] in (r["benchmark_item"], r["benchmark_item"] + "/answer") else None
+                    )
                 by_kind[r["kind"]] += hit is not None
             row[rows] = {k: [by_kind[k], tot[k]] for k in tot}
         lk = row["lookalikes_dropped"]
@@ -123,8 +130,12 @@ def datatrove_real(pairs) -> tuple[list[bool], float] | None:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "pairs.json"
         src.write_text(json.dumps([[{"task_id": t["task_id"], "prompt": t["prompt"]} for t in pr] for pr in pairs]))
-        r = subprocess.run([str(PEERS_PY), str(ROOT / "bench/peers/datatrove_pairs.py"), str(src), str(Path(tmp) / "w")],
-                           capture_output=True, text=True, cwd=ROOT)
+        r = subprocess.run(
+            [str(PEERS_PY), str(ROOT / "bench/peers/datatrove_pairs.py"), str(src), str(Path(tmp) / "w")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
     if r.returncode != 0:
         print(f"(real datatrove failed, falling back to the re-implementation:\n{r.stderr[-2000:]})")
         return None
@@ -138,9 +149,13 @@ def _near_row(label, verdicts, secs, pp, sib) -> dict:
     for (a, _), v in zip(pp, verdicts):
         tot[a["kind"]] += 1
         caught[a["kind"]] += v
-    return {"setting": label, "paraphrases_caught": {k: [caught[k], tot[k]] for k in tot},
-            "paraphrase_recall": round(sum(caught.values()) / len(pp), 4),
-            "siblings_broken": [sum(verdicts[len(pp):]), len(sib)], "seconds_per_pair": round(secs, 4)}
+    return {
+        "setting": label,
+        "paraphrases_caught": {k: [caught[k], tot[k]] for k in tot},
+        "paraphrase_recall": round(sum(caught.values()) / len(pp), 4),
+        "siblings_broken": [sum(verdicts[len(pp) :]), len(sib)],
+        "seconds_per_pair": round(secs, 4),
+    }
 
 
 def run_near(pp, sib, real_datatrove: bool = True):
@@ -181,8 +196,12 @@ def _fmt(v):
     return f"{v[0]}/{v[1]}"
 
 
-MINIMUMS = {"clean look-alikes": 150, "rewordings (translations excluded)": 60, "paraphrase pairs": 50,
-            "template-sibling pairs": 50}
+MINIMUMS = {
+    "clean look-alikes": 150,
+    "rewordings (translations excluded)": 60,
+    "paraphrase pairs": 50,
+    "template-sibling pairs": 50,
+}
 
 
 def check_targets(counts: dict, dec: list, near: list) -> list[tuple[str, str, bool]]:
@@ -193,12 +212,17 @@ def check_targets(counts: dict, dec: list, near: list) -> list[tuple[str, str, b
     d = next(r for r in dec if r["setting"].startswith("tasksieve same-problem"))
     n = next(r for r in near if r["setting"].startswith("tasksieve same-problem"))
     tr = d["translation_recall"]
-    out += [("rewording recall >= 0.95 (translations excluded)", f"{d['rewording_recall']:.3f}",
-             d["rewording_recall"] >= 0.95),
-            ("translations caught (reported apart, no target)", _fmt(tr), None),
-            ("clean look-alikes dropped <= 5%", f"{100 * d['lookalike_drop_rate']:.1f}%", d["lookalike_drop_rate"] <= 0.05),
-            ("paraphrase recall >= 0.90", f"{n['paraphrase_recall']:.3f}", n["paraphrase_recall"] >= 0.90),
-            ("template-sibling pairs broken = 0", _fmt(n["siblings_broken"]), n["siblings_broken"][0] == 0)]
+    out += [
+        (
+            "rewording recall >= 0.95 (translations excluded)",
+            f"{d['rewording_recall']:.3f}",
+            d["rewording_recall"] >= 0.95,
+        ),
+        ("translations caught (reported apart, no target)", _fmt(tr), None),
+        ("clean look-alikes dropped <= 5%", f"{100 * d['lookalike_drop_rate']:.1f}%", d["lookalike_drop_rate"] <= 0.05),
+        ("paraphrase recall >= 0.90", f"{n['paraphrase_recall']:.3f}", n["paraphrase_recall"] >= 0.90),
+        ("template-sibling pairs broken = 0", _fmt(n["siblings_broken"]), n["siblings_broken"][0] == 0),
+    ]
     return out
 
 
@@ -209,14 +233,19 @@ def print_decontam(dec: list) -> None:
     print(f"{'setting':<36}{'all':>9}" + "".join(f"{k[:14]:>16}" for k in kinds_l) + f"{'s/task':>9}")
     for r in dec:
         lk = r["lookalikes_dropped"]
-        print(f"{r['setting']:<36}{r['lookalike_drop_rate']:>9.3f}" + "".join(f"{_fmt(lk[k]):>16}" for k in kinds_l)
-              + f"{r['seconds_per_task']:>9.3f}")
+        print(
+            f"{r['setting']:<36}{r['lookalike_drop_rate']:>9.3f}"
+            + "".join(f"{_fmt(lk[k]):>16}" for k in kinds_l)
+            + f"{r['seconds_per_task']:>9.3f}"
+        )
     print("\nDecontamination: rewordings caught (higher is better); translations (es/fr/de) apart")
     print(f"{'setting':<36}{'recall':>8}{'transl.':>9}" + "".join(f"{k[:12]:>14}" for k in kinds_r))
     for r in dec:
         rw = r["rewordings_caught"]
-        print(f"{r['setting']:<36}{r['rewording_recall']:>8.3f}{_fmt(r['translation_recall']):>9}"
-              + "".join(f"{_fmt(rw[k]):>14}" for k in kinds_r))
+        print(
+            f"{r['setting']:<36}{r['rewording_recall']:>8.3f}{_fmt(r['translation_recall']):>9}"
+            + "".join(f"{_fmt(rw[k]):>14}" for k in kinds_r)
+        )
 
 
 def print_near(near: list, agree) -> None:
@@ -225,8 +254,11 @@ def print_near(near: list, agree) -> None:
     print(f"{'setting':<58}{'recall':>8}" + "".join(f"{k:>10}" for k in kinds_p) + f"{'siblings':>10}{'s/pair':>9}")
     for r in near:
         pc = r["paraphrases_caught"]
-        print(f"{r['setting']:<58}{r['paraphrase_recall']:>8.3f}" + "".join(f"{_fmt(pc[k]):>10}" for k in kinds_p)
-              + f"{_fmt(r['siblings_broken']):>10}{r['seconds_per_pair']:>9.3f}")
+        print(
+            f"{r['setting']:<58}{r['paraphrase_recall']:>8.3f}"
+            + "".join(f"{_fmt(pc[k]):>10}" for k in kinds_p)
+            + f"{_fmt(r['siblings_broken']):>10}{r['seconds_per_pair']:>9.3f}"
+        )
     if agree[0] is not None:
         print(f"real datatrove and the re-implementation agree on {agree[0]}/{agree[1]} pairs")
 
@@ -234,14 +266,19 @@ def print_near(near: list, agree) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--skip-datatrove", action="store_true",
-                    help="do not run real datatrove (peers venv); use the re-implemented rule")
+    ap.add_argument(
+        "--skip-datatrove",
+        action="store_true",
+        help="do not run real datatrove (peers venv); use the re-implemented rule",
+    )
     args = ap.parse_args()
     look, rew, trans = cases.lookalikes(), cases.rewordings(), cases.translations()
     pp, sib = cases.paraphrase_pairs(), cases.sibling_pairs()
     counts = dict(zip(MINIMUMS, (len(look), len(rew), len(pp), len(sib))))
-    print(f"hard-case set: {len(look)} clean look-alikes, {len(rew)} rewordings (+{len(trans)} translations), "
-          f"{len(pp)} paraphrase pairs, {len(sib)} template-sibling pairs")
+    print(
+        f"hard-case set: {len(look)} clean look-alikes, {len(rew)} rewordings (+{len(trans)} translations), "
+        f"{len(pp)} paraphrase pairs, {len(sib)} template-sibling pairs"
+    )
     dec = run_decontam(look, rew, trans)
     print_decontam(dec)
     near, agree = run_near(pp, sib, real_datatrove=not args.skip_datatrove)
@@ -251,8 +288,12 @@ def main() -> None:
     for what, got, ok in targets:
         print(f"  {'-' if ok is None else 'holds' if ok else 'FAILS':<7}{what:<52}{got:>10}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"counts": counts, "decontam": dec, "near": near,
-                                               "datatrove_agreement": agree, "targets": targets}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {"counts": counts, "decontam": dec, "near": near, "datatrove_agreement": agree, "targets": targets},
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -78,10 +78,19 @@ def evaluate(tasks: list[tuple[list[int], list[int]]], k: int) -> list[dict]:
         learnable = sum(s == "learnable" for s in statuses)
         agree = sum(s == f for s, f in zip(statuses, fixed_status)) / len(tasks)
         kept = sum(s == f == "learnable" for s, f in zip(statuses, fixed_status))
-        rows.append({"policy": label, "k": k, "attempts": attempts, "learnable": learnable,
-                     "attempts_per_learnable": attempts / learnable if learnable else float("nan"),
-                     "tokens_per_learnable": tokens / learnable if learnable else float("nan"),
-                     "agreement": agree, "learnable_kept": kept, "learnable_fixed": fixed_status.count("learnable")})
+        rows.append(
+            {
+                "policy": label,
+                "k": k,
+                "attempts": attempts,
+                "learnable": learnable,
+                "attempts_per_learnable": attempts / learnable if learnable else float("nan"),
+                "tokens_per_learnable": tokens / learnable if learnable else float("nan"),
+                "agreement": agree,
+                "learnable_kept": kept,
+                "learnable_fixed": fixed_status.count("learnable"),
+            }
+        )
     base = rows[0]
     for r in rows:
         r["attempts_vs_fixed"] = r["attempts"] / base["attempts"]
@@ -91,13 +100,17 @@ def evaluate(tasks: list[tuple[list[int], list[int]]], k: int) -> list[dict]:
 
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    print(f"{'policy':<17}{'k':>3}{'attempts':>9}{'x fixed':>8}{'learnable':>10}{'att/learn':>10}"
-          f"{'tok/learn':>10}{'x fixed':>8}{'agree':>7}{'kept':>9}")
+    print(
+        f"{'policy':<17}{'k':>3}{'attempts':>9}{'x fixed':>8}{'learnable':>10}{'att/learn':>10}"
+        f"{'tok/learn':>10}{'x fixed':>8}{'agree':>7}{'kept':>9}"
+    )
     for r in rows:
-        print(f"{r['policy']:<17}{r['k']:>3}{r['attempts']:>9}{r['attempts_vs_fixed']:>8.2f}{r['learnable']:>10}"
-              f"{r['attempts_per_learnable']:>10.2f}{r['tokens_per_learnable']:>10.0f}"
-              f"{r['tokens_per_learnable_vs_fixed']:>8.2f}{r['agreement']:>7.1%}"
-              f"{r['learnable_kept']:>5}/{r['learnable_fixed']:<3}")
+        print(
+            f"{r['policy']:<17}{r['k']:>3}{r['attempts']:>9}{r['attempts_vs_fixed']:>8.2f}{r['learnable']:>10}"
+            f"{r['attempts_per_learnable']:>10.2f}{r['tokens_per_learnable']:>10.0f}"
+            f"{r['tokens_per_learnable_vs_fixed']:>8.2f}{r['agreement']:>7.1%}"
+            f"{r['learnable_kept']:>5}/{r['learnable_fixed']:<3}"
+        )
 
 
 def real_run(sample: Path, out: Path, mode: str, k: int) -> dict:
@@ -175,18 +188,26 @@ def main() -> int:
             print("\nEngine busy fraction (time inside generate / sampling-stage wall), real runs")
             print(f"{'run':<16}{'attempts':>9}{'engine s':>10}{'busy':>7}{'run wall s':>11}")
             for name, fig in busy.items():
-                print(f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
-                      f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}")
-            results["busy"] = {n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
-                               for n, f in busy.items()}
+                print(
+                    f"{name:<16}{fig['attempts']:>9}{fig['engine_seconds']:>10.1f}"
+                    f"{fig['engine_busy_fraction']:>7.1%}{fig['wall']:>11.1f}"
+                )
+            results["busy"] = {
+                n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
+                for n, f in busy.items()
+            }
     for k in (8, 16):
         sim = simulated_pool(args.sim_tasks, k, pass_tokens, fail_tokens)
         all_pass = sum(all(o) for o, _ in sim) / len(sim)
         rows = evaluate(sim, k)
         results[f"sim_k{k}"] = rows
         print_table(f"Simulated pool, {len(sim)} tasks, {all_pass:.0%} all-pass at k={k}, k={k}", rows)
-    print("\n" + json.dumps({"median_tokens": {"pass": statistics.median(pass_tokens),
-                                               "fail": statistics.median(fail_tokens)}}))
+    print(
+        "\n"
+        + json.dumps(
+            {"median_tokens": {"pass": statistics.median(pass_tokens), "fail": statistics.median(fail_tokens)}}
+        )
+    )
     return 0
 
 

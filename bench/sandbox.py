@@ -44,6 +44,7 @@ def main() -> None:
             sandbox.POOLED = pooled
             res = sandbox.run_cases([CASE], sandbox.Limits(), mode=mode).results[0]
             assert res.passed, res.error
+
         return go
 
     modes = {"plain exec (no isolation)": plain_exec, "rlimit subprocess": sandboxed("rlimit", False)}

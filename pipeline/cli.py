@@ -89,8 +89,9 @@ class _QuietLogs(logging.Filter):
         seen = set()
         while exc is not None and id(exc) not in seen:
             seen.add(id(exc))
-            if type(exc).__name__ in self.QUIET or (isinstance(exc, OSError)
-                                                    and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+            if type(exc).__name__ in self.QUIET or (
+                isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            ):
                 return False
             exc = exc.__cause__ or exc.__context__
         from tasksieve.pipeline.outputs.out_guard import full_disk_traceback
@@ -158,15 +159,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         # Outside the sampling stage (which says what it saved itself).
         if args.command == "run":
-            return _interrupted("interrupted; finished attempts, if any, are in the attempt cache; start the same "
-                                "command again to resume")
+            return _interrupted(
+                "interrupted; finished attempts, if any, are in the attempt cache; start the same "
+                "command again to resume"
+            )
         return _interrupted("interrupted; start the same command again")
 
 
 def _main(args, extra: list[str]) -> int:
-    handlers = {"sample-data": _sample_data, "report": _report, "validate": _validate, "select": _select,
-                "export": _export,
-                "prepare-model": _prepare_model}
+    handlers = {
+        "sample-data": _sample_data,
+        "report": _report,
+        "validate": _validate,
+        "select": _select,
+        "export": _export,
+        "prepare-model": _prepare_model,
+    }
     if args.command in handlers:
         return handlers[args.command](args)
     return _run_or_dedup(args, extra)
@@ -269,9 +277,14 @@ def _config_from_args(args):
         why = check_base_url(args.base_url)
         if why:
             raise UsageError(f"--base-url: {why}")
-    overrides = [(args.model, ("model", "path")), (args.sampling, ("sampling", "mode")),
-                 (args.backend, ("model", "backend")), (args.base_url, ("model", "openai", "base_url")),
-                 (args.attempt_cache, ("attempt_cache",)), (getattr(args, "graded", None), ("judge", "graded"))]
+    overrides = [
+        (args.model, ("model", "path")),
+        (args.sampling, ("sampling", "mode")),
+        (args.backend, ("model", "backend")),
+        (args.base_url, ("model", "openai", "base_url")),
+        (args.attempt_cache, ("attempt_cache",)),
+        (getattr(args, "graded", None), ("judge", "graded")),
+    ]
     if args.replay:
         cfg.model.backend, cfg.model.replay_paths = "replay", args.replay
     for value, path in overrides:
@@ -308,9 +321,18 @@ def _run_or_dedup(args, extra: list[str]) -> int:
     cfg = None
     try:
         cfg = _config_from_args(args)
-        command(args.input, args.out, cfg, args.runner, extra, config_path=args.config,
-                rates_path=args.rates, dask_address=args.dask_address, dask_workers=args.dask_workers,
-                force=args.force)
+        command(
+            args.input,
+            args.out,
+            cfg,
+            args.runner,
+            extra,
+            config_path=args.config,
+            rates_path=args.rates,
+            dask_address=args.dask_address,
+            dask_workers=args.dask_workers,
+            force=args.force,
+        )
     except UsageError as e:
         _say(f"error: {e}")
         return 2
@@ -332,10 +354,14 @@ def _run_or_dedup(args, extra: list[str]) -> int:
         _say(f"ACCOUNTING FAILED: {e}")
         return 3
     except Exception as e:
-        cache = (cfg.attempt_cache or os.path.join(args.out, "attempt_cache")) if cfg and args.command == "run" \
-            else None
-        code = _disk_full(e, [("--out", args.out), ("attempt cache", cache)],
-                          f"; the attempts already saved stay in {cache} and are re-used" if cache else "")
+        cache = (
+            (cfg.attempt_cache or os.path.join(args.out, "attempt_cache")) if cfg and args.command == "run" else None
+        )
+        code = _disk_full(
+            e,
+            [("--out", args.out), ("attempt cache", cache)],
+            f"; the attempts already saved stay in {cache} and are re-used" if cache else "",
+        )
         if code is None:
             raise
         return code
@@ -356,17 +382,26 @@ def _validate(args) -> int:
         probe = None
         if args.probe_model:
             probe = ProbeSpec(model=args.probe_model, k=args.probe_k, config=run_config or load_run_config(None))
-        summary = validate_delivery(args.deliveries, args.out, against=args.against, profile_path=args.profile,
-                                    probe=probe, data_docs=not args.no_data_docs,
-                                    limits=run_config.limits if run_config else None)
+        summary = validate_delivery(
+            args.deliveries,
+            args.out,
+            against=args.against,
+            profile_path=args.profile,
+            probe=probe,
+            data_docs=not args.no_data_docs,
+            limits=run_config.limits if run_config else None,
+        )
     except UsageError as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug, not a verdict: said in one line, with its own exit code
         if (code := _disk_full(e, [("--out", args.out)])) is not None:
             return code
-        print(f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
-              f"{' '.join(str(e).split())[:300]}", file=sys.stderr)
+        print(
+            f"tasksieve: internal error: the delivery was not judged: {type(e).__name__}: "
+            f"{' '.join(str(e).split())[:300]}",
+            file=sys.stderr,
+        )
         return EXIT_VALIDATE_INTERNAL
     return 0 if summary["acceptable"] else 1
 

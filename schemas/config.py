@@ -21,7 +21,7 @@ from tasksieve.schemas.toml_files import load_toml_model
 DEFAULT_SYSTEM_PROMPTS = {
     "exact": "Answer the question. End with one line of the form 'Final answer: <answer>'.",
     "code": "You are a careful Python programmer. Answer with one ```python code block that defines the "
-            "requested function with exactly the requested name; no tests, no input(), no extra text after the block.",
+    "requested function with exactly the requested name; no tests, no input(), no extra text after the block.",
     "rubric": "You are a helpful, careful assistant. Answer the request completely and precisely.",
 }
 
@@ -35,7 +35,9 @@ class LimitsConfig(_Section):
     max_row_bytes: int = Field(1_000_000, gt=0, description="a raw row larger than this is quarantined")
     max_field_chars: int = Field(100_000, gt=0, description="a text field longer than this is quarantined")
     max_expert_minutes: float = Field(100_000, gt=0, description="expert_minutes above this is quarantined (absurd)")
-    max_expert_cost_usd: float = Field(1_000_000, gt=0, description="expert_cost_usd above this is quarantined (absurd)")
+    max_expert_cost_usd: float = Field(
+        1_000_000, gt=0, description="expert_cost_usd above this is quarantined (absurd)"
+    )
 
 
 class DedupConfig(_Section):
@@ -49,73 +51,144 @@ class DedupConfig(_Section):
     num_perm: int = Field(100, ge=8, le=1024, description="MinHash permutations")
     bands: int = Field(20, ge=1, description="LSH bands; a pair sharing one band's rows is a candidate")
     rows: int = Field(5, ge=1, description="signature rows per band")
-    threshold: float = Field(0.7, gt=0, le=1, description="exact Jaccard of shingle sets that confirms a candidate pair")
-    number_overlap: float = Field(0.5, ge=0, le=1, description="a pair less similar than number_guard_below is "
-                                  "confirmed only if this share of its numbers agree (multiset Jaccard): in a short "
-                                  "prompt, a template refilled with new numbers is a new problem")
-    number_guard_below: float = Field(0.9, gt=0, le=1, description="pairs at least this similar are duplicates "
-                                      "whatever their numbers (one number edited in a long prompt)")
+    threshold: float = Field(
+        0.7, gt=0, le=1, description="exact Jaccard of shingle sets that confirms a candidate pair"
+    )
+    number_overlap: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="a pair less similar than number_guard_below is "
+        "confirmed only if this share of its numbers agree (multiset Jaccard): in a short "
+        "prompt, a template refilled with new numbers is a new problem",
+    )
+    number_guard_below: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="pairs at least this similar are duplicates "
+        "whatever their numbers (one number edited in a long prompt)",
+    )
     seed: int = Field(1, description="MinHash permutation seed (an index is only reusable with the same one)")
-    max_bucket_pairs: int = Field(32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain")
-    semantic: bool = Field(True, description="also find paraphrases: tasks stating the same quantities whose "
-                                             "meaning is close (sentence embeddings), confirmed by the same-problem rules")
-    semantic_min: float = Field(0.8, ge=-1, le=1, description="cosine at which two tasks with the same quantities "
-                                                              "(and agreeing answers) are the same problem")
+    max_bucket_pairs: int = Field(
+        32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain"
+    )
+    semantic: bool = Field(
+        True,
+        description="also find paraphrases: tasks stating the same quantities whose "
+        "meaning is close (sentence embeddings), confirmed by the same-problem rules",
+    )
+    semantic_min: float = Field(
+        0.8,
+        ge=-1,
+        le=1,
+        description="cosine at which two tasks with the same quantities (and agreeing answers) are the same problem",
+    )
     semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
-    batch: bool = Field(True, description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
-                                          "false: the row-at-a-time reference path, the same decisions, slower and "
-                                          "with memory growing with the pool")
-    edge_shards: int = Field(0, ge=0, le=4096, description="batch path: the shards where near dedup's candidate "
-                             "pairs meet their two rows to be judged. A row goes to every shard holding one of its "
-                             "pairs, so fewer shards send each row fewer times; more spread the judging over more "
-                             "workers and hold fewer rows each. 0: one per 125,000 input tasks, at least 8. The "
-                             "decisions are the same for any number")
-    shards: int = Field(0, ge=0, le=1024, description="batch path: the shards of ids, content hashes and LSH "
-                        "buckets, each grouped on its own. 0: one per 12,500 input tasks, 8 to 32 (32 against a "
-                        "reference pool). The decisions are the same for any number")
-    memory_mib: int = Field(1536, ge=0, description="on the in-process runner, MiB of tasks (estimated) the batch "
-                            "path hands between its stages as objects instead of pickling them to a spill file: "
-                            "faster; past it, values spill to disk, so memory stays bounded. 0: always spill")
-    against: list[str] = Field(default_factory=list,
-                               description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified")
+    batch: bool = Field(
+        True,
+        description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
+        "false: the row-at-a-time reference path, the same decisions, slower and "
+        "with memory growing with the pool",
+    )
+    edge_shards: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="batch path: the shards where near dedup's candidate "
+        "pairs meet their two rows to be judged. A row goes to every shard holding one of its "
+        "pairs, so fewer shards send each row fewer times; more spread the judging over more "
+        "workers and hold fewer rows each. 0: one per 125,000 input tasks, at least 8. The "
+        "decisions are the same for any number",
+    )
+    shards: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="batch path: the shards of ids, content hashes and LSH "
+        "buckets, each grouped on its own. 0: one per 12,500 input tasks, 8 to 32 (32 against a "
+        "reference pool). The decisions are the same for any number",
+    )
+    memory_mib: int = Field(
+        1536,
+        ge=0,
+        description="on the in-process runner, MiB of tasks (estimated) the batch "
+        "path hands between its stages as objects instead of pickling them to a spill file: "
+        "faster; past it, values spill to disk, so memory stays bounded. 0: always spill",
+    )
+    against: list[str] = Field(
+        default_factory=list,
+        description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified",
+    )
     save_index: str | None = Field(None, description="save the index of `against` here for reuse")
 
     @model_validator(mode="after")
     def _bands_fit(self):
         if self.bands * self.rows > self.num_perm:
-            raise ValueError(f"dedup.bands x dedup.rows ({self.bands} x {self.rows}) exceeds dedup.num_perm ({self.num_perm})")
+            raise ValueError(
+                f"dedup.bands x dedup.rows ({self.bands} x {self.rows}) exceeds dedup.num_perm ({self.num_perm})"
+            )
         return self
 
 
 class DecontamConfig(_Section):
-    ngram: int = Field(8, ge=4, description="word n-gram length shared with a benchmark that drops a task "
-                                           "(open-r1's 8: prompts are short; see README for 13 and 12)")
+    ngram: int = Field(
+        8,
+        ge=4,
+        description="word n-gram length shared with a benchmark that drops a task "
+        "(open-r1's 8: prompts are short; see README for 13 and 12)",
+    )
     benchmarks: list[str] = Field(
         default_factory=lambda: ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"],
         description="bundled benchmarks to check against",
     )
     extra_paths: list[str] = Field(default_factory=list, description="user benchmark files (JSONL/Parquet/datasets)")
-    short_min_words: int = Field(4, ge=1, description="benchmark items shorter than ngram words (but this long) "
-                                                      "drop a task that contains their whole word sequence")
+    short_min_words: int = Field(
+        4,
+        ge=1,
+        description="benchmark items shorter than ngram words (but this long) "
+        "drop a task that contains their whole word sequence",
+    )
     fuzzy: bool = Field(True, description="also catch lightly reworded benchmark items (in-order word coverage)")
-    fuzzy_threshold: float = Field(0.6, gt=0, le=1, description="share of a benchmark item's words found in order "
-                                                                "in the task that marks it reworded")
+    fuzzy_threshold: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="share of a benchmark item's words found in order in the task that marks it reworded",
+    )
     fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
     fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")
     # Same-problem confirmation (transforms/same_problem/rules.py, docs/same_problem.md).
-    confirm: bool = Field(True, description="confirm each candidate on what makes a problem (numbers, reference "
-                                            "answer, code behaviour, boilerplate-weighted text); off: any candidate drops")
-    semantic: bool = Field(True, description="also propose items whose quantities the task states and whose meaning "
-                                             "is close (sentence embeddings): catches rewordings that keep few words")
-    numbers_min: float = Field(0.75, gt=0, le=1, description="share of a benchmark item's quantities the task must "
-                                                              "state to be that item (answers unknown)")
+    confirm: bool = Field(
+        True,
+        description="confirm each candidate on what makes a problem (numbers, reference "
+        "answer, code behaviour, boilerplate-weighted text); off: any candidate drops",
+    )
+    semantic: bool = Field(
+        True,
+        description="also propose items whose quantities the task states and whose meaning "
+        "is close (sentence embeddings): catches rewordings that keep few words",
+    )
+    numbers_min: float = Field(
+        0.75,
+        gt=0,
+        le=1,
+        description="share of a benchmark item's quantities the task must state to be that item (answers unknown)",
+    )
     semantic_min: float = Field(0.6, ge=-1, le=1, description="cosine that makes a quantity-sharing item a candidate")
-    text_min: float = Field(0.6, gt=0, le=1, description="IDF-weighted in-order word coverage that confirms an item "
-                                                         "with too few numbers to judge by")
-    run_code: bool = Field(True, description="run a code item's own tests against the task's reference solution "
-                                             "(in the sandbox)")
-    background_paths: list[str] = Field(default_factory=list, description="clean tasks whose phrases count as "
-                                        "boilerplate (IDF) when matching; JSONL/Parquet/datasets")
+    text_min: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="IDF-weighted in-order word coverage that confirms an item with too few numbers to judge by",
+    )
+    run_code: bool = Field(
+        True, description="run a code item's own tests against the task's reference solution (in the sandbox)"
+    )
+    background_paths: list[str] = Field(
+        default_factory=list,
+        description="clean tasks whose phrases count as boilerplate (IDF) when matching; JSONL/Parquet/datasets",
+    )
 
 
 class OpenAIConfig(_Section):
@@ -127,14 +200,28 @@ class OpenAIConfig(_Section):
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key, if any")
     concurrency: int = Field(16, gt=0, description="requests in flight at once")
     timeout_s: float = Field(300.0, gt=0, description="per request, including generation")
-    max_retries: int = Field(5, ge=0, le=100, description="retries on 408/409/425/429/5xx, timeouts, connection "
-                                                          "errors and replies that are not chat completions")
-    max_reply_mib: float = Field(32.0, gt=0, le=4096, description="cap on a reply's size once decompressed; a reply "
-                                 "over it is a failed request (never cached)")
-    max_completion_chars: int = Field(1_000_000, gt=0, description="cap on one completion's length; over it the "
-                                      "request fails (never cached)")
-    progress_after_s: float = Field(60.0, gt=0, description="a request in flight this long prints a line naming the "
-                                    "server and the wait (and again each such period)")
+    max_retries: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="retries on 408/409/425/429/5xx, timeouts, connection "
+        "errors and replies that are not chat completions",
+    )
+    max_reply_mib: float = Field(
+        32.0,
+        gt=0,
+        le=4096,
+        description="cap on a reply's size once decompressed; a reply over it is a failed request (never cached)",
+    )
+    max_completion_chars: int = Field(
+        1_000_000, gt=0, description="cap on one completion's length; over it the request fails (never cached)"
+    )
+    progress_after_s: float = Field(
+        60.0,
+        gt=0,
+        description="a request in flight this long prints a line naming the "
+        "server and the wait (and again each such period)",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -162,11 +249,17 @@ class ModelConfig(_Section):
     max_num_batched_tokens: int = Field(65536, gt=0)
     max_num_seqs: int = Field(256, gt=0)
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
-    max_failed_share: float = Field(0.05, ge=0, le=1, description="a run in which more than this share of requests "
-                                    "to the model failed (rejected, over a cap, not text) stops (exit 5) instead of "
-                                    "finishing")
-    replay_paths: list[str] = Field(default_factory=list,
-                                    description="recorded attempts (Parquet/JSONL/datasets) for backend = replay")
+    max_failed_share: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="a run in which more than this share of requests "
+        "to the model failed (rejected, over a cap, not text) stops (exit 5) instead of "
+        "finishing",
+    )
+    replay_paths: list[str] = Field(
+        default_factory=list, description="recorded attempts (Parquet/JSONL/datasets) for backend = replay"
+    )
 
     @model_validator(mode="after")
     def _replay_has_paths(self):
@@ -231,7 +324,9 @@ class SamplingConfig(_Section):
             raise ValueError(f"sampling.waves: at most {MAX_K} waves of at most {MAX_K} attempts")
         unknown = set(self.system_prompts) - set(DOMAINS)
         if unknown:
-            raise ValueError(f"sampling.system_prompts: unknown domain {sorted(unknown)[0]!r}; expected one of {', '.join(DOMAINS)}")
+            raise ValueError(
+                f"sampling.system_prompts: unknown domain {sorted(unknown)[0]!r}; expected one of {', '.join(DOMAINS)}"
+            )
         return self
 
     # Every field is in exactly one of these two sets (tests/test_structure.py
@@ -239,7 +334,8 @@ class SamplingConfig(_Section):
     # first set changes what an attempt would be, and only it makes the
     # attempt-cache key: a cached attempt is re-used only under equal values.
     GENERATION_FIELDS: ClassVar[frozenset] = frozenset(
-        {"temperature", "top_p", "max_tokens", "seed", "system_prompt", "system_prompts"})
+        {"temperature", "top_p", "max_tokens", "seed", "system_prompt", "system_prompts"}
+    )
     # How many attempts, in which waves, grouped how: not what one attempt is.
     SCHEDULE_FIELDS: ClassVar[frozenset] = frozenset({"mode", "k", "waves", "tasks_per_batch", "groups", "bayes"})
 
@@ -252,10 +348,14 @@ class SamplingConfig(_Section):
 class VerifyConfig(_Section):
     """How attempts are verified (transforms/verify/verifiers.py, verify/sandbox/)."""
 
-    parallel: int = Field(default_factory=lambda: os.cpu_count() or 2, gt=0,
-                          description="verifications at once (default: one per core): pooled sandboxes and math-verify "
-                                      "workers")
-    math_timeout_s: float = Field(5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker")
+    parallel: int = Field(
+        default_factory=lambda: os.cpu_count() or 2,
+        gt=0,
+        description="verifications at once (default: one per core): pooled sandboxes and math-verify workers",
+    )
+    math_timeout_s: float = Field(
+        5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker"
+    )
     # auto: bubblewrap when usable, else the rlimit fallback (with a warning) when it can run attempts
     # as a non-root user under Landlock and its isolation probe sees nothing of the host, else none:
     # code tasks are dropped (no_safe_sandbox). "unsafe-root" runs the
@@ -266,31 +366,47 @@ class VerifyConfig(_Section):
     code_memory_mb: int = Field(512, ge=64, description="address space of the sandboxed process")
     code_output_kb: int = Field(64, gt=0, description="largest stdout, stderr or file a code attempt may write")
     rubric_pass_threshold: float = Field(0.7, ge=0, le=1, description="share of rubric criteria met for a pass")
-    judge_max_chars: int = Field(8000, gt=0, description="an attempt is cut to this many characters in the judge prompt")
+    judge_max_chars: int = Field(
+        8000, gt=0, description="an attempt is cut to this many characters in the judge prompt"
+    )
 
 
 class JudgeConfig(_Section):
     """The rubric judge (transforms/verify/judge/, docs/verification.md,
     "The rubric judge"): by default the sampling engine itself."""
 
-    backend: Literal["vllm", "openai"] | None = Field(None, description="vllm: a local model (`path`, else the "
-                                                      "sampler's engine); openai: a server ([judge.openai]); unset: "
-                                                      "`path` if set, else the sampler's engine")
-    path: str | None = Field(None, description="a Hugging Face model folder for the judge; unset = the sampler's engine")
+    backend: Literal["vllm", "openai"] | None = Field(
+        None,
+        description="vllm: a local model (`path`, else the "
+        "sampler's engine); openai: a server ([judge.openai]); unset: "
+        "`path` if set, else the sampler's engine",
+    )
+    path: str | None = Field(
+        None, description="a Hugging Face model folder for the judge; unset = the sampler's engine"
+    )
     model_id: str | None = Field(None, description="name@revision of the judge, priced from the rates file")
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
     temperature: float | None = Field(None, ge=0, description="the judge's sampling temperature; unset = [sampling]'s")
     # Landis & Koch (1977), "The measurement of observer agreement for
     # categorical data", Biometrics 33:159-174: 0.61-0.80 is "substantial".
-    min_kappa: float = Field(0.6, ge=-1, le=1, description="a rubric task whose judge agrees with its graded "
-                             "attempts less than this (Cohen's kappa) is dropped before sampling (judge_unreliable)")
-    require_calibration: bool = Field(False, description="drop rubric tasks without graded_attempts instead of "
-                                      "judging them with agreement unmeasured")
+    min_kappa: float = Field(
+        0.6,
+        ge=-1,
+        le=1,
+        description="a rubric task whose judge agrees with its graded "
+        "attempts less than this (Cohen's kappa) is dropped before sampling (judge_unreliable)",
+    )
+    require_calibration: bool = Field(
+        False, description="drop rubric tasks without graded_attempts instead of judging them with agreement unmeasured"
+    )
     probes: bool = Field(True, description="run the judge probes per rubric task before sampling (judge_hackable)")
     bootstrap: int = Field(1000, ge=0, le=100_000, description="bootstrap resamples for kappa's 95% interval")
     min_labels_for_interval: int = Field(20, ge=2, description="fewest (response, criterion) labels for an interval")
-    graded: str | None = Field(None, description="a file of graded attempts keyed by task_id (JSON object or JSONL "
-                               "rows with task_id, graded_attempts); `tasksieve run --graded FILE` sets it")
+    graded: str | None = Field(
+        None,
+        description="a file of graded attempts keyed by task_id (JSON object or JSONL "
+        "rows with task_id, graded_attempts); `tasksieve run --graded FILE` sets it",
+    )
 
 
 class BandConfig(_Section):
@@ -311,18 +427,30 @@ class SelectConfig(_Section):
     """`tasksieve select`: choosing a training set from the learnable pool
     (transforms/select/, docs/selection.md)."""
 
-    value: str = Field("p * (1 - p)", description="a task's expected training signal, over p (pass rate shrunk "
-                       "toward the pool's mean), p_raw, n, n_pass, m (pool mean), G (group size)")
-    prior_strength: float = Field(4.0, ge=0, description="pseudo-attempts at the pool's mean pass rate that "
-                                  "shrink a task's measured pass rate (0: no shrinkage)")
-    group_size: int | None = Field(None, ge=1, description="rollouts per task at training, for the price and G; "
-                                   "unset = the run's k")
+    value: str = Field(
+        "p * (1 - p)",
+        description="a task's expected training signal, over p (pass rate shrunk "
+        "toward the pool's mean), p_raw, n, n_pass, m (pool mean), G (group size)",
+    )
+    prior_strength: float = Field(
+        4.0,
+        ge=0,
+        description="pseudo-attempts at the pool's mean pass rate that "
+        "shrink a task's measured pass rate (0: no shrinkage)",
+    )
+    group_size: int | None = Field(
+        None, ge=1, description="rollouts per task at training, for the price and G; unset = the run's k"
+    )
     diversity: bool = Field(True, description="embed prompts, cluster them and discount tasks like chosen ones")
     # Upper bounds: a config file must not make `select` hang or fill memory
     # (k-means holds tasks x clusters scores; each random draw is a pass over the pool).
     clusters: int = Field(0, ge=0, le=1024, description="k-means clusters; 0 = sqrt(tasks / 2), at most 64")
-    redundancy: float = Field(0.5, ge=0, le=1, description="lambda: share of a task's value lost per unit of "
-                              "cosine likeness to the nearest chosen task")
+    redundancy: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="lambda: share of a task's value lost per unit of cosine likeness to the nearest chosen task",
+    )
     max_cluster_share: float = Field(0.5, gt=0, le=1, description="most of the budget one cluster may take")
     max_source_share: float = Field(1.0, gt=0, le=1, description="most of the budget one source may take")
     max_domain_share: float = Field(1.0, gt=0, le=1, description="most of the budget one domain may take")
@@ -369,11 +497,15 @@ def config_warnings(cfg: RunConfig, bwrap_works=None) -> list[str]:
     names a weaker one)."""
     out = []
     if cfg.verify.rubric_pass_threshold <= 0:
-        out.append(f"verify.rubric_pass_threshold = {cfg.verify.rubric_pass_threshold:g}: every rubric attempt "
-                   "passes (a score of 0 meets it), so no rubric task can be judged learnable or all_fail")
+        out.append(
+            f"verify.rubric_pass_threshold = {cfg.verify.rubric_pass_threshold:g}: every rubric attempt "
+            "passes (a score of 0 meets it), so no rubric task can be judged learnable or all_fail"
+        )
     if cfg.verify.sandbox in ("rlimit", "unsafe-root") and bwrap_works is not None and bwrap_works():
-        out.append(f"verify.sandbox = {cfg.verify.sandbox!r} while bubblewrap works here: model-written code runs "
-                   "with less isolation than available (no filesystem isolation); use 'auto' or 'bwrap'")
+        out.append(
+            f"verify.sandbox = {cfg.verify.sandbox!r} while bubblewrap works here: model-written code runs "
+            "with less isolation than available (no filesystem isolation); use 'auto' or 'bwrap'"
+        )
     return out
 
 

@@ -28,8 +28,17 @@ from tasksieve.schemas.records import DOMAINS
 from tasksieve.schemas.records import REQUIRED_BY_DOMAIN, declared_domain
 
 # Columns of the frame GX sees; its index is each row's "file:line".
-TEXT_COLUMNS = ("task_id", "domain", "prompt", "answer", "tests", "entry_point", "reference_solution",
-                "license", "created_at")
+TEXT_COLUMNS = (
+    "task_id",
+    "domain",
+    "prompt",
+    "answer",
+    "tests",
+    "entry_point",
+    "reference_solution",
+    "license",
+    "created_at",
+)
 # ISO 8601 date, optionally with a time and a zone: 2026-10-01, 2026-10-01T09:00:00Z,
 # 2026-10-01 09:00:00.123+02:00.
 ISO_DATE = r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
@@ -70,9 +79,10 @@ def delivery_frame(raw_rows: list[dict]):
         frame[name] = pd.to_numeric(pd.Series([r["record"].get(name) for r in recs], dtype=object), errors="coerce")
     # The calendar day of created_at, for the plausible-date range. GX's
     # between compares datetimes, not ISO strings (it raises on str bounds).
-    frame["created_day"] = pd.to_datetime(pd.Series(
-        [v[:10] if isinstance(v, str) and _ISO.match(v) else None for v in cols["created_at"]], dtype=object),
-        errors="coerce")
+    frame["created_day"] = pd.to_datetime(
+        pd.Series([v[:10] if isinstance(v, str) and _ISO.match(v) else None for v in cols["created_at"]], dtype=object),
+        errors="coerce",
+    )
     # Each row's file:line as the index, unnamed: GX gives an unnamed
     # index's values of the failing rows as one list (and Data Docs show
     # them), where with a named index or an index column it reads them row
@@ -105,8 +115,14 @@ def build_suite(profile: Profile, name: str = "tasksieve_delivery"):
     def add(exp_cls, check: str, why: str, **kwargs):
         suite.add_expectation(exp_cls(meta={"check": check, "why": why}, **kwargs))
 
-    for part in (_schema_expectations, _required_by_domain, _length_expectations, _license_expectations,
-                 _range_expectations, _date_expectations):
+    for part in (
+        _schema_expectations,
+        _required_by_domain,
+        _length_expectations,
+        _license_expectations,
+        _range_expectations,
+        _date_expectations,
+    ):
         part(add, profile.fields)
     return suite
 
@@ -117,15 +133,29 @@ def _schema_expectations(add, f) -> None:
 
     for col in ("task_id", "prompt"):
         add(gxe.ExpectColumnValuesToNotBeNull, "schema", f"every row has a {col}", column=col)
-    add(gxe.ExpectColumnValuesToBeInTypeList, "schema", "task_id is text (or an integer)",
-        column="task_id", type_list=["str", "int"])
+    add(
+        gxe.ExpectColumnValuesToBeInTypeList,
+        "schema",
+        "task_id is text (or an integer)",
+        column="task_id",
+        type_list=["str", "int"],
+    )
     for col in ("prompt", "answer", "tests", "entry_point", "reference_solution", "license", "created_at"):
         add(gxe.ExpectColumnValuesToBeInTypeList, "schema", f"{col} is text", column=col, type_list=["str"])
     add(gxe.ExpectColumnValuesToBeUnique, "schema", "task_id is unique within the delivery", column="task_id")
-    add(gxe.ExpectColumnValuesToNotBeNull, "schema", "every row names its domain (or has an answer: math)",
-        column="domain")
-    add(gxe.ExpectColumnValuesToBeInSet, "schema", f"domain is one of {', '.join(f.allowed_domains)}",
-        column="domain", value_set=list(f.allowed_domains))
+    add(
+        gxe.ExpectColumnValuesToNotBeNull,
+        "schema",
+        "every row names its domain (or has an answer: math)",
+        column="domain",
+    )
+    add(
+        gxe.ExpectColumnValuesToBeInSet,
+        "schema",
+        f"domain is one of {', '.join(f.allowed_domains)}",
+        column="domain",
+        value_set=list(f.allowed_domains),
+    )
 
 
 def _required_by_domain(add, f) -> None:
@@ -136,26 +166,57 @@ def _required_by_domain(add, f) -> None:
     for domain in DOMAINS:
         for col in REQUIRED_BY_DOMAIN[domain]:
             cond = Column("domain") == domain
-            add(gxe.ExpectColumnValuesToNotBeNull, "schema", f"a {domain} task has '{col}'",
-                column=col, row_condition=cond, condition_parser="pandas")
+            add(
+                gxe.ExpectColumnValuesToNotBeNull,
+                "schema",
+                f"a {domain} task has '{col}'",
+                column=col,
+                row_condition=cond,
+                condition_parser="pandas",
+            )
             if col == "rubric":
-                add(gxe.ExpectColumnValuesToBeBetween, "schema", "a rubric task has a criterion with text",
-                    column="rubric_criteria", min_value=1, row_condition=cond, condition_parser="pandas")
+                add(
+                    gxe.ExpectColumnValuesToBeBetween,
+                    "schema",
+                    "a rubric task has a criterion with text",
+                    column="rubric_criteria",
+                    min_value=1,
+                    row_condition=cond,
+                    condition_parser="pandas",
+                )
             else:
-                add(gxe.ExpectColumnValuesToMatchRegex, "schema", f"a {domain} task's '{col}' is not blank",
-                    column=col, regex=r"\S", row_condition=cond, condition_parser="pandas")
+                add(
+                    gxe.ExpectColumnValuesToMatchRegex,
+                    "schema",
+                    f"a {domain} task's '{col}' is not blank",
+                    column=col,
+                    regex=r"\S",
+                    row_condition=cond,
+                    condition_parser="pandas",
+                )
 
 
 def _length_expectations(add, f) -> None:
     """Non-empty and bounded lengths."""
     import great_expectations.expectations as gxe
 
-    add(gxe.ExpectColumnValueLengthsToBeBetween, "schema",
+    add(
+        gxe.ExpectColumnValueLengthsToBeBetween,
+        "schema",
         f"prompt is {f.min_prompt_chars}..{f.max_prompt_chars} characters",
-        column="prompt", min_value=f.min_prompt_chars, max_value=f.max_prompt_chars)
+        column="prompt",
+        min_value=f.min_prompt_chars,
+        max_value=f.max_prompt_chars,
+    )
     for col in ("answer", "tests", "reference_solution", "rubric"):
-        add(gxe.ExpectColumnValueLengthsToBeBetween, "schema", f"{col} is at most {f.max_field_chars} characters",
-            column=col, min_value=0, max_value=f.max_field_chars)
+        add(
+            gxe.ExpectColumnValueLengthsToBeBetween,
+            "schema",
+            f"{col} is at most {f.max_field_chars} characters",
+            column=col,
+            min_value=0,
+            max_value=f.max_field_chars,
+        )
 
 
 def _license_expectations(add, f) -> None:
@@ -163,20 +224,35 @@ def _license_expectations(add, f) -> None:
 
     if f.require_license:
         add(gxe.ExpectColumnValuesToNotBeNull, "license", "every row names its license", column="license")
-    add(gxe.ExpectColumnValuesToBeInSet, "license", f"license is one of {', '.join(f.allowed_licenses)}",
-        column="license", value_set=list(f.allowed_licenses))
+    add(
+        gxe.ExpectColumnValuesToBeInSet,
+        "license",
+        f"license is one of {', '.join(f.allowed_licenses)}",
+        column="license",
+        value_set=list(f.allowed_licenses),
+    )
 
 
 def _range_expectations(add, f) -> None:
     """Plausible effort and price."""
     import great_expectations.expectations as gxe
 
-    add(gxe.ExpectColumnValuesToBeBetween, "ranges",
+    add(
+        gxe.ExpectColumnValuesToBeBetween,
+        "ranges",
         f"expert_minutes is {f.expert_minutes_min:g}..{f.expert_minutes_max:g}",
-        column="expert_minutes", min_value=f.expert_minutes_min, max_value=f.expert_minutes_max)
-    add(gxe.ExpectColumnValuesToBeBetween, "ranges",
+        column="expert_minutes",
+        min_value=f.expert_minutes_min,
+        max_value=f.expert_minutes_max,
+    )
+    add(
+        gxe.ExpectColumnValuesToBeBetween,
+        "ranges",
         f"expert_cost_usd is {f.expert_cost_usd_min:g}..{f.expert_cost_usd_max:g}",
-        column="expert_cost_usd", min_value=f.expert_cost_usd_min, max_value=f.expert_cost_usd_max)
+        column="expert_cost_usd",
+        min_value=f.expert_cost_usd_min,
+        max_value=f.expert_cost_usd_max,
+    )
 
 
 def _date_expectations(add, f) -> None:
@@ -185,11 +261,21 @@ def _date_expectations(add, f) -> None:
 
     earliest = datetime.combine(f.earliest_created_at, datetime.min.time())
     latest = datetime.combine(date.today() + timedelta(days=1), datetime.min.time())  # a day of slack for time zones
-    add(gxe.ExpectColumnValuesToMatchRegex, "dates", "created_at is an ISO 8601 date", column="created_at",
-        regex=ISO_DATE)
-    add(gxe.ExpectColumnValuesToBeBetween, "dates",
+    add(
+        gxe.ExpectColumnValuesToMatchRegex,
+        "dates",
+        "created_at is an ISO 8601 date",
+        column="created_at",
+        regex=ISO_DATE,
+    )
+    add(
+        gxe.ExpectColumnValuesToBeBetween,
+        "dates",
         f"created_at is between {f.earliest_created_at.isoformat()} and today",
-        column="created_day", min_value=earliest, max_value=latest)
+        column="created_day",
+        min_value=earliest,
+        max_value=latest,
+    )
 
 
 def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
@@ -201,8 +287,10 @@ def run_expectations(raw_rows: list[dict], profile: Profile, docs_dir: Path | No
     frame = delivery_frame(raw_rows)
     ctx, checkpoint = _checkpoint(profile)
     if len(frame) == 0:
-        return {"results": [], "data_docs": {"built": False, "index": None,
-                                             "note": "no parsed rows: nothing for GX to validate"}}
+        return {
+            "results": [],
+            "data_docs": {"built": False, "index": None, "note": "no parsed rows: nothing for GX to validate"},
+        }
     run = checkpoint.run(batch_parameters={"dataframe": frame})
     results = [_result_row(r) for vr in run.run_results.values() for r in vr.results]
     if docs_dir is not None:
@@ -239,15 +327,22 @@ def _checkpoint(profile: Profile):
 
     ctx = _ephemeral_context()
     suite = ctx.suites.add(build_suite(profile))
-    batch_def = (ctx.data_sources.add_pandas("delivery").add_dataframe_asset("rows")
-                 .add_batch_definition_whole_dataframe("whole_delivery"))
+    batch_def = (
+        ctx.data_sources.add_pandas("delivery")
+        .add_dataframe_asset("rows")
+        .add_batch_definition_whole_dataframe("whole_delivery")
+    )
     vdef = ctx.validation_definitions.add(gx.ValidationDefinition(name="delivery", data=batch_def, suite=suite))
-    return ctx, ctx.checkpoints.add(gx.Checkpoint(
-        name="delivery", validation_definitions=[vdef], actions=[],
-        # COMPLETE: GX names every offending row, not a sample, by its index
-        # value, its file:line (delivery_frame).
-        result_format={"result_format": "COMPLETE"},
-    ))
+    return ctx, ctx.checkpoints.add(
+        gx.Checkpoint(
+            name="delivery",
+            validation_definitions=[vdef],
+            actions=[],
+            # COMPLETE: GX names every offending row, not a sample, by its index
+            # value, its file:line (delivery_frame).
+            result_format={"result_format": "COMPLETE"},
+        )
+    )
 
 
 # Data Docs and hostile deliveries. GX's renderer writes many values into its
@@ -288,11 +383,14 @@ def _build_inert_docs(ctx, docs_dir: Path) -> None:
                 raise RuntimeError(f"GX's {type(store).__name__} holds a {type(value).__name__}, not JSON text")
             backend.set(key, json.dumps(inert(json.loads(value))), overwrite=True)
     site = "tasksieve"
-    ctx.add_data_docs_site(site_name=site, site_config={
-        "class_name": "SiteBuilder",
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
-    })
+    ctx.add_data_docs_site(
+        site_name=site,
+        site_config={
+            "class_name": "SiteBuilder",
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+        },
+    )
     ctx.build_data_docs(site_names=[site])
 
 
@@ -300,9 +398,12 @@ def _result_row(r) -> dict:
     cfg = r.expectation_config
     index_list = r.result.get("unexpected_index_list") or []
     return {
-        "expectation": cfg.type, "column": cfg.kwargs.get("column"),
-        "check": cfg.meta.get("check"), "why": cfg.meta.get("why"),
-        "success": bool(r.success), "unexpected_count": r.result.get("unexpected_count"),
+        "expectation": cfg.type,
+        "column": cfg.kwargs.get("column"),
+        "check": cfg.meta.get("check"),
+        "why": cfg.meta.get("why"),
+        "success": bool(r.success),
+        "unexpected_count": r.result.get("unexpected_count"),
         "row_refs": [i for i in index_list if isinstance(i, str)],  # the frame's index: file:line
         # GX could not evaluate it (a bad value type, say): a failure, with GX's reason.
         "error": _exception_message(r.exception_info),
@@ -314,11 +415,14 @@ def _docs_status(docs_dir: Path | None) -> dict:
         return {"built": False, "index": None, "note": "not requested"}
     index = Path(docs_dir) / "index.html"
     if index.is_file():
-        return {"built": True, "index": str(index),
-                "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
-                        "so without a network they open unstyled (the content is all there); delivery values "
-                        "are shown with < > & \" ' ` replaced by look-alikes (\u2039 \u203a \uff06 \uff02 \uff07 "
-                        "\uff40) so that no value can act as markup; summary.json and report.html hold them exactly"}
+        return {
+            "built": True,
+            "index": str(index),
+            "note": "built offline; its pages load Bootstrap, jQuery and fonts from public CDNs, "
+            "so without a network they open unstyled (the content is all there); delivery values "
+            "are shown with < > & \" ' ` replaced by look-alikes (\u2039 \u203a \uff06 \uff02 \uff07 "
+            "\uff40) so that no value can act as markup; summary.json and report.html hold them exactly",
+        }
     return {"built": False, "index": None, "note": "GX did not write Data Docs (no index.html)"}
 
 

@@ -36,7 +36,8 @@ class Thresholds(_Section):
 class Fields(_Section):
     allowed_domains: list[str] = Field(default_factory=lambda: list(DOMAINS))
     allowed_licenses: list[str] = Field(
-        default_factory=lambda: ["CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "MIT", "Apache-2.0"])
+        default_factory=lambda: ["CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "MIT", "Apache-2.0"]
+    )
     require_license: bool = True
     min_prompt_chars: int = Field(10, ge=1)
     max_prompt_chars: int = Field(20_000, gt=0)
@@ -53,8 +54,11 @@ class Fields(_Section):
         unknown = sorted(set(self.allowed_domains) - set(DOMAINS))
         if unknown:
             raise ValueError(f"fields.allowed_domains: unknown domain(s) {unknown}; known: {', '.join(DOMAINS)}")
-        for lo, hi in (("min_prompt_chars", "max_prompt_chars"), ("expert_minutes_min", "expert_minutes_max"),
-                       ("expert_cost_usd_min", "expert_cost_usd_max")):
+        for lo, hi in (
+            ("min_prompt_chars", "max_prompt_chars"),
+            ("expert_minutes_min", "expert_minutes_max"),
+            ("expert_cost_usd_min", "expert_cost_usd_max"),
+        ):
             if getattr(self, lo) > getattr(self, hi):
                 raise ValueError(f"fields.{lo} must not exceed fields.{hi}")
         return self

@@ -84,7 +84,9 @@ class Rates(_Strict):
         if exact or wildcard:
             return (exact or wildcard)[0]
         known = ", ".join(r.model for r in self.generation)
-        raise ConfigError(f"rates: no generation rate for model {name!r} (known: {known}); add a [[generation]] entry or model = \"*\"")
+        raise ConfigError(
+            f'rates: no generation rate for model {name!r} (known: {known}); add a [[generation]] entry or model = "*"'
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)

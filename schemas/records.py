@@ -17,8 +17,17 @@ DOMAINS = ("math", "code", "rubric", "exact")
 STATUSES = ("learnable", "all_pass", "all_fail", "dropped", "quarantined", "kept")
 
 # The funnel's stages, in order. `drop_stage` is always one of these.
-STAGES = ("read", "validate", "exact_dedup", "near_dedup", "against_pool", "decontaminate", "verifier_sanity", "sample",
-          "classify")
+STAGES = (
+    "read",
+    "validate",
+    "exact_dedup",
+    "near_dedup",
+    "against_pool",
+    "decontaminate",
+    "verifier_sanity",
+    "sample",
+    "classify",
+)
 
 TASK_FIELDS: list[pa.Field] = [
     pa.field("task_id", pa.string()),
@@ -146,21 +155,42 @@ COST_SCHEMA = pa.schema(
 RUN_SCHEMA = pa.schema(
     [pa.field(n, pa.string()) for n in ("run_id", "started_at", "finished_at")]
     + [pa.field("wall_seconds", pa.float64())]
-    + [pa.field(n, pa.string()) for n in ("tasksieve_version", "runner", "inputs", "config_path", "config", "rates",
-                                          "model_id", "sampler_key", "sampling_mode")]
+    + [
+        pa.field(n, pa.string())
+        for n in (
+            "tasksieve_version",
+            "runner",
+            "inputs",
+            "config_path",
+            "config",
+            "rates",
+            "model_id",
+            "sampler_key",
+            "sampling_mode",
+        )
+    ]
     + [pa.field("k", pa.int64())]
     # Sampling: attempts made by this run's engine vs re-used from the attempt
     # cache, and the share of the sampling stage spent inside the engine.
-    + [pa.field("attempts_generated", pa.int64()), pa.field("attempts_reused", pa.int64()),
-       pa.field("engine_seconds", pa.float64()), pa.field("sampling_wall_seconds", pa.float64()),
-       pa.field("engine_busy_fraction", pa.float64())]
+    + [
+        pa.field("attempts_generated", pa.int64()),
+        pa.field("attempts_reused", pa.int64()),
+        pa.field("engine_seconds", pa.float64()),
+        pa.field("sampling_wall_seconds", pa.float64()),
+        pa.field("engine_busy_fraction", pa.float64()),
+    ]
     + [pa.field(f"n_{s}", pa.int64()) for s in STATUSES]
-    + [pa.field("rows_in", pa.int64()), pa.field("attempts", pa.int64()), pa.field("total_usd", pa.float64()),
-       # JSON: the end-of-run summary figures.
-       pa.field("figures", pa.string()),
-       # JSON list: suspicious settings the run warned about (schemas/config.config_warnings).
-       pa.field("warnings", pa.string())]
+    + [
+        pa.field("rows_in", pa.int64()),
+        pa.field("attempts", pa.int64()),
+        pa.field("total_usd", pa.float64()),
+        # JSON: the end-of-run summary figures.
+        pa.field("figures", pa.string()),
+        # JSON list: suspicious settings the run warned about (schemas/config.config_warnings).
+        pa.field("warnings", pa.string()),
+    ]
 )
+
 
 def conform(row: dict, schema: pa.Schema) -> dict:
     """The row restricted to the schema's fields, missing ones as None."""

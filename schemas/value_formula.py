@@ -62,8 +62,9 @@ def check_formula(expr: str) -> ast.Expression:
     if not isinstance(expr, str):
         raise ValueFormulaError(f"select.value must be text, not {type(expr).__name__}")
     if len(expr) > MAX_FORMULA_CHARS:
-        raise ValueFormulaError(f"select.value {_show(expr)} is {len(expr)} characters; at most "
-                                f"{MAX_FORMULA_CHARS} are allowed")
+        raise ValueFormulaError(
+            f"select.value {_show(expr)} is {len(expr)} characters; at most {MAX_FORMULA_CHARS} are allowed"
+        )
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
@@ -72,27 +73,45 @@ def check_formula(expr: str) -> ast.Expression:
         raise ValueFormulaError(f"select.value {_show(expr)} cannot be parsed: {type(e).__name__}") from None
     nodes = sum(1 for _ in ast.walk(tree))
     if nodes > MAX_FORMULA_NODES:
-        raise ValueFormulaError(f"select.value {_show(expr)} has {nodes} parts; at most {MAX_FORMULA_NODES} are allowed")
+        raise ValueFormulaError(
+            f"select.value {_show(expr)} has {nodes} parts; at most {MAX_FORMULA_NODES} are allowed"
+        )
     depth = _depth(tree)
     if depth > MAX_FORMULA_DEPTH:
-        raise ValueFormulaError(f"select.value {_show(expr)} nests {depth} deep; at most {MAX_FORMULA_DEPTH} "
-                                "levels are allowed")
+        raise ValueFormulaError(
+            f"select.value {_show(expr)} nests {depth} deep; at most {MAX_FORMULA_DEPTH} levels are allowed"
+        )
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or type(node) in BINARY_OPS \
-                or type(node) in UNARY_OPS:
+        if (
+            isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load))
+            or type(node) in BINARY_OPS
+            or type(node) in UNARY_OPS
+        ):
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             continue
         if isinstance(node, ast.Name) and (node.id in NAMES or node.id in ARITY):
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ARITY \
-                and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ARITY
+            and not node.keywords
+        ):
             if len(node.args) != ARITY[node.func.id] or any(isinstance(a, ast.Starred) for a in node.args):
-                raise ValueFormulaError(f"select.value {_show(expr)}: {node.func.id}() takes "
-                                        f"{ARITY[node.func.id]} argument(s)")
+                raise ValueFormulaError(
+                    f"select.value {_show(expr)}: {node.func.id}() takes {ARITY[node.func.id]} argument(s)"
+                )
             continue
-        what = node.id if isinstance(node, ast.Name) else f"the constant {_show(str(node.value))}" \
-            if isinstance(node, ast.Constant) else type(node).__name__
-        raise ValueFormulaError(f"select.value {_show(expr)}: {what if isinstance(node, ast.Constant) else repr(what)} is not allowed; use numbers, + - * / **, "
-                                f"{', '.join(ARITY)} and the names {', '.join(NAMES)}")
+        what = (
+            node.id
+            if isinstance(node, ast.Name)
+            else f"the constant {_show(str(node.value))}"
+            if isinstance(node, ast.Constant)
+            else type(node).__name__
+        )
+        raise ValueFormulaError(
+            f"select.value {_show(expr)}: {what if isinstance(node, ast.Constant) else repr(what)} is not allowed; use numbers, + - * / **, "
+            f"{', '.join(ARITY)} and the names {', '.join(NAMES)}"
+        )
     return tree

@@ -50,8 +50,7 @@ def verdicts(specs: list, completions: list[str], seeds: list[int | None] | None
     tasks = [task_of(s) for s in specs]
     # The function the sampling stage verifies a wave with: the same split
     # (rubric to the judge in one batch, the rest in parallel), the same verdicts.
-    return verify_attempts(list(zip(tasks, completions)), _STATE["judge"], _STATE["settings"] or VerifyConfig(),
-                           seeds)
+    return verify_attempts(list(zip(tasks, completions)), _STATE["judge"], _STATE["settings"] or VerifyConfig(), seeds)
 
 
 def _reward(v: dict) -> float:
@@ -87,7 +86,7 @@ def trl_reward(completions, verifier, **kwargs) -> list[float]:
 def reward_func(queries, prompts, labels, **kwargs):
     """OpenRLHF's remote reward function: a query is the prompt followed by
     the response; the label is the verifier spec."""
-    responses = [q[len(p):] if q.startswith(p) else q for q, p in zip(queries, prompts)]
+    responses = [q[len(p) :] if q.startswith(p) else q for q, p in zip(queries, prompts)]
     rewards = [_reward(v) for v in verdicts(list(labels), responses)]
     try:
         import torch

@@ -46,11 +46,17 @@ def invalid_utf8_table(n_bad_at: int = 1) -> pa.Table:
     prompts = [f"Calculate {i + 2} + {i + 30}.".encode() for i in range(3)]
     prompts[n_bad_at] = b"Cal\xffculate 5 + 6."
     raw = pa.array(prompts, pa.binary())
-    return pa.table({"task_id": [f"p{i}" for i in range(3)], "prompt": pa.Array.from_buffers(pa.string(), 3, raw.buffers()),
-                     "answer": [str(2 * i + 32) for i in range(3)]})
+    return pa.table(
+        {
+            "task_id": [f"p{i}" for i in range(3)],
+            "prompt": pa.Array.from_buffers(pa.string(), 3, raw.buffers()),
+            "answer": [str(2 * i + 32) for i in range(3)],
+        }
+    )
 
 
 # --- one row quarantined ------------------------------------------------------------------------
+
 
 def malformed_json(d: Path):
     return jsonl(d / "d.jsonl", [line(GOOD)[:-1] + b' "answer": "x"}']), ("quarantine", "read", None)
@@ -82,18 +88,27 @@ def nesting_too_deep(d: Path):
 
 
 def nesting_over_limit(d: Path):
-    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "x": ' + b"[" * 70 + b"]" * 70 + b"}"]), \
-        ("quarantine", "read", None)
+    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "x": ' + b"[" * 70 + b"]" * 70 + b"}"]), (
+        "quarantine",
+        "read",
+        None,
+    )
 
 
 def number_too_long(d: Path):
-    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "expert_minutes": ' + b"9" * 400 + b"}"]), \
-        ("quarantine", "read", None)
+    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "expert_minutes": ' + b"9" * 400 + b"}"]), (
+        "quarantine",
+        "read",
+        None,
+    )
 
 
 def lone_surrogate(d: Path):
-    return jsonl(d / "d.jsonl", [b'{"task_id": "t", "prompt": "Calculate 1 + 1. \\ud800", "answer": "2"}']), \
-        ("quarantine", "read", None)
+    return jsonl(d / "d.jsonl", [b'{"task_id": "t", "prompt": "Calculate 1 + 1. \\ud800", "answer": "2"}']), (
+        "quarantine",
+        "read",
+        None,
+    )
 
 
 def unreadable_file(d: Path):
@@ -146,8 +161,11 @@ def absurd_cost(d: Path):
 
 
 def non_finite_cost(d: Path):
-    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "expert_cost_usd": Infinity}']), \
-        ("quarantine", "validate", None)
+    return jsonl(d / "d.jsonl", [line(good(1))[:-1] + b', "expert_cost_usd": Infinity}']), (
+        "quarantine",
+        "validate",
+        None,
+    )
 
 
 def meta_text_hostile(d: Path):
@@ -160,8 +178,11 @@ def bad_date(d: Path):
 
 
 def field_too_long(d: Path):
-    return jsonl(d / "d.jsonl", [line(good(1, prompt="Calculate 1 + 1. " + "x" * 100_000))]), \
-        ("quarantine", "validate", None)
+    return jsonl(d / "d.jsonl", [line(good(1, prompt="Calculate 1 + 1. " + "x" * 100_000))]), (
+        "quarantine",
+        "validate",
+        None,
+    )
 
 
 def repeated_task_id(d: Path):
@@ -169,6 +190,7 @@ def repeated_task_id(d: Path):
 
 
 # --- read normally ---------------------------------------------------------------------------
+
 
 def bom_and_line_ends(d: Path):
     rows = [line(good(i)) for i in range(3)]
@@ -189,11 +211,15 @@ def compressed_and_upper_case(d: Path):
 
 # --- skipped, with a warning -------------------------------------------------------------------
 
+
 def other_files(d: Path):
     jsonl(d / "d.jsonl", [line(good(1))])
     (d / "notes.txt").write_text("not a delivery")
     (d / "more.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
-    return [str(d)], ("skip", ["notes.txt: not a delivery file", "more.jsonl.zst: compressed as .zst, which is not read"])
+    return [str(d)], (
+        "skip",
+        ["notes.txt: not a delivery file", "more.jsonl.zst: compressed as .zst, which is not read"],
+    )
 
 
 def special_files(d: Path):
@@ -212,6 +238,7 @@ def link_loop(d: Path):
 
 
 # --- the run does not start ----------------------------------------------------------------------
+
 
 def out_inside_input(d: Path):
     jsonl(d / "d.jsonl", [line(good(1))])
@@ -237,7 +264,7 @@ CASES = {
     "nesting too deep to parse (~1,000 levels)": nesting_too_deep,
     "nesting over 64 levels": nesting_over_limit,
     "a number literal over 100 digits (up to any length)": number_too_long,
-    "a lone surrogate escape (`\"\\ud800\"`) in any value or key": lone_surrogate,
+    'a lone surrogate escape (`"\\ud800"`) in any value or key': lone_surrogate,
     "unreadable file (corrupt Parquet)": unreadable_file,
     "a compressed file that breaks off": broken_gzip,
     "a file claiming more than its size holds (a Parquet footer's row counts, a compression bomb)": lying_file,

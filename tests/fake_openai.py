@@ -30,9 +30,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def _completion(content) -> dict:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+    }
 
 
 def gzip_bomb(n: int) -> bytes:
@@ -104,7 +109,7 @@ class FakeOpenAI:
                         if server.closing.is_set():
                             return
                         try:
-                            self.wfile.write(head[i:i + 1])
+                            self.wfile.write(head[i : i + 1])
                             self.wfile.flush()
                         except OSError:
                             return
@@ -113,11 +118,13 @@ class FakeOpenAI:
                 if mode == "html":
                     return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
                 if mode == "empty":
-                    return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                            "choices": []})
+                    return self._send(
+                        200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+                    )
                 if mode == "surrogate":
-                    return self._send(200, json.dumps(_completion("\\boxed{5}")).replace("\\\\boxed", "\\ud800\\\\boxed")
-                                      .encode())
+                    return self._send(
+                        200, json.dumps(_completion("\\boxed{5}")).replace("\\\\boxed", "\\ud800\\\\boxed").encode()
+                    )
                 if mode == "malformed":
                     return self._send(200, json.dumps(_completion("x")).encode()[:40])
                 if mode == "nontext":
@@ -151,7 +158,7 @@ class FakeOpenAI:
                         if server.closing.is_set():
                             return
                         try:
-                            self.wfile.write(data[i:i + 1])
+                            self.wfile.write(data[i : i + 1])
                             self.wfile.flush()
                         except OSError:
                             return  # the client gave up
@@ -177,15 +184,26 @@ class FakeOpenAI:
         self.httpd.server_close()
 
 
-def run_config(path, url: str, k: int = 4, concurrency: int = 2, max_retries: int = 1, extra: str = "",
-               model: str | None = None, timeout_s: float = 60, model_extra: str = "") -> str:
+def run_config(
+    path,
+    url: str,
+    k: int = 4,
+    concurrency: int = 2,
+    max_retries: int = 1,
+    extra: str = "",
+    model: str | None = None,
+    timeout_s: float = 60,
+    model_extra: str = "",
+) -> str:
     """A run config sampling from the fake server; returns its path. `extra`:
     more lines for [model.openai]; `model_extra`: for [model]; `model`: the
     served name to ask for (unset: the one /models lists)."""
     named = f'model = "{model}"\n' if model else ""
-    path.write_text(f'[model]\nbackend = "openai"\nmodel_id = "fake@test"\n{model_extra}[model.openai]\n'
-                    f'base_url = "{url}"\nconcurrency = {concurrency}\nmax_retries = {max_retries}\n'
-                    f'timeout_s = {timeout_s}\n{named}{extra}[sampling]\nmode = "fixed"\nk = {k}\n')
+    path.write_text(
+        f'[model]\nbackend = "openai"\nmodel_id = "fake@test"\n{model_extra}[model.openai]\n'
+        f'base_url = "{url}"\nconcurrency = {concurrency}\nmax_retries = {max_retries}\n'
+        f'timeout_s = {timeout_s}\n{named}{extra}[sampling]\nmode = "fixed"\nk = {k}\n'
+    )
     return str(path)
 
 

@@ -59,8 +59,11 @@ class ScriptedBackend:
                 value = eval(expr, {"__builtins__": {}})  # test data only: digits and operators
                 right = ("+" in expr) or ("-" in expr and r.seed % 2 == 0) or (self.solves_products and r.seed % 3 == 0)
                 text = f"The answer is \\boxed{{{value if right else value + 1}}}"
-            out.append(GenResult(completion=text, prompt_tokens=20, completion_tokens=10,
-                                 finish_reason="stop", gen_seconds=0.01))
+            out.append(
+                GenResult(
+                    completion=text, prompt_tokens=20, completion_tokens=10, finish_reason="stop", gen_seconds=0.01
+                )
+            )
         return out
 
 

@@ -38,13 +38,13 @@ OUTCOMES = ("learnable", "all_pass", "all_fail")
 @dataclass
 class Corpus:
     root: Path
-    rows: int = 0                 # rows in the hostile inputs, counted by the generator
+    rows: int = 0  # rows in the hostile inputs, counted by the generator
     baseline_rows: int = 0
-    hostile_rows: int = 0         # of `rows`: rows that are not valid
-    valid: dict = field(default_factory=dict)      # task_id -> expected outcome
-    planted: dict = field(default_factory=dict)    # (file name, line) -> reason substring
-    classes: set = field(default_factory=set)      # names of the planted classes
-    skipped: list = field(default_factory=list)    # file names that must be skipped with a warning
+    hostile_rows: int = 0  # of `rows`: rows that are not valid
+    valid: dict = field(default_factory=dict)  # task_id -> expected outcome
+    planted: dict = field(default_factory=dict)  # (file name, line) -> reason substring
+    classes: set = field(default_factory=set)  # names of the planted classes
+    skipped: list = field(default_factory=list)  # file names that must be skipped with a warning
 
     @property
     def hostile_in(self) -> Path:
@@ -58,8 +58,15 @@ class Corpus:
 def valid_row(i: int) -> dict:
     a, b = 3 + 2 * i, 200 + 7 * i  # distinct pairs, a < b, the sum is neither number
     tid = "ok-" + hashlib.sha1(f"valid {i}".encode()).hexdigest()[:12]
-    return {"task_id": tid, "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "domain": "math",
-            "expert_minutes": 2.5, "created_at": "2020-01-01", "license": "MIT"}
+    return {
+        "task_id": tid,
+        "prompt": f"Calculate {a} + {b}.",
+        "answer": str(a + b),
+        "domain": "math",
+        "expert_minutes": 2.5,
+        "created_at": "2020-01-01",
+        "license": "MIT",
+    }
 
 
 def replay_rows(rows: list[dict], outcomes: list[str]) -> list[dict]:
@@ -69,40 +76,153 @@ def replay_rows(rows: list[dict], outcomes: list[str]) -> list[dict]:
         right, wrong = int(row["answer"]), int(row["answer"]) + 1
         answers = {"learnable": [right, wrong, right, wrong], "all_pass": [right] * 4, "all_fail": [wrong] * 4}[outcome]
         for j, v in enumerate(answers):
-            out.append({"prompt": row["prompt"], "domain": "math", "answer": row["answer"], "attempt_idx": j,
-                        "completion": f"The answer is \\boxed{{{v}}}"})
+            out.append(
+                {
+                    "prompt": row["prompt"],
+                    "domain": "math",
+                    "answer": row["answer"],
+                    "attempt_idx": j,
+                    "completion": f"The answer is \\boxed{{{v}}}",
+                }
+            )
     return out
 
 
 # --- hostile material -----------------------------------------------------------------------------
 
 # Strings that must stay plain text all the way to Parquet and DuckDB.
-WEIRD_TEXT = ["'; DROP TABLE tasks; --", "bob's runs", "<script>alert(1)</script>", "../../etc/passwd",
-              "\u202eevil\u202c", "z\u0335\u0336a\u0337l\u0338g\u0321o", "\u0000nul", "tab\tand\u000bvt",
-              "\U0001F600 emoji", "\u200b\u200d", "\ufeffbom inside", "\u2028line sep\u2029", "%s%n%x", "{{7*7}}",
-              "C:\\\\windows\\\\path", "\\\\ud800 as text", "\u0085next line",
-              "⓺x circled", "7" * 5000, "hundred " * 600]  # each once stopped near dedup's number reader
+WEIRD_TEXT = [
+    "'; DROP TABLE tasks; --",
+    "bob's runs",
+    "<script>alert(1)</script>",
+    "../../etc/passwd",
+    "\u202eevil\u202c",
+    "z\u0335\u0336a\u0337l\u0338g\u0321o",
+    "\u0000nul",
+    "tab\tand\u000bvt",
+    "\U0001f600 emoji",
+    "\u200b\u200d",
+    "\ufeffbom inside",
+    "\u2028line sep\u2029",
+    "%s%n%x",
+    "{{7*7}}",
+    "C:\\\\windows\\\\path",
+    "\\\\ud800 as text",
+    "\u0085next line",
+    "⓺x circled",
+    "7" * 5000,
+    "hundred " * 600,
+]  # each once stopped near dedup's number reader
 
 # Values a field may be given (RAW markers become raw JSON text, see _raw).
-VALUE_POOL = [None, "", " ", True, False, 0, -1, -0.5, 1e308, 1e-320, 10**50, [1, 2], {"a": 1}, [], {},
-              "poetry", "2026-13-45", "ten", "inf", "NaN", "-3", "x" * 120_000, "9" * 5000,
-              "RAW:NaN", "RAW:Infinity", "RAW:-Infinity", "RAW:" + "9" * 5000, "RAW:" + "1" * 150,
-              "RAW:" + "[" * 70 + "]" * 70, "RAW:" + "[" * 2500 + "]" * 2500, "RAW:\"\\ud800\"",
-              "RAW:\"a\\udfff\"", "RAW:1e999", "RAW:-1e999", "RAW:{\"\\ud800\": 1}"] + WEIRD_TEXT
-FIELDS = ["task_id", "prompt", "answer", "domain", "expert_minutes", "expert_cost_usd", "created_at", "meta",
-          "rubric", "tests", "entry_point", "license", "source", "batch_id", "vendor_extra"]
-INTERESTING_BYTES = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\\ud800", b"\\u0000", b"{", b"[", b"]", b"\"",
-                     b",", b":", b"9" * 120, b"\xef\xbb\xbf", b"NaN", b"\t", b"\\", b"\x7f", b"\xe2\x80\xa8"]
+VALUE_POOL = [
+    None,
+    "",
+    " ",
+    True,
+    False,
+    0,
+    -1,
+    -0.5,
+    1e308,
+    1e-320,
+    10**50,
+    [1, 2],
+    {"a": 1},
+    [],
+    {},
+    "poetry",
+    "2026-13-45",
+    "ten",
+    "inf",
+    "NaN",
+    "-3",
+    "x" * 120_000,
+    "9" * 5000,
+    "RAW:NaN",
+    "RAW:Infinity",
+    "RAW:-Infinity",
+    "RAW:" + "9" * 5000,
+    "RAW:" + "1" * 150,
+    "RAW:" + "[" * 70 + "]" * 70,
+    "RAW:" + "[" * 2500 + "]" * 2500,
+    'RAW:"\\ud800"',
+    'RAW:"a\\udfff"',
+    "RAW:1e999",
+    "RAW:-1e999",
+    'RAW:{"\\ud800": 1}',
+] + WEIRD_TEXT
+FIELDS = [
+    "task_id",
+    "prompt",
+    "answer",
+    "domain",
+    "expert_minutes",
+    "expert_cost_usd",
+    "created_at",
+    "meta",
+    "rubric",
+    "tests",
+    "entry_point",
+    "license",
+    "source",
+    "batch_id",
+    "vendor_extra",
+]
+INTERESTING_BYTES = [
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\\ud800",
+    b"\\u0000",
+    b"{",
+    b"[",
+    b"]",
+    b'"',
+    b",",
+    b":",
+    b"9" * 120,
+    b"\xef\xbb\xbf",
+    b"NaN",
+    b"\t",
+    b"\\",
+    b"\x7f",
+    b"\xe2\x80\xa8",
+]
 
 
 def template(rng: random.Random, n: int) -> dict:
     """A hostile row that would be valid: its own prompt text, never like a valid row's."""
-    words = rng.sample(["violet", "granite", "harbour", "lantern", "meadow", "quartz", "saffron", "thistle",
-                        "walnut", "zephyr", "cobalt", "ember", "fjord", "juniper"], 4)
-    return {"task_id": f"H-{n}", "prompt": f"Hostile row {n}: which of {', '.join(words)} is longest?",
-            "answer": words[0], "domain": rng.choice(["exact", "math", "exact"]),
-            "expert_minutes": rng.choice([1, 2.5, "3"]), "created_at": "2026-01-01", "license": "MIT",
-            "meta": rng.choice([None, {"k": "v"}, json.dumps({"k": [1, 2]}), "free text"])}
+    words = rng.sample(
+        [
+            "violet",
+            "granite",
+            "harbour",
+            "lantern",
+            "meadow",
+            "quartz",
+            "saffron",
+            "thistle",
+            "walnut",
+            "zephyr",
+            "cobalt",
+            "ember",
+            "fjord",
+            "juniper",
+        ],
+        4,
+    )
+    return {
+        "task_id": f"H-{n}",
+        "prompt": f"Hostile row {n}: which of {', '.join(words)} is longest?",
+        "answer": words[0],
+        "domain": rng.choice(["exact", "math", "exact"]),
+        "expert_minutes": rng.choice([1, 2.5, "3"]),
+        "created_at": "2026-01-01",
+        "license": "MIT",
+        "meta": rng.choice([None, {"k": "v"}, json.dumps({"k": [1, 2]}), "free text"]),
+    }
 
 
 def _raw(rec: dict) -> bytes:
@@ -141,9 +261,9 @@ def byte_mutation(rng: random.Random, data: bytes) -> bytes:
         elif op == 1:
             b[pos:pos] = rng.choice(INTERESTING_BYTES)
         elif op == 2 and b:
-            del b[pos: pos + rng.randint(1, 12)]
+            del b[pos : pos + rng.randint(1, 12)]
         else:
-            b[pos:pos] = b[pos: pos + rng.randint(1, 40)]
+            b[pos:pos] = b[pos : pos + rng.randint(1, 40)]
     return bytes(b)
 
 
@@ -158,26 +278,56 @@ def planted_jsonl(rng: random.Random, n: int) -> list[tuple[str, bytes, str | No
         ("a JSON array/string/number row", b"42", "row is a JSON int"),
         ("invalid UTF-8 in a JSONL line", good[:30] + b"\xff\xfe" + good[30:], "invalid UTF-8"),
         ("row over `limits.max_row_bytes`", _raw(dict(t, prompt="y" * 1_000_100)), "over the 1000000-byte limit"),
-        ("nesting too deep to parse (~1,000 levels)", b'{"meta": ' + b"[" * 3000 + b"]" * 3000 + b"}",
-         "nests too deeply to parse"),
-        ("nesting over 64 levels", _raw(dict(t, meta="RAW:" + '{"a": ' * 80 + "1" + "}" * 80)),
-         "nests deeper than the 64-level limit"),
-        ("a number literal over 100 digits (up to any length)",
-         _raw(dict(t, expert_minutes="RAW:" + "9" * 400)), "holds a number of 400 digits"),
-        ("a number literal over 100 digits (up to any length)",
-         _raw(dict(t, expert_cost_usd="RAW:" + "9" * 5000)), "holds a number of 5000 digits"),
-        ("a number literal over 100 digits (up to any length)",
-         _raw(dict(t, meta=json.dumps({"n": 1}), vendor_extra="RAW:" + "7" * 4301)), "holds a number of 4301 digits"),
-        ("a lone surrogate escape (`\"\\ud800\"`) in any value or key",
-         _raw(dict(t, prompt="RAW:\"Hostile \\ud800 prompt\"")), "field 'prompt' holds a lone surrogate"),
-        ("a lone surrogate escape (`\"\\ud800\"`) in any value or key",
-         _raw(dict(t, task_id="RAW:\"\\udc00\"")), "field 'task_id' holds a lone surrogate"),
-        ("a lone surrogate escape (`\"\\ud800\"`) in any value or key",
-         _raw(dict(t, vendor_column="RAW:\"\\ud800\"")), "field 'vendor_column' holds a lone surrogate"),
-        ("a lone surrogate escape (`\"\\ud800\"`) in any value or key",
-         _raw(dict(t, meta="RAW:{\"k\": \"\\ud800\"}")), "field 'meta' holds a lone surrogate"),
-        ("a lone surrogate escape (`\"\\ud800\"`) in any value or key",
-         _raw(dict(t, meta="RAW:{\"\\ud800\": 1}")), "a field name holds a lone surrogate"),
+        (
+            "nesting too deep to parse (~1,000 levels)",
+            b'{"meta": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+            "nests too deeply to parse",
+        ),
+        (
+            "nesting over 64 levels",
+            _raw(dict(t, meta="RAW:" + '{"a": ' * 80 + "1" + "}" * 80)),
+            "nests deeper than the 64-level limit",
+        ),
+        (
+            "a number literal over 100 digits (up to any length)",
+            _raw(dict(t, expert_minutes="RAW:" + "9" * 400)),
+            "holds a number of 400 digits",
+        ),
+        (
+            "a number literal over 100 digits (up to any length)",
+            _raw(dict(t, expert_cost_usd="RAW:" + "9" * 5000)),
+            "holds a number of 5000 digits",
+        ),
+        (
+            "a number literal over 100 digits (up to any length)",
+            _raw(dict(t, meta=json.dumps({"n": 1}), vendor_extra="RAW:" + "7" * 4301)),
+            "holds a number of 4301 digits",
+        ),
+        (
+            'a lone surrogate escape (`"\\ud800"`) in any value or key',
+            _raw(dict(t, prompt='RAW:"Hostile \\ud800 prompt"')),
+            "field 'prompt' holds a lone surrogate",
+        ),
+        (
+            'a lone surrogate escape (`"\\ud800"`) in any value or key',
+            _raw(dict(t, task_id='RAW:"\\udc00"')),
+            "field 'task_id' holds a lone surrogate",
+        ),
+        (
+            'a lone surrogate escape (`"\\ud800"`) in any value or key',
+            _raw(dict(t, vendor_column='RAW:"\\ud800"')),
+            "field 'vendor_column' holds a lone surrogate",
+        ),
+        (
+            'a lone surrogate escape (`"\\ud800"`) in any value or key',
+            _raw(dict(t, meta='RAW:{"k": "\\ud800"}')),
+            "field 'meta' holds a lone surrogate",
+        ),
+        (
+            'a lone surrogate escape (`"\\ud800"`) in any value or key',
+            _raw(dict(t, meta='RAW:{"\\ud800": 1}')),
+            "a field name holds a lone surrogate",
+        ),
         ("missing/empty prompt or task_id", _raw(dict(t, prompt="   ")), "field 'prompt' is missing or empty"),
         ("missing/empty prompt or task_id", _raw(dict(t, task_id=None)), "field 'task_id' is missing or empty"),
         ("wrong type", _raw(dict(t, prompt=["a", "list"])), "field 'prompt' is a list, expected text"),
@@ -190,24 +340,40 @@ def planted_jsonl(rng: random.Random, n: int) -> list[tuple[str, bytes, str | No
         ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_cost_usd="RAW:NaN")), "is nan"),
         ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_minutes="RAW:1e999")), "is inf"),
         ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_cost_usd="-inf")), "is -inf"),
-        ("`meta` as JSON text nested too deep, or with a huge number",
-         _raw(dict(t, meta="[" * 3000 + "]" * 3000)), "field 'meta' nests too deeply to parse"),
-        ("`meta` as JSON text nested too deep, or with a huge number",
-         _raw(dict(t, meta='{"n": ' + "9" * 5000 + "}")), "field 'meta' holds a number of 5000 digits"),
-        ("`meta` as JSON text nested too deep, or with a huge number",
-         _raw(dict(t, meta='{"n": NaN}')), "non-finite number"),
-        ("`meta` as JSON text nested too deep, or with a huge number",
-         _raw(dict(t, meta='"\\ud800"')), "field 'meta' holds a lone surrogate"),
+        (
+            "`meta` as JSON text nested too deep, or with a huge number",
+            _raw(dict(t, meta="[" * 3000 + "]" * 3000)),
+            "field 'meta' nests too deeply to parse",
+        ),
+        (
+            "`meta` as JSON text nested too deep, or with a huge number",
+            _raw(dict(t, meta='{"n": ' + "9" * 5000 + "}")),
+            "field 'meta' holds a number of 5000 digits",
+        ),
+        (
+            "`meta` as JSON text nested too deep, or with a huge number",
+            _raw(dict(t, meta='{"n": NaN}')),
+            "non-finite number",
+        ),
+        (
+            "`meta` as JSON text nested too deep, or with a huge number",
+            _raw(dict(t, meta='"\\ud800"')),
+            "field 'meta' holds a lone surrogate",
+        ),
         ("`created_at` not ISO 8601", _raw(dict(t, created_at="2026-13-45")), "expected an ISO 8601 date"),
         ("field over `limits.max_field_chars`", _raw(dict(t, answer="z" * 100_001)), "over the 100000-character limit"),
         ("task_id repeated within a source", _raw(dict(t, prompt=t["prompt"] + " (again)")), "repeats within source"),
-        ("weird but valid text", _raw(dict(t, task_id=f"H-{n}-w", prompt=t["prompt"] + " " + rng.choice(WEIRD_TEXT))),
-         None),
+        (
+            "weird but valid text",
+            _raw(dict(t, task_id=f"H-{n}-w", prompt=t["prompt"] + " " + rng.choice(WEIRD_TEXT))),
+            None,
+        ),
     ], good
 
 
-def jsonl_file_lines(rng: random.Random, corpus: Corpus, start: int, n_random: int, valid: list[dict],
-                     name: str) -> tuple[list[tuple[bytes, str | None, dict | None]], int]:
+def jsonl_file_lines(
+    rng: random.Random, corpus: Corpus, start: int, n_random: int, valid: list[dict], name: str
+) -> tuple[list[tuple[bytes, str | None, dict | None]], int]:
     """Lines of one hostile JSONL file: (bytes, reason substring or None, valid row or None)."""
     out: list[tuple[bytes, str | None, dict | None]] = []
     n = start
@@ -260,8 +426,15 @@ def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus
 
     # JSONL files, each in its own line-end style.
     n = 0
-    for i, (name, style) in enumerate([("mixed.jsonl", "lf"), ("WINDOWS.JSONL", "crlf"), ("old_mac.jsonl", "cr"),
-                                       ("bom.ndjson", "bom-lf"), ("packed.jsonl.gz", "gz-lf")]):
+    for i, (name, style) in enumerate(
+        [
+            ("mixed.jsonl", "lf"),
+            ("WINDOWS.JSONL", "crlf"),
+            ("old_mac.jsonl", "cr"),
+            ("bom.ndjson", "bom-lf"),
+            ("packed.jsonl.gz", "gz-lf"),
+        ]
+    ):
         lines, n = jsonl_file_lines(rng, corpus, n, n_random_per_file, chunks[i], name)
         write_jsonl(corpus.hostile_in / name, [ln for ln, _, _ in lines], style)
         write_jsonl(corpus.baseline_in / name, [ln for ln, _, v in lines if v is not None], style)
@@ -306,8 +479,10 @@ def _write_lying_files(corpus: Corpus) -> None:
     quarantine row each, with its reason, whatever they claim to hold."""
     import hostile_files
 
-    corpus.classes |= {"a file claiming more than its size holds (a Parquet footer's row counts, a compression bomb)",
-                       "a damaged Arrow file in a `datasets` folder"}
+    corpus.classes |= {
+        "a file claiming more than its size holds (a Parquet footer's row counts, a compression bomb)",
+        "a damaged Arrow file in a `datasets` folder",
+    }
     for name, expected in hostile_files.write_all(corpus.hostile_in / "lying").items():
         if expected[0] == "refused":
             corpus.planted[(name, 0)] = expected[1]
@@ -363,8 +538,14 @@ def _write_tables(rng: random.Random, corpus: Corpus, valid_pq: list[dict], vali
     def table(rs):
         cols = {}
         for name in ("task_id", "prompt", "answer", "domain", "created_at", "license", "meta"):
-            cols[name] = _strings([r.get(name) if not isinstance(r.get(name), (int, float)) or isinstance(r.get(name), bool)
-                                   else str(r.get(name)) for r in rs])
+            cols[name] = _strings(
+                [
+                    r.get(name)
+                    if not isinstance(r.get(name), (int, float)) or isinstance(r.get(name), bool)
+                    else str(r.get(name))
+                    for r in rs
+                ]
+            )
         for name in ("expert_minutes", "expert_cost_usd"):
             cols[name] = pa.array([float(r[name]) if r.get(name) is not None else None for r in rs], pa.float64())
         return pa.table(cols)
@@ -381,9 +562,13 @@ def _write_tables(rng: random.Random, corpus: Corpus, valid_pq: list[dict], vali
     corpus.baseline_rows += len(rows)
 
     # Parquet of the wrong types throughout (every row quarantined), and a corrupt one.
-    wrong = pa.table({"task_id": pa.array(list(range(20)), pa.int64()),
-                      "prompt": pa.array([[1, 2]] * 20, pa.list_(pa.int64())),
-                      "answer": pa.array([{"a": 1}] * 20)})
+    wrong = pa.table(
+        {
+            "task_id": pa.array(list(range(20)), pa.int64()),
+            "prompt": pa.array([[1, 2]] * 20, pa.list_(pa.int64())),
+            "answer": pa.array([{"a": 1}] * 20),
+        }
+    )
     pq.write_table(wrong, corpus.hostile_in / "wrong_types.parquet")
     for r in range(20):
         corpus.planted[("wrong_types.parquet", r + 1)] = "field 'prompt' is a list, expected text"
@@ -400,7 +585,9 @@ def _write_tables(rng: random.Random, corpus: Corpus, valid_pq: list[dict], vali
     for j in range(30):
         t = template(rng, n)
         n += 1
-        t = {k: (json.dumps(v) if k == "meta" and not isinstance(v, str) and v is not None else v) for k, v in t.items()}
+        t = {
+            k: (json.dumps(v) if k == "meta" and not isinstance(v, str) and v is not None else v) for k, v in t.items()
+        }
         t["expert_minutes"] = float(t["expert_minutes"])
         kind = j % 3
         if kind == 0:
@@ -418,16 +605,32 @@ def _write_tables(rng: random.Random, corpus: Corpus, valid_pq: list[dict], vali
     hostile_all = [dict(v, expert_cost_usd=None, meta=None) for v in valid_ds[: len(valid_ds) // 2]]
     for t in hostile_ds:
         hostile_all.append(dict(t, expert_cost_usd=None))
-    hostile_all += [dict(v, expert_cost_usd=None, meta=None) for v in valid_ds[len(valid_ds) // 2:]]
-    cols = ["task_id", "prompt", "answer", "domain", "expert_minutes", "expert_cost_usd", "created_at", "license", "meta"]
+    hostile_all += [dict(v, expert_cost_usd=None, meta=None) for v in valid_ds[len(valid_ds) // 2 :]]
+    cols = [
+        "task_id",
+        "prompt",
+        "answer",
+        "domain",
+        "expert_minutes",
+        "expert_cost_usd",
+        "created_at",
+        "license",
+        "meta",
+    ]
     features = datasets.Features({c: datasets.Value("float64" if c.startswith("expert") else "string") for c in cols})
-    datasets.DatasetDict({
-        "train": datasets.Dataset.from_list([{c: r.get(c) for c in cols} for r in hostile_all], features=features),
-        "extra": datasets.Dataset.from_list([{c: r.get(c) for c in cols} for r in hostile_ds[:3]], features=features),
-    }).save_to_disk(str(corpus.hostile_in / "hf_dict"))
-    datasets.DatasetDict({
-        "train": datasets.Dataset.from_list([{c: r.get(c) for c in cols} for r in clean], features=features),
-    }).save_to_disk(str(corpus.baseline_in / "hf_dict"))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_list([{c: r.get(c) for c in cols} for r in hostile_all], features=features),
+            "extra": datasets.Dataset.from_list(
+                [{c: r.get(c) for c in cols} for r in hostile_ds[:3]], features=features
+            ),
+        }
+    ).save_to_disk(str(corpus.hostile_in / "hf_dict"))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_list([{c: r.get(c) for c in cols} for r in clean], features=features),
+        }
+    ).save_to_disk(str(corpus.baseline_in / "hf_dict"))
     first = len(valid_ds) // 2
     for j, reason in enumerate(plants):
         corpus.planted[("hf_dict#train", first + j + 1)] = reason
@@ -446,7 +649,7 @@ def _write_specials(corpus: Corpus) -> None:
     (d / "rows.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd\x00")
     os.mkfifo(d / "pipe.jsonl")
     (d / "sub").mkdir()
-    os.symlink(d, d / "sub" / "loop")              # a link loop
+    os.symlink(d, d / "sub" / "loop")  # a link loop
     os.symlink(d / "mixed.jsonl", d / "sub" / "mixed_again.jsonl")  # a second name for a file read already
     os.symlink(d / "missing.jsonl", d / "sub" / "dangling.jsonl")
     (d / "empty.jsonl").write_bytes(b"")

@@ -31,8 +31,16 @@ ARROW = "data-00000-of-00001.arrow"
 
 
 def rows(n: int, start: int = 0) -> list[dict]:
-    return [{"task_id": f"lie-{start + i}", "prompt": f"Calculate {start + i + 3} + {start + i + 400}.",
-             "answer": str(2 * (start + i) + 403), "domain": "math", "license": "MIT"} for i in range(n)]
+    return [
+        {
+            "task_id": f"lie-{start + i}",
+            "prompt": f"Calculate {start + i + 3} + {start + i + 400}.",
+            "answer": str(2 * (start + i) + 403),
+            "domain": "math",
+            "license": "MIT",
+        }
+        for i in range(n)
+    ]
 
 
 def _parquet_bytes(table: pa.Table, **kw) -> bytes:
@@ -56,7 +64,7 @@ def footer_lie(data: bytes, true_rows: int, claimed: int, which=None) -> bytes:
     `which`: indices of the occurrences to change (None: all; the file's
     num_rows is the first, the row group's the last)."""
     flen = struct.unpack("<I", data[-8:-4])[0]
-    foot = data[-8 - flen:-8]
+    foot = data[-8 - flen : -8]
     old, new = b"\x16" + _varint(true_rows * 2), b"\x16" + _varint(claimed * 2)
     parts = foot.split(old)
     assert len(parts) > 1, "no row count found in the footer"
@@ -64,7 +72,7 @@ def footer_lie(data: bytes, true_rows: int, claimed: int, which=None) -> bytes:
     out = parts[0]
     for i, part in enumerate(parts[1:]):
         out += (new if i in keep else old) + part
-    return data[:-8 - flen] + out + struct.pack("<I", len(out)) + b"PAR1"
+    return data[: -8 - flen] + out + struct.pack("<I", len(out)) + b"PAR1"
 
 
 def _datasets(folder: Path, table: pa.Table | None = None) -> Path:
@@ -74,16 +82,27 @@ def _datasets(folder: Path, table: pa.Table | None = None) -> Path:
     with pa.OSFile(str(folder / ARROW), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
         for b in table.to_batches(max_chunksize=100):
             w.write_batch(b)
-    (folder / "state.json").write_text(json.dumps({"_data_files": [{"filename": ARROW}], "_fingerprint": "0",
-                                                   "_format_columns": None, "_format_kwargs": {},
-                                                   "_format_type": None, "_output_all_columns": False,
-                                                   "_split": None}))
-    (folder / "dataset_info.json").write_text(json.dumps({"features": {c: {"dtype": "string", "_type": "Value"}
-                                                                       for c in table.schema.names}}))
+    (folder / "state.json").write_text(
+        json.dumps(
+            {
+                "_data_files": [{"filename": ARROW}],
+                "_fingerprint": "0",
+                "_format_columns": None,
+                "_format_kwargs": {},
+                "_format_type": None,
+                "_output_all_columns": False,
+                "_split": None,
+            }
+        )
+    )
+    (folder / "dataset_info.json").write_text(
+        json.dumps({"features": {c: {"dtype": "string", "_type": "Value"} for c in table.schema.names}})
+    )
     return folder
 
 
 # --- Parquet ---------------------------------------------------------------------------------------
+
 
 def parquet_footer_lie(d: Path):
     data = _parquet_bytes(pa.Table.from_pylist(rows(5)))
@@ -144,6 +163,7 @@ def parquet_empty(d: Path):
 
 # --- datasets folders --------------------------------------------------------------------------------
 
+
 def datasets_bad_offsets(d: Path):
     """A valid header, string offsets pointing past the data: once SIGSEGV."""
     folder = _datasets(d / "lie_ds_offsets")
@@ -154,7 +174,7 @@ def datasets_bad_offsets(d: Path):
     assert at > 0
     bad = offsets.copy()
     bad[50] = 1_000_000_000
-    (folder / ARROW).write_bytes(data[:at] + bad.tobytes() + data[at + len(bad.tobytes()):])
+    (folder / ARROW).write_bytes(data[:at] + bad.tobytes() + data[at + len(bad.tobytes()) :])
     return folder.name, ("refused", "is damaged")
 
 
@@ -166,7 +186,7 @@ def datasets_offsets_backwards(d: Path):
     at = data.find(offsets.tobytes())
     bad = offsets.copy()
     bad[60] = bad[20]
-    (folder / ARROW).write_bytes(data[:at] + bad.tobytes() + data[at + len(bad.tobytes()):])
+    (folder / ARROW).write_bytes(data[:at] + bad.tobytes() + data[at + len(bad.tobytes()) :])
     return folder.name, ("refused", "non-monotonic offset")
 
 
@@ -176,7 +196,7 @@ def datasets_length_lie(d: Path):
     data = (folder / ARROW).read_bytes()
     second = data.find(b"\xff\xff\xff\xff", 8)
     k = data.find(struct.pack("<q", 100), second)
-    (folder / ARROW).write_bytes(data[:k] + struct.pack("<q", 1_000_000) + data[k + 8:])
+    (folder / ARROW).write_bytes(data[:k] + struct.pack("<q", 1_000_000) + data[k + 8 :])
     return folder.name, ("refused", "cannot read file")
 
 
@@ -201,7 +221,7 @@ def datasets_garbage_middle(d: Path):
     at = data.find(prompts.buffers()[1].to_pybytes()[:64])
     assert at > 0
     garbage = bytes((i * 197 + 91) % 256 for i in range(4096))
-    (folder / ARROW).write_bytes(data[:at] + garbage + data[at + 4096:])
+    (folder / ARROW).write_bytes(data[:at] + garbage + data[at + 4096 :])
     return folder.name, ("refused", "is damaged")
 
 
@@ -248,13 +268,20 @@ def datasets_info_lies(d: Path):
     """dataset_info.json claims a trillion rows and petabytes: never trusted,
     the 300 rows of the Arrow data are read."""
     folder = _datasets(d / "lie_ds_info")
-    (folder / "dataset_info.json").write_text(json.dumps({
-        "features": {"task_id": {"dtype": "string", "_type": "Value"}}, "dataset_size": 10**18,
-        "splits": {"train": {"name": "train", "num_bytes": 10**18, "num_examples": 10**12}}}))
+    (folder / "dataset_info.json").write_text(
+        json.dumps(
+            {
+                "features": {"task_id": {"dtype": "string", "_type": "Value"}},
+                "dataset_size": 10**18,
+                "splits": {"train": {"name": "train", "num_bytes": 10**18, "num_examples": 10**12}},
+            }
+        )
+    )
     return folder.name, ("rows", 300, 0, None)
 
 
 # --- compressed and odd JSONL ------------------------------------------------------------------------
+
 
 def _members(compress, block: bytes, count: int) -> bytes:
     """`count` concatenated streams of `block` (gzip, bz2 and xz readers
@@ -265,8 +292,9 @@ def _members(compress, block: bytes, count: int) -> bytes:
 def gzip_bomb(d: Path):
     """100 MB of the same valid row in ~100 KB of gzip."""
     line = json.dumps(rows(1)[0]).encode() + b"\n"
-    (d / "lie_bomb.jsonl.gz").write_bytes(_members(lambda b: gzip.compress(b, 9, mtime=0),
-                                                   line * (1_000_000 // len(line)), 100))
+    (d / "lie_bomb.jsonl.gz").write_bytes(
+        _members(lambda b: gzip.compress(b, 9, mtime=0), line * (1_000_000 // len(line)), 100)
+    )
     return "lie_bomb.jsonl.gz", ("refused", "decompresses to over")
 
 
@@ -317,12 +345,38 @@ def latin1_jsonl(d: Path):
     return "lie_latin1.jsonl", ("rows", 2, 1, "invalid UTF-8")
 
 
-CASES = [parquet_footer_lie, parquet_rows_not_held, parquet_row_group_lie, parquet_truncated, parquet_garbage_pages,
-         parquet_huge_string, parquet_dictionary_bomb, parquet_empty, datasets_bad_offsets,
-         datasets_offsets_backwards, datasets_length_lie, datasets_truncated, datasets_zero_length_arrow,
-         datasets_garbage_middle, datasets_no_state, datasets_state_escapes, datasets_state_not_json,
-         datasets_link_to_device, datasets_state_is_fifo, datasets_arrow_is_fifo, datasets_info_lies, gzip_bomb, gzip_newline_bomb, bz2_bomb, xz_bomb, empty_jsonl,
-         empty_gzip, utf16_jsonl, utf16_no_bom_jsonl, latin1_jsonl]
+CASES = [
+    parquet_footer_lie,
+    parquet_rows_not_held,
+    parquet_row_group_lie,
+    parquet_truncated,
+    parquet_garbage_pages,
+    parquet_huge_string,
+    parquet_dictionary_bomb,
+    parquet_empty,
+    datasets_bad_offsets,
+    datasets_offsets_backwards,
+    datasets_length_lie,
+    datasets_truncated,
+    datasets_zero_length_arrow,
+    datasets_garbage_middle,
+    datasets_no_state,
+    datasets_state_escapes,
+    datasets_state_not_json,
+    datasets_link_to_device,
+    datasets_state_is_fifo,
+    datasets_arrow_is_fifo,
+    datasets_info_lies,
+    gzip_bomb,
+    gzip_newline_bomb,
+    bz2_bomb,
+    xz_bomb,
+    empty_jsonl,
+    empty_gzip,
+    utf16_jsonl,
+    utf16_no_bom_jsonl,
+    latin1_jsonl,
+]
 
 
 def write_all(d: Path) -> dict[str, tuple]:

@@ -20,19 +20,19 @@ from pathlib import Path
 RUN = "document.title='PWN'+'ED'"
 PAYLOADS = [
     f"<script>{RUN}</script>",
-    f"<img src=x onerror=\"{RUN}\">",
+    f'<img src=x onerror="{RUN}">',
     f"<svg onload={RUN}>",
     f"<svg><script>{RUN}</script></svg>",
-    f"<body onload=\"{RUN}\">",
-    f"<input autofocus onfocus=\"{RUN}\">",
-    f"<details open ontoggle=\"{RUN}\">",
+    f'<body onload="{RUN}">',
+    f'<input autofocus onfocus="{RUN}">',
+    f'<details open ontoggle="{RUN}">',
     f"javascript:{RUN}",
-    f"<a href=\"javascript:{RUN}\">click PWN</a>",
-    f"<iframe srcdoc=\"<script>parent.{RUN}</script>\"></iframe>",
-    f"<meta http-equiv=\"refresh\" content=\"0;url=javascript:{RUN}\">",
-    f"\" onmouseover=\"{RUN}\" x=\"",
+    f'<a href="javascript:{RUN}">click PWN</a>',
+    f'<iframe srcdoc="<script>parent.{RUN}</script>"></iframe>',
+    f'<meta http-equiv="refresh" content="0;url=javascript:{RUN}">',
+    f'" onmouseover="{RUN}" x="',
     f"' onmouseover='{RUN}' x='",
-    f"\"><img src=x onerror={RUN}>",
+    f'"><img src=x onerror={RUN}>',
     f"'><img src=x onerror={RUN}>",
     f"</style><script>{RUN}</script>",
     f"</textarea><script>{RUN}</script>",
@@ -53,8 +53,21 @@ PAYLOADS = [
 # Payloads a file name can hold (no '/').
 FILE_NAME_PAYLOADS = [p for p in PAYLOADS if "/" not in p and len(p) < 120]
 
-_URL_ATTRS = {"href", "src", "srcdoc", "action", "formaction", "xlink:href", "data", "content", "background",
-              "poster", "style", "srcset", "http-equiv"}
+_URL_ATTRS = {
+    "href",
+    "src",
+    "srcdoc",
+    "action",
+    "formaction",
+    "xlink:href",
+    "data",
+    "content",
+    "background",
+    "poster",
+    "style",
+    "srcset",
+    "http-equiv",
+}
 
 
 class _Finder(html.parser.HTMLParser):
@@ -94,17 +107,29 @@ def chromium() -> str:
     if exe is None:
         import pytest
 
-        pytest.fail("chromium is not installed: scripts/test.sh installs the Debian packages chromium and chromium-driver")
+        pytest.fail(
+            "chromium is not installed: scripts/test.sh installs the Debian packages chromium and chromium-driver"
+        )
     return exe
 
 
 def dump_dom(page: Path, profile: Path) -> str:
     """The page's DOM after its scripts ran (and a few seconds of its timers)."""
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--virtual-time-budget=3000", f"--user-data-dir={profile}"]
-    return subprocess.run([chromium(), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                          timeout=120).stdout
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--virtual-time-budget=3000",
+        f"--user-data-dir={profile}",
+    ]
+    return subprocess.run(
+        [chromium(), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
 
 
 def injected(dom: str) -> list[str]:
@@ -135,13 +160,26 @@ def hostile_rows(prefix: str = "") -> list[dict]:
     them right on even seeds only, so most become learnable."""
     rows = []
     for i, p in enumerate(PAYLOADS):
-        row = {"task_id": f"{prefix}{p}#{i}", "source": f"{p}", "batch_id": p, "license": p, "vendor": p,
-               "prompt": f"{p} Calculate {i + 11} - {i % 7 + 1}.", "answer": str(i + 11 - (i % 7 + 1)),
-               "created_at": "2026-01-02", "meta": {"note": p}}
+        row = {
+            "task_id": f"{prefix}{p}#{i}",
+            "source": f"{p}",
+            "batch_id": p,
+            "license": p,
+            "vendor": p,
+            "prompt": f"{p} Calculate {i + 11} - {i % 7 + 1}.",
+            "answer": str(i + 11 - (i % 7 + 1)),
+            "created_at": "2026-01-02",
+            "meta": {"note": p},
+        }
         if i % 5 == 3:
-            row.update(domain="code", prompt=f"{p} Write a Python function add(a, b) that returns a + b.",
-                       tests=f"assert add(1, 2) == 3  # {p}", entry_point="add",
-                       reference_solution=f"def add(a, b):\n    return a + b  # {p}\n", answer=None)
+            row.update(
+                domain="code",
+                prompt=f"{p} Write a Python function add(a, b) that returns a + b.",
+                tests=f"assert add(1, 2) == 3  # {p}",
+                entry_point="add",
+                reference_solution=f"def add(a, b):\n    return a + b  # {p}\n",
+                answer=None,
+            )
         elif i % 5 == 4:
             row.update(domain="rubric", rubric=[p, f"mentions {p}"], answer=None)
         elif i % 5 == 2:

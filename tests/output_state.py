@@ -16,8 +16,15 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-SET_FILES = ("learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet", "costs.parquet",
-             "selected.parquet", "curation.duckdb")
+SET_FILES = (
+    "learnable.parquet",
+    "results.parquet",
+    "attempts.parquet",
+    "quarantine.parquet",
+    "costs.parquet",
+    "selected.parquet",
+    "curation.duckdb",
+)
 
 
 def digests(out: Path) -> dict:
@@ -56,8 +63,10 @@ def classify(out: Path, old: dict, command: str) -> str:
             assert _run_ids(out, "attempts.parquet") <= {latest}
             n_learn = _db(out, "select count(*) from tasks where run_id = ? and status = 'learnable'", [latest])[0][0]
             assert pq.read_table(out / "learnable.parquet").num_rows == n_learn
-            assert pq.read_table(out / "attempts.parquet").num_rows == \
-                _db(out, "select count(*) from attempts where run_id = ?", [latest])[0][0]
+            assert (
+                pq.read_table(out / "attempts.parquet").num_rows
+                == _db(out, "select count(*) from attempts where run_id = ?", [latest])[0][0]
+            )
         else:  # dedup leaves a run's training set and attempts as they were
             for name in ("learnable.parquet", "attempts.parquet", "selected.parquet"):
                 assert now[name] == old[name], f"dedup changed {name}"

@@ -25,8 +25,27 @@ def _passes(answer, completion, prompt="Compute it."):
 
 # --- invisible characters ------------------------------------------------------------------
 
-INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u00ad", "\ufeff", "\u2060", "\u200e", "\u202e", "\u2066", "\u2062",
-             "\u180e", "\u3164", "\u034f", "\U000e0031", "\ufe0f", "\u2800", "\x00", "\u061c", "\u2063"]
+INVISIBLE = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u00ad",
+    "\ufeff",
+    "\u2060",
+    "\u200e",
+    "\u202e",
+    "\u2066",
+    "\u2062",
+    "\u180e",
+    "\u3164",
+    "\u034f",
+    "\U000e0031",
+    "\ufe0f",
+    "\u2800",
+    "\x00",
+    "\u061c",
+    "\u2063",
+]
 
 
 @pytest.mark.parametrize("ch", INVISIBLE, ids=[f"U+{ord(c):04X}" for c in INVISIBLE])
@@ -39,13 +58,19 @@ def test_an_invisible_character_inside_a_number_is_refused(ch):
     assert not verify_exact("6", f"Final answer: 6{ch}5")["passed"]
 
 
-@pytest.mark.parametrize("mark", ["\u0301", "\u20e3", "\u0338", "\u20dd", "\u0335", "\u0336", "\u0489"],
-                         ids=["acute", "keycap", "long_solidus", "enclosing_circle", "short_stroke", "long_stroke",
-                              "cyrillic_millions"])
+@pytest.mark.parametrize(
+    "mark",
+    ["\u0301", "\u20e3", "\u0338", "\u20dd", "\u0335", "\u0336", "\u0489"],
+    ids=["acute", "keycap", "long_solidus", "enclosing_circle", "short_stroke", "long_stroke", "cyrillic_millions"],
+)
 def test_a_combining_mark_on_a_digit_is_refused(mark):
     """`6\u0301 5` displays as a marked digit; it was graded 6."""
-    for completion in (f"\\boxed{{6{mark}5}}", f"\\boxed{{6{mark}}}", f"The answer is 6{mark}.",
-                       f"We are done. It is 6{mark}."):
+    for completion in (
+        f"\\boxed{{6{mark}5}}",
+        f"\\boxed{{6{mark}}}",
+        f"The answer is 6{mark}.",
+        f"We are done. It is 6{mark}.",
+    ):
         v = verify_one(_math("6"), completion, SETTINGS)
         assert not v["passed"], (completion, v)
     assert _passes("6", "\\boxed{6 \\text{ caf\u00e9s}}")  # a mark on a letter is not on a digit
@@ -59,8 +84,22 @@ def test_invisible_characters_next_to_the_last_number_are_refused():
 
 # --- percent -------------------------------------------------------------------------------
 
-PERCENT_SPELLINGS = ["6\\%", "6%", "6 \\%", "6\\,\\%", "6 percent", "6\\text{%}", "6\\text{ percent}", "6％",
-                     "6{\\%}", "6\\percent", "6 per cent", "6\\mathrm{\\%}", "6\\ \\%", "6\\text{\\%}"]
+PERCENT_SPELLINGS = [
+    "6\\%",
+    "6%",
+    "6 \\%",
+    "6\\,\\%",
+    "6 percent",
+    "6\\text{%}",
+    "6\\text{ percent}",
+    "6％",
+    "6{\\%}",
+    "6\\percent",
+    "6 per cent",
+    "6\\mathrm{\\%}",
+    "6\\ \\%",
+    "6\\text{\\%}",
+]
 
 
 @pytest.mark.parametrize("spelling", PERCENT_SPELLINGS)
@@ -71,9 +110,16 @@ def test_a_percent_is_compared_as_a_percent(spelling):
     assert _passes("3/50", f"\\boxed{{{spelling}}}")
 
 
-@pytest.mark.parametrize("spelling,number,value", [
-    ("5‰", "5", "0.005"), ("5 per mille", "5", "0.005"), ("5\\permil", "5", "0.005"), ("25 bps", "25", "0.0025"),
-    ("3‱", "3", "0.0003")])
+@pytest.mark.parametrize(
+    "spelling,number,value",
+    [
+        ("5‰", "5", "0.005"),
+        ("5 per mille", "5", "0.005"),
+        ("5\\permil", "5", "0.005"),
+        ("25 bps", "25", "0.0025"),
+        ("3‱", "3", "0.0003"),
+    ],
+)
 def test_per_mille_and_basis_points_are_read_as_such(spelling, number, value):
     assert not _passes(number, f"\\boxed{{{spelling}}}")
     assert _passes(value, f"\\boxed{{{spelling}}}")
@@ -90,12 +136,37 @@ def test_a_percent_reference_is_a_percent_too():
 
 # --- hedges --------------------------------------------------------------------------------
 
-HEDGES = ["5 \\text{ (or 6)}", "5 \\text{ or } 6", "5 \\textbf{ or } 6", "5 \\mbox{ or } 6", "5 \\mathrm{or} 6",
-          "5 or 6", "5 \\textit{(maybe 6)}", "5 \\lor 6", "5 \\vee 6", "5 \\text{ possibly } 6", "5\\ (\\text{or } 6)",
-          "5 \\quad \\text{(alternatively 6)}", "5 \\text{ (approx. } 6)", "5 \\textrm{ or perhaps } 6",
-          "5 \\operatorname{or} 6", "6 \\text{ or } 5", "5 \\text{ (6 if repeats are allowed)}", "5 \\text{ else } 6",
-          "5 \\ \\text{or}\\ 6", "5 \\textsf{ either way, } 6", "5–6", "5 — 6", "5 \\pm 1", "5 ± 1",
-          "5\\ \\text{(}6\\text{)}", "5 \\text{ to } 6", "5 \\,\\text{or}\\, 6", "5 \\ \\mathrm{vs.}\\ 6", "5 \\text{ or }"]
+HEDGES = [
+    "5 \\text{ (or 6)}",
+    "5 \\text{ or } 6",
+    "5 \\textbf{ or } 6",
+    "5 \\mbox{ or } 6",
+    "5 \\mathrm{or} 6",
+    "5 or 6",
+    "5 \\textit{(maybe 6)}",
+    "5 \\lor 6",
+    "5 \\vee 6",
+    "5 \\text{ possibly } 6",
+    "5\\ (\\text{or } 6)",
+    "5 \\quad \\text{(alternatively 6)}",
+    "5 \\text{ (approx. } 6)",
+    "5 \\textrm{ or perhaps } 6",
+    "5 \\operatorname{or} 6",
+    "6 \\text{ or } 5",
+    "5 \\text{ (6 if repeats are allowed)}",
+    "5 \\text{ else } 6",
+    "5 \\ \\text{or}\\ 6",
+    "5 \\textsf{ either way, } 6",
+    "5–6",
+    "5 — 6",
+    "5 \\pm 1",
+    "5 ± 1",
+    "5\\ \\text{(}6\\text{)}",
+    "5 \\text{ to } 6",
+    "5 \\,\\text{or}\\, 6",
+    "5 \\ \\mathrm{vs.}\\ 6",
+    "5 \\text{ or }",
+]
 
 
 @pytest.mark.parametrize("hedge", HEDGES)
@@ -106,8 +177,13 @@ def test_a_hedge_inside_a_box_or_an_answer_phrase_fails(hedge):
 
 
 def test_units_and_text_without_a_second_value_still_pass():
-    for completion in ("\\boxed{5 \\text{ cm}}", "\\boxed{\\text{5}}", "\\boxed{5}", "\\boxed{5 \\text{ apples}}",
-                       "\\boxed{5\\text{ m}^2}"):
+    for completion in (
+        "\\boxed{5 \\text{ cm}}",
+        "\\boxed{\\text{5}}",
+        "\\boxed{5}",
+        "\\boxed{5 \\text{ apples}}",
+        "\\boxed{5\\text{ m}^2}",
+    ):
         assert _passes("5", completion), completion
     assert _passes("5 \\text{ or } 6", "\\boxed{5 \\text{ or } 6}")  # the reference hedges the same way
 
@@ -158,22 +234,41 @@ def test_an_unevaluated_expression_is_not_an_answer(reference, answer, prompt):
     assert not v["passed"] and v["error"].startswith("unevaluated_expression"), v
 
 
-@pytest.mark.parametrize("reference,answer", [
-    ("3/4", "\\frac{3}{4}"), ("0.75", "\\frac{3}{4}"), ("3/4", "0.75"), ("\\sqrt{2}", "\\sqrt{2}"),
-    ("2\\sqrt{3}", "2\\sqrt{3}"), ("\\frac{\\pi}{2}", "\\pi/2"), ("\\pi", "\\pi"), ("-5", "-5"),
-    ("120000", "1.2 \\times 10^{5}"), ("120000", "1.2 \\cdot 10^{5}"), ("x^2+1", "x^2+1"), ("2+\\sqrt{3}", "2+\\sqrt{3}"),
-    ("2^{10}", "2^{10}"), ("2^{10}", "1024"), ("-\\frac{3}{4}", "-\\frac{3}{4}"), ("(-3, 5)", "(-3, 5)"),
-    ("42", "42^\\circ"), ("7006652", "7,006,652"), ("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),
-    ("\\frac{1+\\sqrt{5}}{2}", "\\frac{1+\\sqrt{5}}{2}"), ("7006652", "1234 \\times 5678 = 7006652"),
-    ("5", "x = 5"),
-])
+@pytest.mark.parametrize(
+    "reference,answer",
+    [
+        ("3/4", "\\frac{3}{4}"),
+        ("0.75", "\\frac{3}{4}"),
+        ("3/4", "0.75"),
+        ("\\sqrt{2}", "\\sqrt{2}"),
+        ("2\\sqrt{3}", "2\\sqrt{3}"),
+        ("\\frac{\\pi}{2}", "\\pi/2"),
+        ("\\pi", "\\pi"),
+        ("-5", "-5"),
+        ("120000", "1.2 \\times 10^{5}"),
+        ("120000", "1.2 \\cdot 10^{5}"),
+        ("x^2+1", "x^2+1"),
+        ("2+\\sqrt{3}", "2+\\sqrt{3}"),
+        ("2^{10}", "2^{10}"),
+        ("2^{10}", "1024"),
+        ("-\\frac{3}{4}", "-\\frac{3}{4}"),
+        ("(-3, 5)", "(-3, 5)"),
+        ("42", "42^\\circ"),
+        ("7006652", "7,006,652"),
+        ("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),
+        ("\\frac{1+\\sqrt{5}}{2}", "\\frac{1+\\sqrt{5}}{2}"),
+        ("7006652", "1234 \\times 5678 = 7006652"),
+        ("5", "x = 5"),
+    ],
+)
 def test_value_forms_still_pass(reference, answer):
     v = verify_one(_math(reference), f"\\boxed{{{answer}}}", SETTINGS)
     assert v["passed"], v
 
 
-@pytest.mark.parametrize("completion", ["\\boxed{nan}", "\\boxed{\\text{NaN}}", "The answer is NaN.",
-                                        "\\boxed{\\mathrm{nan}}"])
+@pytest.mark.parametrize(
+    "completion", ["\\boxed{nan}", "\\boxed{\\text{NaN}}", "The answer is NaN.", "\\boxed{\\mathrm{nan}}"]
+)
 def test_nan_is_not_an_answer(completion):
     v = verify_one(_math("3"), completion, SETTINGS)
     assert not v["passed"], v
@@ -181,25 +276,42 @@ def test_nan_is_not_an_answer(completion):
 
 # --- the probes: a verifier that accepts any of these forms is dropped ---------------------
 
+
 def _old_verifier(monkeypatch):
     """The verifier as it was: no refusals, a percent read as a number."""
     monkeypatch.setattr(answer_form, "refusal", lambda answer, reference: None)
     monkeypatch.setattr(answer_form, "percent_value", lambda text: text.replace("\\%", "").replace("%", ""))
 
 
-@pytest.mark.parametrize("task,probes", [
-    (_math("7006652", "Compute 1234 times 5678."), {"unevaluated_restated_question", "unevaluated_product",
-                                                    "unevaluated_binomial", "unevaluated_power",
-                                                    "unevaluated_sum_or_difference", "unevaluated_square_root",
-                                                    "unevaluated_fraction_not_in_lowest_terms",
-                                                    "hedge_text_second_value", "invisible_zero_width_space",
-                                                    "invisible_soft_hyphen", "percent_of_reference"}),
-    (_math("120", "In how many ways can 3 of 10 people be chosen?"), {"unevaluated_restated_question",
-                                                                     "unevaluated_sum", "unevaluated_factorial"}),
-    (_math("3628800", "In how many orders can 10 books stand?"), {"unevaluated_restated_question"}),
-    (_math("5050", "Add the integers from 1 to 100."), {"unevaluated_restated_question"}),
-    (_math("3/4", "6 of 8 marbles are red. What fraction is red?"), {"unevaluated_fraction"}),
-], ids=["product", "binomial", "factorial", "sum", "fraction"])
+@pytest.mark.parametrize(
+    "task,probes",
+    [
+        (
+            _math("7006652", "Compute 1234 times 5678."),
+            {
+                "unevaluated_restated_question",
+                "unevaluated_product",
+                "unevaluated_binomial",
+                "unevaluated_power",
+                "unevaluated_sum_or_difference",
+                "unevaluated_square_root",
+                "unevaluated_fraction_not_in_lowest_terms",
+                "hedge_text_second_value",
+                "invisible_zero_width_space",
+                "invisible_soft_hyphen",
+                "percent_of_reference",
+            },
+        ),
+        (
+            _math("120", "In how many ways can 3 of 10 people be chosen?"),
+            {"unevaluated_restated_question", "unevaluated_sum", "unevaluated_factorial"},
+        ),
+        (_math("3628800", "In how many orders can 10 books stand?"), {"unevaluated_restated_question"}),
+        (_math("5050", "Add the integers from 1 to 100."), {"unevaluated_restated_question"}),
+        (_math("3/4", "6 of 8 marbles are red. What fraction is red?"), {"unevaluated_fraction"}),
+    ],
+    ids=["product", "binomial", "factorial", "sum", "fraction"],
+)
 def test_a_verifier_that_accepts_these_forms_is_dropped_naming_the_probe(monkeypatch, task, probes):
     _old_verifier(monkeypatch)
     v = check_verifier(task, SETTINGS)
@@ -208,15 +320,37 @@ def test_a_verifier_that_accepts_these_forms_is_dropped_naming_the_probe(monkeyp
     assert probes <= named, probes - named
 
 
-@pytest.mark.parametrize("task", [
-    _math("7006652", "Compute 1234 times 5678."), _math("120", "In how many ways can 3 of 10 people be chosen?"),
-    _math("3628800", "In how many orders can 10 books stand?"), _math("5050", "Add the integers from 1 to 100."),
-    _math("3/4", "6 of 8 marbles are red. What fraction is red?"), _math("0", "Compute 5 - 5."),
-    _math("-3", "Find the minimum of x^2 + 6x + 6."), _math("0.5", "Halve 1."), _math("6\\%", "What percent?"),
-    _math("\\sqrt{2}", "Find the diagonal of a unit square."), _math("x+1", "Simplify (x^2-1)/(x-1)."),
-    {"domain": "exact", "answer": "42", "prompt": "Multiply 6 by 7."},
-], ids=["product", "binomial", "factorial", "sum", "fraction", "zero", "negative", "decimal", "percent", "surd",
-        "expression", "exact"])
+@pytest.mark.parametrize(
+    "task",
+    [
+        _math("7006652", "Compute 1234 times 5678."),
+        _math("120", "In how many ways can 3 of 10 people be chosen?"),
+        _math("3628800", "In how many orders can 10 books stand?"),
+        _math("5050", "Add the integers from 1 to 100."),
+        _math("3/4", "6 of 8 marbles are red. What fraction is red?"),
+        _math("0", "Compute 5 - 5."),
+        _math("-3", "Find the minimum of x^2 + 6x + 6."),
+        _math("0.5", "Halve 1."),
+        _math("6\\%", "What percent?"),
+        _math("\\sqrt{2}", "Find the diagonal of a unit square."),
+        _math("x+1", "Simplify (x^2-1)/(x-1)."),
+        {"domain": "exact", "answer": "42", "prompt": "Multiply 6 by 7."},
+    ],
+    ids=[
+        "product",
+        "binomial",
+        "factorial",
+        "sum",
+        "fraction",
+        "zero",
+        "negative",
+        "decimal",
+        "percent",
+        "surd",
+        "expression",
+        "exact",
+    ],
+)
 def test_every_new_probe_fails_on_a_sound_task(task):
     assert check_verifier(task, SETTINGS) == {"broken": False, "problems": [], "reasons": [], "executed": True}
     names = {p.name for p in hack_probes.answer_probes(task)}

@@ -13,12 +13,27 @@ from tasksieve.transforms.verify import math_answers as vm
 # References and completions: plain, LaTeX, sets, broken, hostile (sprays,
 # several boxes, alternatives, unparsable and over-long answers).
 PAIRS = [
-    ("42", "The answer is \\boxed{42}"), ("42", "\\boxed{42.0}"), ("42", "\\boxed{41} or maybe \\boxed{42}"),
-    ("42", "Final answer: 41, 42, 0, 1"), ("42", "I don't know."), ("42", ""), ("42", "So 40 + 2 = 42."),
-    ("\\frac{1}{2}", "\\boxed{0.5}"), ("\\frac{1}{2}", "\\boxed{1/2}"), ("\\frac{1}{2}", "\\boxed{2}"),
-    ("{1, 2}", "\\boxed{\\{2, 1\\}}"), ("x^2 + 1", "\\boxed{1 + x^2}"), ("x^2 + 1", "\\boxed{x^2}"),
-    ("}{", "\\boxed{}{}"), ("???", "\\boxed{???}"), ("\\sqrt{2}", "\\boxed{2^{1/2}}"), ("1,000", "\\boxed{1000}"),
-    ("7", "The answer is 7 or 8."), ("7", "\\boxed{" + "7" * 300 + "}"), ("-7", "\\boxed{-7}"), ("-7", "\\boxed{7}"),
+    ("42", "The answer is \\boxed{42}"),
+    ("42", "\\boxed{42.0}"),
+    ("42", "\\boxed{41} or maybe \\boxed{42}"),
+    ("42", "Final answer: 41, 42, 0, 1"),
+    ("42", "I don't know."),
+    ("42", ""),
+    ("42", "So 40 + 2 = 42."),
+    ("\\frac{1}{2}", "\\boxed{0.5}"),
+    ("\\frac{1}{2}", "\\boxed{1/2}"),
+    ("\\frac{1}{2}", "\\boxed{2}"),
+    ("{1, 2}", "\\boxed{\\{2, 1\\}}"),
+    ("x^2 + 1", "\\boxed{1 + x^2}"),
+    ("x^2 + 1", "\\boxed{x^2}"),
+    ("}{", "\\boxed{}{}"),
+    ("???", "\\boxed{???}"),
+    ("\\sqrt{2}", "\\boxed{2^{1/2}}"),
+    ("1,000", "\\boxed{1000}"),
+    ("7", "The answer is 7 or 8."),
+    ("7", "\\boxed{" + "7" * 300 + "}"),
+    ("-7", "\\boxed{-7}"),
+    ("-7", "\\boxed{7}"),
 ]
 
 
@@ -83,9 +98,15 @@ class _Worker:
         pass
 
 
-@pytest.mark.parametrize("answer", [None, {"ok": False, "error": "memory"},
-                                    {"ok": False, "error": "verifier_error: RecursionError"},
-                                    {"ok": True, "error": None, "extra": 1}])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        None,
+        {"ok": False, "error": "memory"},
+        {"ok": False, "error": "verifier_error: RecursionError"},
+        {"ok": True, "error": None, "extra": 1},
+    ],
+)
 def test_what_the_request_alone_does_not_decide_is_asked_again(monkeypatch, answer):
     """A timeout, a worker that ran out of memory or crashed, or an answer
     of an unknown shape depends on more than the request: never kept."""
@@ -98,8 +119,10 @@ def test_what_the_request_alone_does_not_decide_is_asked_again(monkeypatch, answ
     assert got[0] == got[2]
 
 
-@pytest.mark.parametrize("answer", [{"ok": True, "error": None}, {"ok": False, "error": None},
-                                    {"ok": False, "error": "reference_unparsable"}])
+@pytest.mark.parametrize(
+    "answer",
+    [{"ok": True, "error": None}, {"ok": False, "error": None}, {"ok": False, "error": "reference_unparsable"}],
+)
 def test_what_the_request_decides_is_asked_once(monkeypatch, answer):
     worker = _Worker(answer)
     monkeypatch.setattr(vm, "_take", lambda: worker)

@@ -97,5 +97,7 @@ def test_a_reader_that_skips_rows_fails_the_accounting_check(sample_dir, tmp_pat
             yield row
 
     monkeypatch.setattr(read_module, "read_source", gives_up_after_line_5)
-    with pytest.raises(AccountingError, match=r"98 rows read but \d+ rows accounted for .*the reader produced \d+ rows"):
+    with pytest.raises(
+        AccountingError, match=r"98 rows read but \d+ rows accounted for .*the reader produced \d+ rows"
+    ):
         dedup([str(sample_dir)], str(tmp_path / "out"), RunConfig())

@@ -70,8 +70,9 @@ def _kernel_windows(texts, p, table, first, mult):
     codes, offsets = _codes(texts, p)
     out = np.empty(offsets[-1] + len(texts), dtype=np.uint32)
     nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-    kernels.get().window_hashes(codes, offsets, p.size, out, nwin, lens, *table[:2], first, mult, table[2],
-                                np.zeros((0, 128), dtype=np.uint8))
+    kernels.get().window_hashes(
+        codes, offsets, p.size, out, nwin, lens, *table[:2], first, mult, table[2], np.zeros((0, 128), dtype=np.uint8)
+    )
     starts = offsets[:-1] + np.arange(len(texts))
     return [np.unique(out[s : s + n]).astype(np.uint64) for s, n in zip(starts, nwin)], lens.tolist()
 
@@ -86,7 +87,13 @@ def test_compiled_window_hashes_equal_numpy_shingle_sets():
     from tasksieve.transforms.dedup.signatures import _SLOT_MULT, _table
 
     assert kernels.get() is not None  # the pinned stack has numba; without it every path is the numpy one
-    texts = [normalize_text(t) for t in _texts(1, 400)] + ["", "a", "ab", "𝔸𝔹ℂ 12 𝔸𝔹ℂ", "".join(map(chr, range(48, 2048)))]
+    texts = [normalize_text(t) for t in _texts(1, 400)] + [
+        "",
+        "a",
+        "ab",
+        "𝔸𝔹ℂ 12 𝔸𝔹ℂ",
+        "".join(map(chr, range(48, 2048))),
+    ]
     for p in (MinHashParams(), MinHashParams(shingle="char", size=1), MinHashParams(shingle="word", size=2)):
         want = [mh.shingle_hashes(t, p.shingle, p.size) for t in texts]
         table = _table(texts)
@@ -115,8 +122,16 @@ def test_block_similarities_equal_the_one_pair_jaccard(monkeypatch):
     # Sorted, as edge shards send them: a node in a run of edges, as the
     # first or the second end, with itself, then a text longer or shorter
     # than the one whose table is held.
-    edges += sorted(edges) + [("n5", "n6"), ("n5", "n304"), ("n7", "n5"), ("n5", "n5"), ("n300", "n5"),
-                              ("n304", "n8"), ("n9", "n304"), ("n304", "n300")]
+    edges += sorted(edges) + [
+        ("n5", "n6"),
+        ("n5", "n304"),
+        ("n7", "n5"),
+        ("n5", "n5"),
+        ("n300", "n5"),
+        ("n304", "n8"),
+        ("n9", "n304"),
+        ("n304", "n300"),
+    ]
     from tasksieve.transforms.dedup import signatures as sg
 
     monkeypatch.setattr(near, "_EDGE_BLOCK", 700)  # several blocks, nodes repeated across them
@@ -243,11 +258,11 @@ def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
         assert chunks.unpack(second) == ["another"] and chunks.rows_of((n, packed)) == rows
         data = Path(path).read_bytes()
         # The format: blob length, HMAC-SHA256 of "file:offset:" + blob under the run's key, blob.
-        blob = data[second[1] + 40:]
-        assert data[second[1]:second[1] + 8] == len(blob).to_bytes(8, "little")
+        blob = data[second[1] + 40 :]
+        assert data[second[1] : second[1] + 8] == len(blob).to_bytes(8, "little")
         where = f"{os.path.basename(path)}:{second[1]}:".encode()
-        assert data[second[1] + 8:second[1] + 40] == hmac.new(spill.key, where + blob, hashlib.sha256).digest()
-        Path(path).write_bytes(data[second[1]:] + data)  # the second blob copied to offset 0
+        assert data[second[1] + 8 : second[1] + 40] == hmac.new(spill.key, where + blob, hashlib.sha256).digest()
+        Path(path).write_bytes(data[second[1] :] + data)  # the second blob copied to offset 0
         with pytest.raises(chunks.SpillTampered):  # its HMAC names the offset it was written at
             chunks.unpack((path, 0, spill))
         Path(path).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit of the second blob changed
@@ -330,8 +345,10 @@ def test_string_columns_give_back_each_string():
     rng = random.Random(5)
     alphabet = ["a", "\x1f", "\n", "", "東", "\U0001f600", "\ud800", "pool", ":", "\x00"]
     for trial in range(50):
-        groups = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(0, 30))]
-                  for _ in range(rng.randint(1, 4))]
+        groups = [
+            ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(0, 30))]
+            for _ in range(rng.randint(1, 4))
+        ]
         col = StringColumn.joined([chunks.unpack(chunks.pack(StringColumn.of(g))) for g in groups])
         flat = [x for g in groups for x in g]
         assert len(col) == len(flat)
@@ -351,15 +368,32 @@ def test_band_edges_are_the_dict_of_buckets_edges():
     from tasksieve.transforms.dedup.near import bucket_edges, task_node
 
     rng = random.Random(11)
-    sentences = ["Ann has 3 apples.", "Bob buys 4 more pens each day.", "How many are left?", "Total them up.",
-                 "A train leaves at noon.", "", "x", "Ünïcode  TEXT\twith\u00a0spaces."]
-    params = (MinHashParams(), MinHashParams(shingle="word", size=2, num_perm=64, bands=16, rows=4, seed=3),
-              MinHashParams(shingle="char", size=1))
+    sentences = [
+        "Ann has 3 apples.",
+        "Bob buys 4 more pens each day.",
+        "How many are left?",
+        "Total them up.",
+        "A train leaves at noon.",
+        "",
+        "x",
+        "Ünïcode  TEXT\twith\u00a0spaces.",
+    ]
+    params = (
+        MinHashParams(),
+        MinHashParams(shingle="word", size=2, num_perm=64, bands=16, rows=4, seed=3),
+        MinHashParams(shingle="char", size=1),
+    )
     seen_large = 0
     for trial in range(60):
         n = rng.randint(0, 120)
-        tasks = [{"source": rng.choice(["s", "t"]), "task_id": f"id{rng.randrange(max(1, n))}",
-                  "prompt": " ".join(rng.choice(sentences) for _ in range(rng.randint(0, 4)))} for _ in range(n)]
+        tasks = [
+            {
+                "source": rng.choice(["s", "t"]),
+                "task_id": f"id{rng.randrange(max(1, n))}",
+                "prompt": " ".join(rng.choice(sentences) for _ in range(rng.randint(0, 4))),
+            }
+            for _ in range(n)
+        ]
         p, max_pairs, within = rng.choice(params), rng.choice([2, 3, 8, 32]), rng.random() < 0.8
         assert band_edges(tasks, [], p, max_pairs, within) == bucket_edges(tasks, [], p, max_pairs, within), trial
         by_text: dict = {}
@@ -386,22 +420,41 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
     # Size pairs whose ratio is on, just under or just over 0.8, within
     # 1e-4 of it (7999/10000 rounds under 0.8, 39999/50000 onto it), or 1/3
     # (a threshold of 1/3 is never met: round(1/3, 4) is under it).
-    tricky = [(4, 5), (80, 100), (7999, 10000), (8001, 10000), (39999, 50000), (79995, 100000), (99, 125), (1, 3),
-              (100, 300)]
+    tricky = [
+        (4, 5),
+        (80, 100),
+        (7999, 10000),
+        (8001, 10000),
+        (39999, 50000),
+        (79995, 100000),
+        (99, 125),
+        (1, 3),
+        (100, 300),
+    ]
     for trial in range(200):
         n = rng.randint(2, 50)
-        groups = [(rng.randrange(32), [f"s\x1f{i}" for i in range(0, n, 2)]),
-                  (rng.randrange(32), [f"a\x1f{i}" for i in range(1, n, 2)]),  # sorts before the pool rows
-                  (POOL_SRC + rng.randrange(3), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))])]
+        groups = [
+            (rng.randrange(32), [f"s\x1f{i}" for i in range(0, n, 2)]),
+            (rng.randrange(32), [f"a\x1f{i}" for i in range(1, n, 2)]),  # sorts before the pool rows
+            (POOL_SRC + rng.randrange(3), [f"pool\x1fp\x1f{i}" for i in range(rng.randint(0, 15))]),
+        ]
         pair = rng.choice(tricky)
         size_of = {x: rng.choice([*pair, *pair, rng.randint(1, 400)]) for _, names in groups for x in names}
         # A holder in the high bits, a position in the low: unique even when both task groups share a holder.
-        id_of = {x: (src << 32) | int(x.rsplit("\x1f", 1)[1]) + 1000 * g for g, (src, names) in enumerate(groups)
-                 for x in names}
+        id_of = {
+            x: (src << 32) | int(x.rsplit("\x1f", 1)[1]) + 1000 * g
+            for g, (src, names) in enumerate(groups)
+            for x in names
+        }
         name_of = {i: x for x, i in id_of.items()}
         threshold = rng.choice([0.8, 0.8, 0.8, 0.7999, 0.8001, 0.5, 1.0, 1 / 3])
-        near = NearSettings(MinHashParams(), threshold, max_bucket_pairs=rng.choice([2, 3, 32]),
-                            within=rng.random() < 0.7, edge_shards=rng.choice([1, 3, 8, 32]))
+        near = NearSettings(
+            MinHashParams(),
+            threshold,
+            max_bucket_pairs=rng.choice([2, 3, 32]),
+            within=rng.random() < 0.7,
+            edge_shards=rng.choice([1, 3, 8, 32]),
+        )
         parts, want = [], set()
         by_key: dict = {}
         for src, names in groups:
@@ -412,9 +465,16 @@ def test_bucket_shard_edges_are_the_per_bucket_rule():
             ks = [rng.randrange(max(2, n // 2)) for _ in range(m)]
             for k, x in zip(ks, ns):
                 by_key.setdefault(k, []).append(x)
-            parts.append(chunks.pack((np.array(ks, dtype=np.int64), StringColumn.of(ns),
-                                      np.array([id_of[x] for x in ns], dtype=np.int64),
-                                      np.array([size_of[x] for x in ns], dtype=np.int64))))
+            parts.append(
+                chunks.pack(
+                    (
+                        np.array(ks, dtype=np.int64),
+                        StringColumn.of(ns),
+                        np.array([id_of[x] for x in ns], dtype=np.int64),
+                        np.array([size_of[x] for x in ns], dtype=np.int64),
+                    )
+                )
+            )
         for members in by_key.values():
             for a, b in bucket_pairs(members, near.max_pairs, near.within):
                 if size_bound(size_of[a], size_of[b], threshold):
@@ -432,8 +492,12 @@ def test_shards_grow_with_the_pool_unless_configured_or_against_a_pool():
     from tasksieve.transforms.batch.dedup import MIN_SHARDS, SHARD_TASKS, SHARDS, shard_count
 
     assert shard_count(0, None, False) == SHARDS  # inputs that could not be counted
-    assert shard_count(0, 0, False) == shard_count(0, 98, False) == shard_count(0, MIN_SHARDS * SHARD_TASKS, False) \
+    assert (
+        shard_count(0, 0, False)
+        == shard_count(0, 98, False)
+        == shard_count(0, MIN_SHARDS * SHARD_TASKS, False)
         == MIN_SHARDS
+    )
     assert shard_count(0, MIN_SHARDS * SHARD_TASKS + 1, False) == MIN_SHARDS + 1
     assert shard_count(0, SHARDS * SHARD_TASKS * 10, False) == SHARDS  # never more than SHARDS
     assert shard_count(0, 100, True) == SHARDS  # a reference pool's buckets share the bucket shards
@@ -461,8 +525,12 @@ def test_edge_shard_edges_in_node_order():
 
     rng = random.Random(11)
     for trial in range(100):
-        names = list({rng.choice(["pool\x1fp\x1f", "s\x1f", "\x1f3:a\x1fb\x1f", "b\x1f"]) + str(rng.randint(0, 999))
-                      for _ in range(rng.randint(2, 80))})
+        names = list(
+            {
+                rng.choice(["pool\x1fp\x1f", "s\x1f", "\x1f3:a\x1fb\x1f", "b\x1f"]) + str(rng.randint(0, 999))
+                for _ in range(rng.randint(2, 80))
+            }
+        )
         ids = rng.sample(range(1, 1 << 40), len(names))
         node_of = dict(zip(ids, names))
         m = rng.randint(0, 200)
@@ -483,8 +551,21 @@ def test_edge_shard_edges_in_node_order():
 def _run(inputs, out, cfg_text, tmp, *extra):
     cfg = tmp / f"{out.name}.toml"
     cfg.write_text(cfg_text)
-    proc = subprocess.run([*TASKSIEVE, "dedup", *sum((["--input", str(i)] for i in inputs), []), "--out", str(out),
-                           "--config", str(cfg), *extra], capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [
+            *TASKSIEVE,
+            "dedup",
+            *sum((["--input", str(i)] for i in inputs), []),
+            "--out",
+            str(out),
+            "--config",
+            str(cfg),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -536,8 +617,9 @@ def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
     # The meaning stage is off here (embedding 5,000 prompts is the slow part);
     # the sample and the hard cases run it. 32 id, hash and bucket shards,
     # where 5,000 tasks would get 8: the decisions must not depend on how many.
-    rows, proc = _compare([bench_pool], tmp_path,
-                          "[dedup]\nsemantic = false\nshards = 32\n[decontam]\nbenchmarks = ['gsm8k']\n")
+    rows, proc = _compare(
+        [bench_pool], tmp_path, "[dedup]\nsemantic = false\nshards = 32\n[decontam]\nbenchmarks = ['gsm8k']\n"
+    )
     assert "hash shards (done): 32 shards" in proc.stderr
     assert len(rows) == 5000
     stages = {r["drop_stage"] for r in rows if r["status"] == "dropped"}
@@ -550,8 +632,14 @@ def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
     # Three edge shards and five bucket shards (not the defaults): the
     # decisions must not depend on how many; the pool's bucket records go to
     # the delivery's bucket shards.
-    rows, _ = _compare([files[0]], tmp_path, "[dedup]\nsemantic = false\nedge_shards = 3\nshards = 5\n", "--dedup-against",
-                       str(files[1]), memory_mib=1)
+    rows, _ = _compare(
+        [files[0]],
+        tmp_path,
+        "[dedup]\nsemantic = false\nedge_shards = 3\nshards = 5\n",
+        "--dedup-against",
+        str(files[1]),
+        memory_mib=1,
+    )
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
 
@@ -563,8 +651,13 @@ def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
     for a, b in cases.paraphrase_pairs() + cases.sibling_pairs():
         for t in (a, b):
             n += 1
-            rows.append({k: v for k, v in dict(t, task_id=f"{t['task_id']}-{n}", domain=t.get("domain") or "math").items()
-                         if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")})
+            rows.append(
+                {
+                    k: v
+                    for k, v in dict(t, task_id=f"{t['task_id']}-{n}", domain=t.get("domain") or "math").items()
+                    if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")
+                }
+            )
     delivery = tmp_path / "hard.jsonl"
     delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # The meaning stage on (the default); every edge judged in one edge
@@ -599,21 +692,42 @@ def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
         {"source": "a", "task_id": f"b{us}c", "prompt": one + "!"},
         {"source": "pool", "task_id": "p1", "prompt": two},
         {"source": "pool", "task_id": "p2", "prompt": two + "!"},
-        {"source": "pool", "task_id": f"x{us}a", "prompt": "Name the largest planet and give its radius in km, please."},
+        {
+            "source": "pool",
+            "task_id": f"x{us}a",
+            "prompt": "Name the largest planet and give its radius in km, please.",
+        },
         {"source": f"{us}1:pool", "task_id": "p3", "prompt": three},
-        {"source": f"{us}1:x", "task_id": "p4", "prompt": "List the primes below fifty whose digits sum to an odd number."},
+        {
+            "source": f"{us}1:x",
+            "task_id": "p4",
+            "prompt": "List the primes below fifty whose digits sum to an odd number.",
+        },
         {"source": "x", "task_id": f"p4{us}", "prompt": three + "!"},
     ]
     delivery = tmp_path / "crafted.jsonl"
     delivery.write_text("".join(json.dumps(dict(r, answer="1", domain="math")) + "\n" for r in rows))
     pool = tmp_path / "pool.jsonl"  # its row's pool node is "pool<US>x<US>a", the crafted task's old node
-    pool.write_text(json.dumps({"source": "x", "task_id": "a", "prompt": "Describe the water cycle in four short steps.",
-                                "answer": "1", "domain": "math"}) + "\n")
+    pool.write_text(
+        json.dumps(
+            {
+                "source": "x",
+                "task_id": "a",
+                "prompt": "Describe the water cycle in four short steps.",
+                "answer": "1",
+                "domain": "math",
+            }
+        )
+        + "\n"
+    )
     got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(pool))
     assert len(got) == len(rows) and "OK" in proc.stdout
     status = {(r["source"], r["task_id"]): r["status"] for r in got}
-    for pair in (((f"a{us}b", "c"), ("a", f"b{us}c")), (("pool", "p1"), ("pool", "p2")),
-                 ((f"{us}1:pool", "p3"), ("x", f"p4{us}"))):
+    for pair in (
+        ((f"a{us}b", "c"), ("a", f"b{us}c")),
+        (("pool", "p1"), ("pool", "p2")),
+        ((f"{us}1:pool", "p3"), ("x", f"p4{us}")),
+    ):
         assert sorted(status[k] for k in pair) == ["dropped", "kept"], pair
     assert status[("pool", f"x{us}a")] == status[(f"{us}1:x", "p4")] == "kept"
 
@@ -632,10 +746,16 @@ def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
     for trial in range(200):
         records, tasks = [], []
         for ref in range(rng.randint(1, 60)):
-            source, task_id = rng.choice([("a", "b\x1fc"), ("a\x1fb", "c"), ("s", "1"), ("s", "2"), ("t", "1")] +
-                                         [("u", str(ref))])
-            task = {"source": source, "task_id": task_id, "source_file": rng.choice(["/d/a.jsonl", "/d/b.jsonl"]),
-                    "line": rng.randint(1, 10_000), "ref": ref}
+            source, task_id = rng.choice(
+                [("a", "b\x1fc"), ("a\x1fb", "c"), ("s", "1"), ("s", "2"), ("t", "1")] + [("u", str(ref))]
+            )
+            task = {
+                "source": source,
+                "task_id": task_id,
+                "source_file": rng.choice(["/d/a.jsonl", "/d/b.jsonl"]),
+                "line": rng.randint(1, 10_000),
+                "ref": ref,
+            }
             tasks.append(task)
             records.append(((source, task_id), task["source_file"], task["line"], rng.randrange(32), ref))
         parts = [records[i : i + 7] for i in range(0, len(records), 7)]
@@ -662,18 +782,27 @@ def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
     first row by (file, line) stays, each later row is quarantined naming
     it, the same on both paths, with every value spilled."""
     rng = random.Random(5)
-    prompts = [f"Problem {i}: find x when {i + 2}x + {i + 1} = {7 * i + 3}, and show each step of the work."
-               for i in range(12)]
+    prompts = [
+        f"Problem {i}: find x when {i + 2}x + {i + 1} = {7 * i + 3}, and show each step of the work." for i in range(12)
+    ]
     folder = tmp_path / "in"
     folder.mkdir()
     rows = {}
     for name in ("b.jsonl", "a.jsonl"):  # b is written first; a sorts first, so its rows come first
-        rows[name] = [{"source": rng.choice(["s1", "s2"]), "task_id": f"t{rng.randint(0, 60)}",
-                       "prompt": rng.choice(prompts) + ("" if rng.random() < 0.5 else f" ({name} {n})"),
-                       "answer": "1", "domain": "math"} for n in range(150)]
+        rows[name] = [
+            {
+                "source": rng.choice(["s1", "s2"]),
+                "task_id": f"t{rng.randint(0, 60)}",
+                "prompt": rng.choice(prompts) + ("" if rng.random() < 0.5 else f" ({name} {n})"),
+                "answer": "1",
+                "domain": "math",
+            }
+            for n in range(150)
+        ]
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows[name]))
-    got, proc = _compare([folder / "b.jsonl", folder / "a.jsonl"], tmp_path, "[dedup]\nsemantic = false\n",
-                         memory_mib=0)
+    got, proc = _compare(
+        [folder / "b.jsonl", folder / "a.jsonl"], tmp_path, "[dedup]\nsemantic = false\n", memory_mib=0
+    )
     assert "OK" in proc.stdout
     first = {}
     for name in ("a.jsonl", "b.jsonl"):
@@ -703,11 +832,15 @@ def test_candidates_with_none_confirmed_keep_every_row(tmp_path, runner):
     pair, so the cluster step has no confirmed edge and outputs nothing at
     all (not an empty map); every row must still come out kept, as on the
     reference path, on both runners."""
-    template = ("A farmer has {a} crates of apples with {b} apples in each crate, and sells {c} apples at the "
-                "market on Saturday morning. How many apples does the farmer have left after the market?")
+    template = (
+        "A farmer has {a} crates of apples with {b} apples in each crate, and sells {c} apples at the "
+        "market on Saturday morning. How many apples does the farmer have left after the market?"
+    )
     rows = []
     for i, (a, b, c) in enumerate([(3, 12, 7), (4, 15, 9), (6, 11, 5), (8, 13, 21), (9, 14, 30)]):
-        rows.append({"task_id": f"s{i}", "domain": "math", "prompt": template.format(a=a, b=b, c=c), "answer": str(a * b - c)})
+        rows.append(
+            {"task_id": f"s{i}", "domain": "math", "prompt": template.format(a=a, b=b, c=c), "answer": str(a * b - c)}
+        )
     # Every sibling shares a band with the first (a candidate edge), at a
     # shingle Jaccard over the threshold: only the rules can clear them.
     texts = [normalize_text(r["prompt"]) for r in rows]
@@ -740,8 +873,10 @@ def test_vllm_can_load_after_the_compiled_kernels():
 
 
 def test_the_vllm_guard_is_a_no_op_where_numba_never_ran():
-    code = ("import sys\nfrom tasksieve.transforms.backends.vllm import guard_llvmlite\nguard_llvmlite()\n"
-            "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')")
+    code = (
+        "import sys\nfrom tasksieve.transforms.backends.vllm import guard_llvmlite\nguard_llvmlite()\n"
+        "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
 

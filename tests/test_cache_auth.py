@@ -17,14 +17,31 @@ from tasksieve.pipeline.run.errors import RunError
 from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.sample import cache_auth
-from tasksieve.transforms.sample.attempt_cache import (CACHE_SCHEMA, FINISHED_DIR, finished_runs, read_cache_file,
-                                                       settle_run, signed)
+from tasksieve.transforms.sample.attempt_cache import (
+    CACHE_SCHEMA,
+    FINISHED_DIR,
+    finished_runs,
+    read_cache_file,
+    settle_run,
+    signed,
+)
 
 
 def _entry(**kw):
-    rec = {"content_hash": "h1", "model_id": "m@1", "sampler_key": "s", "attempt_idx": 0, "seed": 7,
-           "completion": "\\boxed{4}", "prompt_tokens": 3, "completion_tokens": 2, "finish_reason": "stop",
-           "gen_seconds": 0.25, "error": None, "run_id": "r1"}
+    rec = {
+        "content_hash": "h1",
+        "model_id": "m@1",
+        "sampler_key": "s",
+        "attempt_idx": 0,
+        "seed": 7,
+        "completion": "\\boxed{4}",
+        "prompt_tokens": 3,
+        "completion_tokens": 2,
+        "finish_reason": "stop",
+        "gen_seconds": 0.25,
+        "error": None,
+        "run_id": "r1",
+    }
     return dict(rec, **kw)
 
 
@@ -39,26 +56,40 @@ def _read(path, model="m@1"):
 
 # --- entries ---------------------------------------------------------------------------------------
 
+
 def test_a_signed_entry_is_read_back(tmp_path):
     (rec,) = _read(_write_jsonl(tmp_path / "r1-5.jsonl", [signed(_entry())]))
     assert rec["completion"] == "\\boxed{4}" and rec["run_id"] == "r1"
 
 
-@pytest.mark.parametrize("planted", [
-    _entry(),                                     # no MAC at all
-    _entry(mac="0" * 64),                         # a made-up MAC
-    _entry(mac=None),
-    _entry(mac=12),
-    _entry(mac="\u00e9" * 64),                   # not ASCII
-])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        _entry(),  # no MAC at all
+        _entry(mac="0" * 64),  # a made-up MAC
+        _entry(mac=None),
+        _entry(mac=12),
+        _entry(mac="\u00e9" * 64),  # not ASCII
+    ],
+)
 def test_a_planted_entry_is_ignored_with_a_warning(tmp_path, capfd, planted):
     assert _read(_write_jsonl(tmp_path / "r1-5.jsonl", [planted])) == []
     assert "fail the authentication check" in capfd.readouterr().err
 
 
-@pytest.mark.parametrize("field,value", [("completion", "\\boxed{5}"), ("content_hash", "h2"), ("seed", 8),
-                                         ("attempt_idx", 3), ("run_id", "r1"), ("prompt_tokens", 0),
-                                         ("gen_seconds", 0.0), ("finish_reason", "length")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("completion", "\\boxed{5}"),
+        ("content_hash", "h2"),
+        ("seed", 8),
+        ("attempt_idx", 3),
+        ("run_id", "r1"),
+        ("prompt_tokens", 0),
+        ("gen_seconds", 0.0),
+        ("finish_reason", "length"),
+    ],
+)
 def test_an_edited_or_moved_entry_is_ignored(tmp_path, capfd, field, value):
     rec = signed(_entry())
     rec[field] = value if rec[field] != value else value + "x"
@@ -79,8 +110,10 @@ def test_a_file_renamed_to_another_run_is_ignored(tmp_path):
 
 
 def test_an_error_is_never_read_back_as_a_generation(tmp_path):
-    recs = [signed(_entry(error="HTTP 401: bad key", completion="", finish_reason="error")),
-            signed(_entry(attempt_idx=1, finish_reason="request_failed", completion=""))]
+    recs = [
+        signed(_entry(error="HTTP 401: bad key", completion="", finish_reason="error")),
+        signed(_entry(attempt_idx=1, finish_reason="request_failed", completion="")),
+    ]
     assert _read(_write_jsonl(tmp_path / "r1-5.jsonl", recs)) == []
 
 
@@ -112,11 +145,12 @@ def test_a_damaged_parquet_file_is_set_aside_with_a_warning(tmp_path, capfd, dam
 
 # --- markers ------------------------------------------------------------------------------------------
 
+
 def test_only_markers_this_user_wrote_count_as_finished(tmp_path, capfd):
     attempts = pa.Table.from_pylist([dict(_entry(), passed=True, reused_from_run=None)])
     settle_run(str(tmp_path), "r1", attempts, frozenset())
-    (tmp_path / FINISHED_DIR / "evil").touch()                       # planted, empty
-    (tmp_path / FINISHED_DIR / "evil2").write_text("0" * 64)          # planted, a made-up MAC
+    (tmp_path / FINISHED_DIR / "evil").touch()  # planted, empty
+    (tmp_path / FINISHED_DIR / "evil2").write_text("0" * 64)  # planted, a made-up MAC
     (tmp_path / FINISHED_DIR / "r9").write_bytes((tmp_path / FINISHED_DIR / "r1").read_bytes())  # copied
     assert finished_runs(str(tmp_path)) == frozenset({"r1"})
     assert "3 marker(s)" in capfd.readouterr().err
@@ -126,6 +160,7 @@ def test_only_markers_this_user_wrote_count_as_finished(tmp_path, capfd):
 
 
 # --- the key --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def own_home(tmp_path, monkeypatch):
@@ -172,6 +207,7 @@ def test_an_untrusted_key_stops_the_run_before_any_work_in_one_line(own_home, sa
 
     def factory():
         return ScriptedBackend()
+
     factory.model_id = ScriptedBackend.model_id
     with pytest.raises(RunError, match="readable or writable by others"):
         run([str(sample_dir)], str(tmp_path / "out"), RunConfig(), None, [], backend_factory=factory)
@@ -179,9 +215,11 @@ def test_an_untrusted_key_stops_the_run_before_any_work_in_one_line(own_home, sa
 
 # --- a whole run over a cache an attacker wrote to ---------------------------------------------------------
 
+
 def _factory(backend):
     def factory():
         return backend
+
     factory.model_id = backend.model_id
     return factory
 
@@ -219,16 +257,14 @@ def test_planted_edited_moved_and_renamed_entries_change_no_verdict_and_cost(sam
     # 3. Signed entries of another task moved onto a third all_fail task.
     c = fails[2]
     donor = next(h for h in by_hash if h not in (a["content_hash"], b["content_hash"], c["content_hash"]))
-    moved = [dict(r, content_hash=c["content_hash"], completion=f"\\boxed{{{c['answer']}}}")
-             for r in by_hash[donor]]
+    moved = [dict(r, content_hash=c["content_hash"], completion=f"\\boxed{{{c['answer']}}}") for r in by_hash[donor]]
     kept = [r for r in edited if r["content_hash"] != c["content_hash"]]
     pq.write_table(pa.Table.from_pylist(kept + moved, schema=CACHE_SCHEMA), genuine)
     # 4. The genuine file, as it was, renamed to a run that never existed.
     pq.write_table(pa.Table.from_pylist(rows, schema=CACHE_SCHEMA), cache / "renamed.parquet")
     capfd.readouterr()
 
-    again = run([str(sample_dir)], str(tmp_path / "again"), cfg, None, [],
-                backend_factory=_factory(ScriptedBackend()))
+    again = run([str(sample_dir)], str(tmp_path / "again"), cfg, None, [], backend_factory=_factory(ScriptedBackend()))
     err = capfd.readouterr().err
     assert _statuses(tmp_path / "again") == before  # no verdict moved
     attempts = pq.read_table(tmp_path / "again" / "attempts.parquet").to_pylist()

@@ -40,8 +40,10 @@ def test_bad_config_fails_with_one_line(tmp_path):
 def test_bad_rates_fail_with_one_line(tmp_path):
     (tmp_path / "d.jsonl").write_text('{"task_id": "t", "prompt": "Calculate 1 + 1.", "answer": "2"}\n')
     rates = tmp_path / "r.toml"
-    rates.write_text("[expert]\nusd_per_hour = -5\n[verification]\nusd_per_cpu_hour = 1\n"
-                     "[[generation]]\nmodel = '*'\nunit = 'tokens'\nusd_per_m_input = 1\nusd_per_m_output = 1\n")
+    rates.write_text(
+        "[expert]\nusd_per_hour = -5\n[verification]\nusd_per_cpu_hour = 1\n"
+        "[[generation]]\nmodel = '*'\nunit = 'tokens'\nusd_per_m_input = 1\nusd_per_m_output = 1\n"
+    )
     p = _run("run", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"), "--rates", str(rates))
     assert p.returncode == 1
     assert "expert.usd_per_hour: Input should be greater than or equal to 0" in _error_line(p)
@@ -75,8 +77,24 @@ def test_every_repeated_path_flag_adds_its_paths():
 
     p = build_parser()
     for cmd in ("run", "dedup"):
-        args = p.parse_args([cmd, "--input", "a", "--input", "b", "c", "-i", "d", "--out", "o",
-                             "--dedup-against", "p", "--dedup-against", "q"])
+        args = p.parse_args(
+            [
+                cmd,
+                "--input",
+                "a",
+                "--input",
+                "b",
+                "c",
+                "-i",
+                "d",
+                "--out",
+                "o",
+                "--dedup-against",
+                "p",
+                "--dedup-against",
+                "q",
+            ]
+        )
         assert args.input == ["a", "b", "c", "d"] and args.dedup_against == ["p", "q"], cmd
     assert p.parse_args(["run", "-i", "a", "-o", "o", "--replay", "r1", "--replay", "r2"]).replay == ["r1", "r2"]
     args = p.parse_args(["validate", "x", "y", "--against", "p", "--against", "q", "r"])
@@ -95,14 +113,21 @@ print(code, pa.default_memory_pool().backend_name)
 
 def _pool_after_dedup(tmp_path, env_pool):
     data = tmp_path / "d.jsonl"
-    data.write_text('{"task_id": "a", "prompt": "Calculate 1 + 1.", "answer": "2"}\n'
-                    '{"task_id": "b", "prompt": "Calculate 2 + 3.", "answer": "5"}\n')
+    data.write_text(
+        '{"task_id": "a", "prompt": "Calculate 1 + 1.", "answer": "2"}\n'
+        '{"task_id": "b", "prompt": "Calculate 2 + 3.", "answer": "5"}\n'
+    )
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     if env_pool:
         env["ARROW_DEFAULT_MEMORY_POOL"] = env_pool
     out = tmp_path / f"o-{env_pool}"
-    p = subprocess.run([sys.executable, "-c", _POOL_AFTER_DEDUP, str(data), str(out)], capture_output=True,
-                       text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", _POOL_AFTER_DEDUP, str(data), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout.split()[-2:]
 

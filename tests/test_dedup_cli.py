@@ -20,8 +20,11 @@ def _dedup(*args):
 
 def _drops(out):
     rows = pq.read_table(out / "results.parquet").to_pylist()
-    return {(r["source"], r["task_id"]): (r["drop_stage"], r["drop_reason"], r["drop_detail"])
-            for r in rows if r["status"] == "dropped"}
+    return {
+        (r["source"], r["task_id"]): (r["drop_stage"], r["drop_reason"], r["drop_detail"])
+        for r in rows
+        if r["status"] == "dropped"
+    }
 
 
 @pytest.mark.slow
@@ -48,8 +51,16 @@ def test_dedup_against_a_pool_saved_index_reused(sample_dir, tmp_path):
     pool = sample_dir / "vendor_b.parquet"
     before = hashlib.sha256(pool.read_bytes()).hexdigest()
     vendor_a = str(sample_dir / "vendor_a.jsonl")
-    built = _dedup("--input", vendor_a, "--out", str(tmp_path / "o1"), "--dedup-against", str(pool),
-                   "--save-index", str(tmp_path / "idx"))
+    built = _dedup(
+        "--input",
+        vendor_a,
+        "--out",
+        str(tmp_path / "o1"),
+        "--dedup-against",
+        str(pool),
+        "--save-index",
+        str(tmp_path / "idx"),
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     assert "hashing 1 path(s)" in built.stderr and (tmp_path / "idx" / "meta.json").is_file()
     reused = _dedup("--input", vendor_a, "--out", str(tmp_path / "o2"), "--dedup-against", str(tmp_path / "idx"))
@@ -80,28 +91,39 @@ def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
     from tasksieve.transforms.dedup.minhash import MinHashParams
     from tasksieve.transforms.dedup.pool_index import _unique_node, pool_rows
 
-    prompts = ["A farmer has 17 sheep and buys 5 more at the market on Tuesday. How many sheep does he have now?",
-               "Compute the sum of the interior angles of a regular hexagon, giving your answer in degrees.",
-               "A train travels 240 kilometres in 3 hours at a constant speed. What is its speed in km per hour?"]
+    prompts = [
+        "A farmer has 17 sheep and buys 5 more at the market on Tuesday. How many sheep does he have now?",
+        "Compute the sum of the interior angles of a regular hexagon, giving your answer in degrees.",
+        "A train travels 240 kilometres in 3 hours at a constant speed. What is its speed in km per hour?",
+    ]
     pools = []
     for i, (prompt, tid) in enumerate(zip(prompts, ["t1", "t1", "t1\x1f#2"])):
         pools.append(tmp_path / f"q{i}.jsonl")
-        pools[-1].write_text(json.dumps({"task_id": tid, "source": "vendorA", "prompt": prompt, "answer": str(i)}) + "\n")
+        pools[-1].write_text(
+            json.dumps({"task_id": tid, "source": "vendorA", "prompt": prompt, "answer": str(i)}) + "\n"
+        )
     nodes = [r["node"] for r in pool_rows([str(p) for p in pools], MinHashParams())]
     assert len(nodes) == 3 and len(set(nodes)) == 3
     seen, last = set(), {}  # one id 5,000 times, then ids spelling the suffixes it got, then it again
     ids = [_unique_node("pool\x1fv\x1ft1", seen, last) for _ in range(5000)]
-    ids += [_unique_node(x, seen, last) for x in ("pool\x1fv\x1ft1\x1f#7", "pool\x1fv\x1ft1\x1f#5001", "pool\x1fv\x1ft1")]
+    ids += [
+        _unique_node(x, seen, last) for x in ("pool\x1fv\x1ft1\x1f#7", "pool\x1fv\x1ft1\x1f#5001", "pool\x1fv\x1ft1")
+    ]
     assert len(set(ids)) == len(ids) == 5003 and ids[0] == "pool\x1fv\x1ft1"
     delivery = tmp_path / "delivery.jsonl"
-    delivery.write_text("".join(json.dumps({"task_id": f"new{i}", "source": "vendorB", "prompt": p, "answer": str(i)}) + "\n"
-                                for i, p in enumerate(prompts)))
+    delivery.write_text(
+        "".join(
+            json.dumps({"task_id": f"new{i}", "source": "vendorB", "prompt": p, "answer": str(i)}) + "\n"
+            for i, p in enumerate(prompts)
+        )
+    )
     for batch in ("true", "false"):
         cfg = tmp_path / f"{batch}.toml"
         cfg.write_text(f"[dedup]\nbatch = {batch}\nsemantic = false\n[decontam]\nbenchmarks = []\n")
         out = tmp_path / f"out-{batch}"
-        proc = _dedup("--input", str(delivery), "--out", str(out), "--dedup-against", *map(str, pools),
-                      "--config", str(cfg))
+        proc = _dedup(
+            "--input", str(delivery), "--out", str(out), "--dedup-against", *map(str, pools), "--config", str(cfg)
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         drops = _drops(out)
         assert set(drops) == {("vendorB", f"new{i}") for i in range(3)}, (batch, drops)

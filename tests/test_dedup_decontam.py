@@ -8,8 +8,16 @@ from tasksieve.transforms.normalize import content_hash, normalize_text
 
 
 def _task(tid, prompt, answer="4", source="v", created=None, line=1):
-    return {"task_id": tid, "source": source, "domain": "math", "prompt": prompt, "answer": answer,
-            "created_at": created, "source_file": f"{source}.jsonl", "line": line}
+    return {
+        "task_id": tid,
+        "source": source,
+        "domain": "math",
+        "prompt": prompt,
+        "answer": answer,
+        "created_at": created,
+        "source_file": f"{source}.jsonl",
+        "line": line,
+    }
 
 
 def test_normalisation_folds_width_case_space_and_punctuation_spacing():
@@ -44,8 +52,10 @@ def test_survivor_is_earliest_then_source_then_id_whatever_the_order():
 
 def test_bundled_gsm8k_item_is_caught_with_evidence():
     index = build_index(13, ["gsm8k"], [])
-    q = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
-         "muffins for her friends every day with four.")
+    q = (
+        "Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
+        "muffins for her friends every day with four."
+    )
     dropped = check_task(_task("t", "Please solve: " + q), index)
     detail = json.loads(dropped["drop_detail"])
     assert detail["benchmark"] == "gsm8k" and detail["benchmark_item"] == "test/0"
@@ -57,12 +67,20 @@ def test_short_and_unrelated_prompts_are_clean():
     index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
     assert index.items > 3000
     assert check_task(_task("t", "Calculate 5 + 3."), index) is None
-    assert check_task(_task("t", "A farmer has 17 sheep and buys 5 more at the market on a rainy Tuesday; how many now?"), index) is None
+    assert (
+        check_task(
+            _task("t", "A farmer has 17 sheep and buys 5 more at the market on a rainy Tuesday; how many now?"), index
+        )
+        is None
+    )
 
 
 def test_user_benchmark_file_is_indexed(tmp_path):
     f = tmp_path / "private_eval.jsonl"
-    f.write_text(json.dumps({"id": "q-9", "question": "the quick brown fox jumps over the lazy dog near the river bank today"}) + "\n")
+    f.write_text(
+        json.dumps({"id": "q-9", "question": "the quick brown fox jumps over the lazy dog near the river bank today"})
+        + "\n"
+    )
     index = build_index(8, [], [str(f)])
     hit = index.match("Story: The quick brown fox jumps over the lazy dog near the river, then sleeps.")
     assert hit["benchmark"] == "private_eval" and hit["benchmark_item"] == "q-9"
@@ -91,9 +109,11 @@ def test_short_benchmark_item_is_caught_whole_even_below_n_words(tmp_path):
 def test_lightly_reworded_gsm8k_item_is_caught_by_the_fuzzy_check():
     index = build_index(13, ["gsm8k"], [])
     # GSM8K test/0 with a word changed every few words: no 13-word run survives.
-    reworded = ("Janet's ducks laid 16 eggs each day. She eats 3 for breakfast each morning and bakes muffins "
-                "for her friends each day with 4. She sells the rest at the farmers' market every day for $2 per "
-                "fresh duck egg. How many dollars does she make daily at the farmers' market?")
+    reworded = (
+        "Janet's ducks laid 16 eggs each day. She eats 3 for breakfast each morning and bakes muffins "
+        "for her friends each day with 4. She sells the rest at the farmers' market every day for $2 per "
+        "fresh duck egg. How many dollars does she make daily at the farmers' market?"
+    )
     assert build_index(13, ["gsm8k"], [], fuzzy=False).match(reworded) is None
     dropped = check_task(_task("t", reworded), index)
     detail = json.loads(dropped["drop_detail"])
@@ -104,8 +124,10 @@ def test_lightly_reworded_gsm8k_item_is_caught_by_the_fuzzy_check():
 
 def test_same_domain_text_that_was_never_published_is_clean():
     index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
-    for text in ("Mara bakes 18 trays of rolls every morning, and each tray holds 12 rolls. She sets aside 40 rolls "
-                 "for the shelter and sells the rest. How many rolls does she sell?",
-                 "A ferry carries 32 cars per crossing. It makes 5 crossings in the morning and 3 in the afternoon. "
-                 "How many cars can it carry in a full day?"):
+    for text in (
+        "Mara bakes 18 trays of rolls every morning, and each tray holds 12 rolls. She sets aside 40 rolls "
+        "for the shelter and sells the rest. How many rolls does she sell?",
+        "A ferry carries 32 cars per crossing. It makes 5 crossings in the morning and 3 in the afternoon. "
+        "How many cars can it carry in a full day?",
+    ):
         assert index.match(text) is None

@@ -30,6 +30,7 @@ def test_the_demo_layout_is_accepted_twice(tmp_path):
     for _ in range(2):  # a second demo.sh into the same folders works too
         p = subprocess.run([*TASKSIEVE, "sample-data", sample], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
-        p = subprocess.run([*TASKSIEVE, "dedup", "--input", inputs, "--out", out], capture_output=True, text=True,
-                           timeout=600)
+        p = subprocess.run(
+            [*TASKSIEVE, "dedup", "--input", inputs, "--out", out], capture_output=True, text=True, timeout=600
+        )
         assert p.returncode == 0, p.stderr

@@ -22,7 +22,7 @@ ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 pytestmark = pytest.mark.slow
 
 # Runs the command line with one function replaced by a full disk.
-WRAPPER = r'''
+WRAPPER = r"""
 import errno, os, sys, importlib
 module, attr, code, after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 m = importlib.import_module(module)
@@ -46,7 +46,7 @@ def full(*args, **kw):
 setattr(holder, name, full)
 from tasksieve.pipeline.cli import main
 sys.exit(main(sys.argv[5:]))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +58,13 @@ def world(tmp_path_factory):
         fh.write("[select]\ndiversity = false\n")
     tasks = write_tasks(root / "tasks.jsonl", 6)
     base = root / "base"
-    proc = subprocess.run([*TASKSIEVE, "run", "--input", tasks, "--out", str(base), "--config", cfg],
-                          capture_output=True, text=True, env=ENV, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "run", "--input", tasks, "--out", str(base), "--config", cfg],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (root / "wrapper.py").write_text(WRAPPER)
     yield {"root": root, "cfg": cfg, "tasks": tasks, "base": base, "more": write_tasks(root / "more.jsonl", 7)}
@@ -67,8 +72,13 @@ def world(tmp_path_factory):
 
 
 def _full(world, out, module, attr, args, code=errno.ENOSPC, after=0):
-    return subprocess.run([sys.executable, str(world["root"] / "wrapper.py"), module, attr, str(code), str(after),
-                           *args], capture_output=True, text=True, env=ENV, timeout=900)
+    return subprocess.run(
+        [sys.executable, str(world["root"] / "wrapper.py"), module, attr, str(code), str(after), *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=900,
+    )
 
 
 def _check_one_line(proc, folder) -> str:
@@ -97,10 +107,12 @@ CASES = [
 def test_a_full_disk_is_one_line_and_the_old_outputs_stay(world, tmp_path, case, module, attr, command, code):
     out = shutil.copytree(world["base"], tmp_path / "out", symlinks=True)
     old = digests(out)
-    args = {"dedup": ["dedup", "--input", world["more"], "--out", str(out)],
-            "run": ["run", "--input", world["more"], "--out", str(out), "--config", world["cfg"]],
-            "select": ["select", str(out), "--budget-tasks", "2", "--config", world["cfg"]],
-            "report": ["report", str(out)]}[command]
+    args = {
+        "dedup": ["dedup", "--input", world["more"], "--out", str(out)],
+        "run": ["run", "--input", world["more"], "--out", str(out), "--config", world["cfg"]],
+        "select": ["select", str(out), "--budget-tasks", "2", "--config", world["cfg"]],
+        "report": ["report", str(out)],
+    }[command]
     proc = _full(world, out, module, attr, args, code)
     _check_one_line(proc, out)
     assert digests(out) == old
@@ -111,8 +123,7 @@ def test_a_full_attempt_cache_keeps_the_attempts_paid_for(world, tmp_path):
     out = shutil.copytree(world["base"], tmp_path / "out", symlinks=True)
     old = digests(out)
     cache = tmp_path / "cache"
-    args = ["run", "--input", world["more"], "--out", str(out), "--config", world["cfg"], "--attempt-cache",
-            str(cache)]
+    args = ["run", "--input", world["more"], "--out", str(out), "--config", world["cfg"], "--attempt-cache", str(cache)]
     proc = _full(world, out, "tasksieve.transforms.sample.attempt_cache", "CacheWriter.write", args, after=5)
     line = _check_one_line(proc, cache)
     assert f"the attempts already saved stay in {cache}" in line

@@ -15,18 +15,38 @@ import pytest
 pytestmark = pytest.mark.vllm
 
 TASKS = [
-    {"task_id": f"t{i}", "source": "probe", "domain": "math", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b),
-     "expert_minutes": 2, "created_at": "2026-01-01"}
+    {
+        "task_id": f"t{i}",
+        "source": "probe",
+        "domain": "math",
+        "prompt": f"Calculate {a} + {b}.",
+        "answer": str(a + b),
+        "expert_minutes": 2,
+        "created_at": "2026-01-01",
+    }
     for i, (a, b) in enumerate([(2, 3), (4, 4), (7, 1), (38, 47)])
 ]
 # One code and one rubric task after the malformed line: the real engine
 # writes the code (run in the sandbox) and judges the rubric.
 OTHER_DOMAINS = [
-    {"task_id": "c0", "source": "probe", "domain": "code", "prompt": "Write a Python function add(a, b) that returns a + b.",
-     "entry_point": "add", "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n    assert candidate(10, 5) == 15\n",
-     "reference_solution": "def add(a, b):\n    return a + b\n", "expert_minutes": 5},
-    {"task_id": "r0", "source": "probe", "domain": "rubric", "prompt": "Write one sentence about rain.",
-     "rubric": ["mentions rain", "is one sentence"], "expert_minutes": 1},
+    {
+        "task_id": "c0",
+        "source": "probe",
+        "domain": "code",
+        "prompt": "Write a Python function add(a, b) that returns a + b.",
+        "entry_point": "add",
+        "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n    assert candidate(10, 5) == 15\n",
+        "reference_solution": "def add(a, b):\n    return a + b\n",
+        "expert_minutes": 5,
+    },
+    {
+        "task_id": "r0",
+        "source": "probe",
+        "domain": "rubric",
+        "prompt": "Write one sentence about rain.",
+        "rubric": ["mentions rain", "is one sentence"],
+        "expert_minutes": 1,
+    },
 ]
 CONFIG = """
 [sampling]
@@ -44,15 +64,29 @@ kv_cache_gib = 0.5
 def vllm_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("e2e")
     lines = [json.dumps(t) for t in TASKS]
-    lines.append(json.dumps(dict(TASKS[0], task_id="dup-of-t0", prompt="  calculate 2 +  3. ", created_at="2026-02-01")))
+    lines.append(
+        json.dumps(dict(TASKS[0], task_id="dup-of-t0", prompt="  calculate 2 +  3. ", created_at="2026-02-01"))
+    )
     lines.append('{"task_id": "broken", "prompt": ')
     lines += [json.dumps(t) for t in OTHER_DOMAINS]
     (d / "delivery.jsonl").write_text("\n".join(lines) + "\n")
     (d / "cfg.toml").write_text(CONFIG)
     proc = subprocess.run(
-        [sys.executable, "-m", "tasksieve.pipeline.cli", "run", "--input", str(d / "delivery.jsonl"),
-         "--out", str(d / "out"), "--config", str(d / "cfg.toml")],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "tasksieve.pipeline.cli",
+            "run",
+            "--input",
+            str(d / "delivery.jsonl"),
+            "--out",
+            str(d / "out"),
+            "--config",
+            str(d / "cfg.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     return d / "out", proc
 
@@ -108,24 +142,38 @@ def test_funnel_view_reads_back(vllm_run):
     rows = con.execute("select stage, rows_in, rows_out from funnel order by stage_order").fetchall()
     con.close()
     assert rows[0] == ("read", 8, 7)
-    assert [r[0] for r in rows] == ["read", "validate", "exact_dedup", "near_dedup", "against_pool", "decontaminate",
-                                    "verifier_sanity", "sample", "classify"]
+    assert [r[0] for r in rows] == [
+        "read",
+        "validate",
+        "exact_dedup",
+        "near_dedup",
+        "against_pool",
+        "decontaminate",
+        "verifier_sanity",
+        "sample",
+        "classify",
+    ]
 
 
 def test_code_runs_in_the_sandbox_and_the_rubric_is_judged_and_costed(vllm_run):
     out, _ = vllm_run
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
-    code = con.execute("select count(*), count(*) filter (where passed or error is not null) from attempts "
-                       "where verifier = 'code'").fetchone()
+    code = con.execute(
+        "select count(*), count(*) filter (where passed or error is not null) from attempts where verifier = 'code'"
+    ).fetchone()
     assert code[0] > 0 and code[0] == code[1]  # every failure says why
-    judged = con.execute("select count(*), min(judge_prompt_tokens), min(judge_completion_tokens) from attempts "
-                         "where verifier = 'rubric' and judge_model_id like 'HuggingFaceTB/SmolLM2-135M-Instruct@%'").fetchone()
+    judged = con.execute(
+        "select count(*), min(judge_prompt_tokens), min(judge_completion_tokens) from attempts "
+        "where verifier = 'rubric' and judge_model_id like 'HuggingFaceTB/SmolLM2-135M-Instruct@%'"
+    ).fetchone()
     assert judged[0] > 0 and judged[1] > 50 and judged[2] > 0
     # One priced judge row per judged attempt; the gate's own judge calls
     # (probes, graded responses: before any attempt) are priced too, as
     # rows without an attempt.
-    per_attempt, gate = con.execute("select count(*) filter (where attempt_idx is not null), "
-                                    "count(*) filter (where attempt_idx is null) from costs "
-                                    "where component = 'judge' and usd > 0").fetchone()
+    per_attempt, gate = con.execute(
+        "select count(*) filter (where attempt_idx is not null), "
+        "count(*) filter (where attempt_idx is null) from costs "
+        "where component = 'judge' and usd > 0"
+    ).fetchone()
     assert per_attempt == judged[0] and gate > 0
     con.close()

@@ -22,18 +22,40 @@ TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 def _delivery() -> list[dict]:
     rows = []
     for i, (a, b) in enumerate([(17, 4), (93, 28), (61, 7), (250, 99), (48, 13), (812, 305)]):
-        rows.append({"task_id": f"m{i}", "prompt": f"Calculate {a} - {b}.", "answer": str(a - b),
-                     "license": ["cc-by-4.0", "cc-by-nc-4.0", "mit"][i % 3], "source": ["vendor_a", "vendor_b"][i % 2]})
+        rows.append(
+            {
+                "task_id": f"m{i}",
+                "prompt": f"Calculate {a} - {b}.",
+                "answer": str(a - b),
+                "license": ["cc-by-4.0", "cc-by-nc-4.0", "mit"][i % 3],
+                "source": ["vendor_a", "vendor_b"][i % 2],
+            }
+        )
     for i, (a, b) in enumerate([(3, 9), (40, 2)]):
         rows.append({"task_id": f"p{i}", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "license": "mit"})
     for i, (a, b) in enumerate([(71, 9), (305, 18), (66, 41)]):
-        rows.append({"task_id": f"e{i}", "domain": "exact", "prompt": f"Calculate {a} - {b}.", "answer": str(a - b),
-                     "license": "mit", "source": "vendor_e"})
+        rows.append(
+            {
+                "task_id": f"e{i}",
+                "domain": "exact",
+                "prompt": f"Calculate {a} - {b}.",
+                "answer": str(a - b),
+                "license": "mit",
+                "source": "vendor_e",
+            }
+        )
     for i, name in enumerate(["minus", "subtract_two", "difference"]):
-        rows.append({"task_id": f"c{i}", "domain": "code", "license": "apache-2.0",
-                     "prompt": f"Write a Python function {name}(a, b) that returns a - b.",
-                     "tests": f"assert {name}(5, 3) == 2\nassert {name}(0, 9) == -9\n", "entry_point": name,
-                     "reference_solution": f"def {name}(a, b):\n    return a - b\n"})
+        rows.append(
+            {
+                "task_id": f"c{i}",
+                "domain": "code",
+                "license": "apache-2.0",
+                "prompt": f"Write a Python function {name}(a, b) that returns a - b.",
+                "tests": f"assert {name}(5, 3) == 2\nassert {name}(0, 9) == -9\n",
+                "entry_point": name,
+                "reference_solution": f"def {name}(a, b):\n    return a - b\n",
+            }
+        )
     return rows
 
 
@@ -46,6 +68,7 @@ def curated(tmp_path_factory):
 
     def factory():
         return backend
+
     factory.model_id = backend.model_id
     out = d / "out"
     run([str(d / "in")], str(out), RunConfig(), None, [], backend_factory=factory)
@@ -63,8 +86,12 @@ def _learnable(out) -> list[dict]:
 
 
 def _export(out, fmt, to, *extra):
-    return subprocess.run([*TASKSIEVE, "export", str(out), "--format", fmt, "--to", str(to), *extra],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*TASKSIEVE, "export", str(out), "--format", fmt, "--to", str(to), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
@@ -80,8 +107,9 @@ def test_each_trainer_format_loads_with_datasets_one_row_per_learnable_task(cura
     ds = load_dataset("parquet", data_files=str(tmp_path / fmt / "train.parquet"), split="train")
     assert len(ds) == len(learnable)
     rows = ds.to_list()
-    assert sorted(r["extra_info"]["task_id"] if fmt == "verl" else r["task_id"] for r in rows) == \
-        [r["task_id"] for r in learnable]
+    assert sorted(r["extra_info"]["task_id"] if fmt == "verl" else r["task_id"] for r in rows) == [
+        r["task_id"] for r in learnable
+    ]
     run_id = learnable[0]["run_id"]
     for r in rows:
         prov = r["extra_info"] if fmt == "verl" else r
@@ -127,16 +155,24 @@ def test_rewards_give_the_runs_verdicts_on_its_recorded_attempts(curated, tmp_pa
     assert len(attempts) >= 10 and {a["passed"] for a in attempts} == {True, False}
     domains = {json.loads(spec_by_hash[a["content_hash"]])["domain"] for a in attempts}
     assert domains >= {"math", "code", "exact"}
-    scores = [rewards.compute_score(r["data_source"], a["completion"], r["reward_model"]["ground_truth"],
-                                    r["extra_info"])
-              for a in attempts for r in rows if r["extra_info"]["content_hash"] == a["content_hash"]]
+    scores = [
+        rewards.compute_score(r["data_source"], a["completion"], r["reward_model"]["ground_truth"], r["extra_info"])
+        for a in attempts
+        for r in rows
+        if r["extra_info"]["content_hash"] == a["content_hash"]
+    ]
     assert scores == [1.0 if a["passed"] else 0.0 for a in attempts]
     # TRL (conversational completions) and OpenRLHF (query = prompt + response) agree too.
-    trl = rewards.trl_reward([[{"role": "assistant", "content": a["completion"]}] for a in attempts],
-                             verifier=[spec_by_hash[a["content_hash"]] for a in attempts])
+    trl = rewards.trl_reward(
+        [[{"role": "assistant", "content": a["completion"]}] for a in attempts],
+        verifier=[spec_by_hash[a["content_hash"]] for a in attempts],
+    )
     assert trl == scores
-    orl = rewards.reward_func([f"PROMPT{a['completion']}" for a in attempts], ["PROMPT"] * len(attempts),
-                              [spec_by_hash[a["content_hash"]] for a in attempts])
+    orl = rewards.reward_func(
+        [f"PROMPT{a['completion']}" for a in attempts],
+        ["PROMPT"] * len(attempts),
+        [spec_by_hash[a["content_hash"]] for a in attempts],
+    )
     assert [float(x) for x in orl["rewards"]] == scores
 
 
@@ -144,9 +180,16 @@ def test_rubric_rewards_use_the_judge_as_curation_did():
     import tasksieve.rewards as rewards
     from tasksieve.transforms.verify.verifiers import verify_attempts
 
-    task = {"domain": "rubric", "prompt": "Describe the water cycle.", "rubric": ["Mentions evaporation.",
-            "Mentions condensation."], "content_hash": "h-rubric", "answer": None, "tests": None,
-            "entry_point": None, "reference_solution": None}
+    task = {
+        "domain": "rubric",
+        "prompt": "Describe the water cycle.",
+        "rubric": ["Mentions evaporation.", "Mentions condensation."],
+        "content_hash": "h-rubric",
+        "answer": None,
+        "tests": None,
+        "entry_point": None,
+        "reference_solution": None,
+    }
     completions = [f"Water evaporates and condenses ({i})." for i in range(6)]
     seeds = list(range(6))
     run_verdicts = verify_attempts([(task, c) for c in completions], judge=ScriptedBackend(), seeds=seeds)
@@ -220,14 +263,17 @@ def test_export_of_a_folder_without_a_run_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_a_selection_exports_only_the_chosen_tasks(curated, tmp_path):
-    p = subprocess.run([*TASKSIEVE, "select", str(curated), "--budget-tasks", "2"], capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run(
+        [*TASKSIEVE, "select", str(curated), "--budget-tasks", "2"], capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, p.stderr
     con = duckdb.connect(str(curated / "curation.duckdb"), read_only=True)
     try:
-        sid, = con.execute("SELECT selection_id FROM selections ORDER BY created_at DESC LIMIT 1").fetchone()
-        chosen = {r[0] for r in con.execute("SELECT task_id FROM selection WHERE selection_id = ? AND selected",
-                                            [sid]).fetchall()}
+        (sid,) = con.execute("SELECT selection_id FROM selections ORDER BY created_at DESC LIMIT 1").fetchone()
+        chosen = {
+            r[0]
+            for r in con.execute("SELECT task_id FROM selection WHERE selection_id = ? AND selected", [sid]).fetchall()
+        }
     finally:
         con.close()
     assert len(chosen) == 2

@@ -29,7 +29,9 @@ def test_every_row_ends_in_exactly_one_place(curated):
     out, fig = curated
     rows = _results(out)
     assert fig["rows_in"] == 98 == len(rows)  # what the sample builder wrote
-    statuses = {s: sum(r["status"] == s for r in rows) for s in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")}
+    statuses = {
+        s: sum(r["status"] == s for r in rows) for s in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
+    }
     assert sum(statuses.values()) == fig["rows_in"]
     assert all(statuses[s] > 0 for s in statuses)
     assert pq.read_table(out / "quarantine.parquet").num_rows == statuses["quarantined"] == 11
@@ -39,9 +41,19 @@ def test_quarantine_reasons_name_each_fault(curated):
     out, _ = curated
     q = {r["line"]: r for r in pq.read_table(out / "quarantine.parquet").to_pylist()}
     reasons = " | ".join(r["reason"] for r in q.values())
-    for expected in ("malformed JSON", "JSON list", "'prompt' is missing", "'domain' is 'poetry'",
-                     "'expert_minutes' is negative", "'expert_minutes' is 'ten'", "'prompt' is a number",
-                     "has no 'answer'", "over the 100000-character limit", "invalid UTF-8", "truncated last line"):
+    for expected in (
+        "malformed JSON",
+        "JSON list",
+        "'prompt' is missing",
+        "'domain' is 'poetry'",
+        "'expert_minutes' is negative",
+        "'expert_minutes' is 'ten'",
+        "'prompt' is a number",
+        "has no 'answer'",
+        "over the 100000-character limit",
+        "invalid UTF-8",
+        "truncated last line",
+    ):
         assert expected in reasons, expected
     assert all(r["source_file"].endswith("vendor_a.jsonl") and r["line"] > 0 for r in q.values())
 
@@ -93,8 +105,12 @@ def test_duckdb_tables_funnel_and_costs(curated):
     total = con.execute("select sum(usd) from costs").fetchone()[0]
     assert total == pytest.approx(fig["total_usd"])
     # Dropped tasks keep their expert cost; quarantined rows are not priced.
-    assert con.execute("select count(*) from costs c join drops d using (source, task_id) where c.component='expert'").fetchone()[0] \
+    assert (
+        con.execute(
+            "select count(*) from costs c join drops d using (source, task_id) where c.component='expert'"
+        ).fetchone()[0]
         == con.execute("select count(*) from drops").fetchone()[0]
+    )
     n_attempts = con.execute("select count(*) from attempts").fetchone()[0]
     assert con.execute("select count(*) from costs where component='generation'").fetchone()[0] == n_attempts
     con.close()
@@ -107,7 +123,9 @@ def test_runs_are_deterministic_and_accumulate_history(sample_dir, curated, tmp_
     rows = _results(out)
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     assert con.execute("select count(distinct run_id) from tasks").fetchone()[0] == 2
-    per_run = con.execute("select run_id, list(status order by source, task_id, source_file, line) from tasks group by run_id").fetchall()
+    per_run = con.execute(
+        "select run_id, list(status order by source, task_id, source_file, line) from tasks group by run_id"
+    ).fetchall()
     assert per_run[0][1] == per_run[1][1]
     assert [r["status"] for r in rows] == per_run[0][1]
     con.close()

@@ -30,8 +30,19 @@ def _cli(*args, timeout=900):
 
 
 def _run(corpus, inputs: Path, out: Path):
-    return _cli("run", "--input", str(inputs), "--out", str(out), "--replay", str(corpus.root / "replay.jsonl"),
-                "--sampling", "fixed", "-k", "4")
+    return _cli(
+        "run",
+        "--input",
+        str(inputs),
+        "--out",
+        str(out),
+        "--replay",
+        str(corpus.root / "replay.jsonl"),
+        "--sampling",
+        "fixed",
+        "-k",
+        "4",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +63,21 @@ def _results(out: Path) -> list[dict]:
 def test_the_generator_plants_over_1000_hostile_rows_of_every_class(runs):
     corpus, *_ = runs
     assert corpus.hostile_rows >= 1000
-    quarantine_classes = {name for name, case in CASES.items()
-                          if case.__name__ not in ("bom_and_line_ends", "compressed_and_upper_case", "other_files",
-                                                   "special_files", "link_loop", "out_inside_input", "missing_input",
-                                                   "device_input")}
+    quarantine_classes = {
+        name
+        for name, case in CASES.items()
+        if case.__name__
+        not in (
+            "bom_and_line_ends",
+            "compressed_and_upper_case",
+            "other_files",
+            "special_files",
+            "link_loop",
+            "out_inside_input",
+            "missing_input",
+            "device_input",
+        )
+    }
     assert quarantine_classes <= corpus.classes, quarantine_classes - corpus.classes
 
 
@@ -72,11 +94,15 @@ def test_exit_0_no_traceback_and_skipped_files_named(runs):
 def test_every_row_the_generator_wrote_is_accounted_for(runs):
     corpus, run, baseline, _ = runs
     rows = _results(corpus.root / "hostile" / "out")
-    statuses = {s: sum(r["status"] == s for r in rows) for s in ("learnable", "all_pass", "all_fail", "dropped",
-                                                                "quarantined")}
+    statuses = {
+        s: sum(r["status"] == s for r in rows) for s in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")
+    }
     assert len(rows) == sum(statuses.values()) == corpus.rows
-    m = re.search(r"row accounting: rows_in (\d+) == learnable (\d+) \+ all_pass (\d+) \+ all_fail (\d+) \+ "
-                  r"dropped (\d+) \+ quarantined (\d+)  OK", run.stdout)
+    m = re.search(
+        r"row accounting: rows_in (\d+) == learnable (\d+) \+ all_pass (\d+) \+ all_fail (\d+) \+ "
+        r"dropped (\d+) \+ quarantined (\d+)  OK",
+        run.stdout,
+    )
     assert m, run.stdout[-2000:]
     assert [int(x) for x in m.groups()] == [corpus.rows, *statuses.values()]
     assert len(_results(corpus.root / "baseline" / "out")) == corpus.baseline_rows
@@ -88,8 +114,9 @@ def test_every_row_the_generator_wrote_is_accounted_for(runs):
 def test_valid_rows_end_as_they_do_without_the_hostile_rows(runs):
     corpus, *_ = runs
     key = lambda r: (r["status"], r["drop_stage"], r["drop_reason"], r["n_attempts"], r["n_pass"])
-    with_hostile = {r["task_id"]: key(r) for r in _results(corpus.root / "hostile" / "out")
-                    if r["task_id"] in corpus.valid}
+    with_hostile = {
+        r["task_id"]: key(r) for r in _results(corpus.root / "hostile" / "out") if r["task_id"] in corpus.valid
+    }
     without = {r["task_id"]: key(r) for r in _results(corpus.root / "baseline" / "out")}
     assert set(with_hostile) == set(without) == set(corpus.valid)
     assert with_hostile == without
@@ -112,7 +139,10 @@ def test_validate_names_exactly_the_rows_run_quarantines(runs):
     assert validated.stdout.strip().splitlines()[-1].startswith("VERDICT: NOT ACCEPTABLE")
     summary = json.loads((corpus.root / "validation" / "summary.json").read_text())
     flagged = {o["where"] for c in summary["checks"] for o in c["offenders"] if o.get("stage")}
-    quarantined = {f"{r['source_file']}:{r['line']}" for r in _results(corpus.root / "hostile" / "out")
-                   if r["status"] == "quarantined"}
+    quarantined = {
+        f"{r['source_file']}:{r['line']}"
+        for r in _results(corpus.root / "hostile" / "out")
+        if r["status"] == "quarantined"
+    }
     assert flagged == quarantined
     assert summary["delivery"]["rows_read"] == corpus.rows

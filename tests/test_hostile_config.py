@@ -15,19 +15,52 @@ import duckdb
 import pytest
 
 from tasksieve.schemas.config import ConfigError, RunConfig, config_warnings, load_config
-from tasksieve.transforms.select.value import (MAX_FORMULA_CHARS, MAX_FORMULA_DEPTH, MAX_FORMULA_NODES,
-                                               ValueFormulaError, check_formula, task_values)
+from tasksieve.transforms.select.value import (
+    MAX_FORMULA_CHARS,
+    MAX_FORMULA_DEPTH,
+    MAX_FORMULA_NODES,
+    ValueFormulaError,
+    check_formula,
+    task_values,
+)
 
 # Each would hang Python's eval or take gigabytes: big-integer powers (nested,
 # multiplied, as huge literals), string and list repetition, shifts, deep
 # nesting and very long expressions.
 ATTACKS = [
-    "9**9**9**9", "9**9**9", "2**(2**(2**(2**99)))", "(10**10**8)*(10**10**8)", "10**10**8 * p", "p ** 9**9**9",
-    "(9**9**9) / (9**9**8)", "-(9**9**9)", "max(9**9**9, p)", "exp(9**9**9)", "9" * 400, "p * " + "9" * 300,
-    "'a' * 10**10", "[p] * 10**10", "'a' * 9**9**9", "1 << 10**10", "p << 9**9", "1 >> -1", "(1, 2) * 10**10",
-    "-" * 450 + "p", "+" * 450 + "p", "(" * 150 + "p" + ")" * 150, "(" * 240 + "p" + ")" * 240,
-    "+".join(["p"] * 120), "p" + "**p" * 120, "sqrt(" * 40 + "p" + ")" * 40, "p*" * 300 + "p",
-    "p" * (MAX_FORMULA_CHARS + 1), "max(p, n, p)", "min(p)", "exp(p, p)", "p\x00", "9**9**9**9 if p else 0",
+    "9**9**9**9",
+    "9**9**9",
+    "2**(2**(2**(2**99)))",
+    "(10**10**8)*(10**10**8)",
+    "10**10**8 * p",
+    "p ** 9**9**9",
+    "(9**9**9) / (9**9**8)",
+    "-(9**9**9)",
+    "max(9**9**9, p)",
+    "exp(9**9**9)",
+    "9" * 400,
+    "p * " + "9" * 300,
+    "'a' * 10**10",
+    "[p] * 10**10",
+    "'a' * 9**9**9",
+    "1 << 10**10",
+    "p << 9**9",
+    "1 >> -1",
+    "(1, 2) * 10**10",
+    "-" * 450 + "p",
+    "+" * 450 + "p",
+    "(" * 150 + "p" + ")" * 150,
+    "(" * 240 + "p" + ")" * 240,
+    "+".join(["p"] * 120),
+    "p" + "**p" * 120,
+    "sqrt(" * 40 + "p" + ")" * 40,
+    "p*" * 300 + "p",
+    "p" * (MAX_FORMULA_CHARS + 1),
+    "max(p, n, p)",
+    "min(p)",
+    "exp(p, p)",
+    "p\x00",
+    "9**9**9**9 if p else 0",
 ]
 
 
@@ -59,10 +92,14 @@ def test_value_attacks_finish_and_give_finite_values():
 
 def test_value_bounds_are_checked_when_the_config_loads(tmp_path):
     cfg = tmp_path / "c.toml"
-    for formula, words in [("p" * (MAX_FORMULA_CHARS + 1), "characters"),
-                           ("+".join(["p"] * (MAX_FORMULA_NODES // 2 + 1)), "parts"),
-                           ("sqrt(" * (MAX_FORMULA_DEPTH + 1) + "p" + ")" * (MAX_FORMULA_DEPTH + 1), "nests"),
-                           ("1 << 10", "LShift"), ("'a' * 3", "constant"), ("min(p)", "argument")]:
+    for formula, words in [
+        ("p" * (MAX_FORMULA_CHARS + 1), "characters"),
+        ("+".join(["p"] * (MAX_FORMULA_NODES // 2 + 1)), "parts"),
+        ("sqrt(" * (MAX_FORMULA_DEPTH + 1) + "p" + ")" * (MAX_FORMULA_DEPTH + 1), "nests"),
+        ("1 << 10", "LShift"),
+        ("'a' * 3", "constant"),
+        ("min(p)", "argument"),
+    ]:
         cfg.write_text(f"[select]\nvalue = {json.dumps(formula)}\n")
         with pytest.raises(ConfigError, match=words):
             load_config(cfg)
@@ -116,8 +153,12 @@ def test_a_run_prints_each_warning_once_and_records_it(tmp_path, capfd):
     from tasksieve.pipeline.run.command import run
 
     delivery = tmp_path / "d.jsonl"
-    delivery.write_text("".join(json.dumps({"task_id": f"t{i}", "prompt": f"Calculate {i + 7} - {i}.",
-                                            "answer": "7"}) + "\n" for i in range(3)))
+    delivery.write_text(
+        "".join(
+            json.dumps({"task_id": f"t{i}", "prompt": f"Calculate {i + 7} - {i}.", "answer": "7"}) + "\n"
+            for i in range(3)
+        )
+    )
     cfg_file = tmp_path / "c.toml"
     cfg_file.write_text('[verify]\nrubric_pass_threshold = 0\nsandbox = "rlimit"\n')
     cfg = load_config(cfg_file)

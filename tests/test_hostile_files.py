@@ -81,7 +81,7 @@ def _damaged_copies(data: bytes, seed: int, count: int):
         how = rng.randrange(3)
         if how == 0:  # a block of garbage
             pos, size = rng.randrange(len(data)), rng.choice([8, 64, 4096])
-            yield (data[:pos] + rng.randbytes(size) + data[pos + size:])[: len(data)]
+            yield (data[:pos] + rng.randbytes(size) + data[pos + size :])[: len(data)]
         elif how == 1:  # bytes flipped
             b = bytearray(data)
             for _ in range(rng.randint(1, 20)):
@@ -166,8 +166,21 @@ def test_a_file_that_grows_while_read_is_not_read_past_its_size(tmp_path):
 @pytest.mark.slow
 def test_config_files_that_are_devices_are_one_line_errors(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(hostile_files.rows(1)[0]) + "\n")
-    proc = subprocess.run([*TASKSIEVE, "dedup", "--input", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "o"),
-                           "--config", "/dev/zero"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            *TASKSIEVE,
+            "dedup",
+            "--input",
+            str(tmp_path / "d.jsonl"),
+            "--out",
+            str(tmp_path / "o"),
+            "--config",
+            "/dev/zero",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("tasksieve: error:"), proc.stderr[-2000:]
@@ -179,10 +192,18 @@ def cli_runs(tmp_path_factory):
     inputs = root / "in"
     expected = hostile_files.write_all(inputs)
     (inputs / "good.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hostile_files.rows(20, 5000)))
-    dedup = subprocess.run([*TASKSIEVE, "dedup", "--input", str(inputs), "--out", str(root / "out")],
-                           capture_output=True, text=True, timeout=900)
-    validate = subprocess.run([*TASKSIEVE, "validate", str(inputs), "--out", str(root / "validation"),
-                               "--no-data-docs"], capture_output=True, text=True, timeout=900)
+    dedup = subprocess.run(
+        [*TASKSIEVE, "dedup", "--input", str(inputs), "--out", str(root / "out")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    validate = subprocess.run(
+        [*TASKSIEVE, "validate", str(inputs), "--out", str(root / "validation"), "--no-data-docs"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return root, expected, dedup, validate
 
 

@@ -48,7 +48,7 @@ def test_validate_pages_are_inert(tmp_path):
     rows = hostile_rows()
     _write(folder / "plain.jsonl", rows[: len(rows) // 2])
     for i, name in enumerate(FILE_NAME_PAYLOADS[:4]):
-        _write(folder / f"{name}-{i}.jsonl", rows[len(rows) // 2 + i::4])
+        _write(folder / f"{name}-{i}.jsonl", rows[len(rows) // 2 + i :: 4])
     (folder / f"{FILE_NAME_PAYLOADS[0]}-broken.jsonl").write_text('{"task_id": "<b>cut</b>", "prompt": "x\n')
     out = tmp_path / "validation"
     summary = validate_delivery([str(folder)], out, echo=False)
@@ -96,5 +96,5 @@ def test_run_and_select_report_is_inert(tmp_path):
     (dom,) = assert_inert([path], tmp_path).values()
     assert 'data-report-ready="yes"' in dom and 'id="selection"' in dom  # the page's own script still runs
     assert "onerror=" in dom  # the payloads are on the page, as text
-    assert "onerror=" in dom[dom.index('id="selection"'):]  # in the selection's prompts and task ids too
+    assert "onerror=" in dom[dom.index('id="selection"') :]  # in the selection's prompts and task ids too
     assert "Content-Security-Policy" in dom

@@ -60,8 +60,9 @@ def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
         cfg = run_config(tmp_path / "run.toml", server.url, k=4, concurrency=2)
         out = tmp_path / "out"
         cmd = [*TASKSIEVE, "run", "--input", tasks, "--out", str(out), "--config", cfg]
-        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                                 preexec_fn=_as_from_a_terminal)
+        first = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=_as_from_a_terminal
+        )
         # Let six attempts through, then press Ctrl-C while the next ones wait at the server.
         server.allow(6)
         cache = out / "attempt_cache"
@@ -71,8 +72,11 @@ def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
         assert first.returncode == 130, err[-3000:]
         assert "Traceback" not in err and "ERROR" not in err, err[-3000:]
         (line,) = _tasksieve_lines(err)
-        m = re.fullmatch(r"tasksieve: interrupted: the (\d+) attempts this run finished are saved in (.+); start the "
-                         r"same command again to resume \(they are re-used, none is paid for twice\)", line)
+        m = re.fullmatch(
+            r"tasksieve: interrupted: the (\d+) attempts this run finished are saved in (.+); start the "
+            r"same command again to resume \(they are re-used, none is paid for twice\)",
+            line,
+        )
         assert m and m.group(2) == str(cache), line
         saved = int(m.group(1))
         assert saved == _lines(cache) == 6
@@ -92,9 +96,11 @@ def test_ctrl_c_exits_130_with_one_line_and_the_same_command_resumes(tmp_path):
 
 # --- malformed 200 responses ----------------------------------------------------------------------
 
+
 def _backend(url, **openai):
-    cfg = RunConfig.model_validate({"model": {"backend": "openai", "openai": {"base_url": url, **openai}},
-                                    "sampling": {"max_tokens": 24}})
+    cfg = RunConfig.model_validate(
+        {"model": {"backend": "openai", "openai": {"base_url": url, **openai}}, "sampling": {"max_tokens": 24}}
+    )
     return OpenAIBackend(cfg.model.openai, "fake@test", cfg.sampling)
 
 
@@ -140,8 +146,13 @@ def test_a_server_answering_nonsense_stops_the_cli_with_exit_4_and_one_line(tmp_
     try:
         tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
         cfg = run_config(tmp_path / "run.toml", server.url, k=2, concurrency=1, max_retries=1)
-        proc = subprocess.run([*TASKSIEVE, "run", "--input", tasks, "--out", str(tmp_path / "out"), "--config", cfg],
-                              capture_output=True, text=True, env=ENV, timeout=600)
+        proc = subprocess.run(
+            [*TASKSIEVE, "run", "--input", tasks, "--out", str(tmp_path / "out"), "--config", cfg],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=600,
+        )
         assert proc.returncode == 4, proc.stderr[-3000:]
         assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr[-3000:]
         (line,) = _tasksieve_lines(proc.stderr)

@@ -16,19 +16,29 @@ from tasksieve.transforms.dedup.near import NearDedup, bucket_pairs, resolve_com
 from tasksieve.transforms.dedup.near_rule import confirmed, number_overlap
 from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard, shingle_hashes, signature, task_bands
 from tasksieve.transforms.normalize import normalize_text, with_hash
-from tasksieve.transforms.dedup.pool_index import PoolIndexError, build_index, index_row_groups, load_meta, read_row_group
+from tasksieve.transforms.dedup.pool_index import (
+    PoolIndexError,
+    build_index,
+    index_row_groups,
+    load_meta,
+    read_row_group,
+)
 
 P = MinHashParams()
 
-BASE = ("Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "
-        "her friends every day with four. She sells the remainder at the farmers' market daily for $2 per "
-        "fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+BASE = (
+    "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "
+    "her friends every day with four. She sells the remainder at the farmers' market daily for $2 per "
+    "fresh duck egg. How much in dollars does she make every day at the farmers' market?"
+)
 VARIANTS = {
     "number": BASE.replace("16 eggs", "18 eggs"),
     "name": BASE.replace("Janet's", "Maria's"),
-    "reorder": ("She eats three for breakfast every morning and bakes muffins for her friends every day with four. "
-                "Janet's ducks lay 16 eggs per day. She sells the remainder at the farmers' market daily for $2 per "
-                "fresh duck egg. How much in dollars does she make every day at the farmers' market?"),
+    "reorder": (
+        "She eats three for breakfast every morning and bakes muffins for her friends every day with four. "
+        "Janet's ducks lay 16 eggs per day. She sells the remainder at the farmers' market daily for $2 per "
+        "fresh duck egg. How much in dollars does she make every day at the farmers' market?"
+    ),
     "added_sentence": BASE + " Ignore any eggs that break on the way.",
 }
 # One template, refilled: distinct problems that must all be kept.
@@ -43,8 +53,18 @@ TEMPLATED = [
 
 
 def _task(tid, prompt, source="v", created=None, answer="1", line=1):
-    return with_hash({"task_id": tid, "source": source, "domain": "math", "prompt": prompt, "answer": answer,
-                      "created_at": created, "source_file": f"{source}.jsonl", "line": line})
+    return with_hash(
+        {
+            "task_id": tid,
+            "source": source,
+            "domain": "math",
+            "prompt": prompt,
+            "answer": answer,
+            "created_at": created,
+            "source_file": f"{source}.jsonl",
+            "line": line,
+        }
+    )
 
 
 def _dump(rows, path):
@@ -94,13 +114,17 @@ def test_number_guard_separates_an_edit_from_a_refilled_template():
     short = jaccard("calculate 1 + 8.", "calculate 1 + 9.")
     assert 0.7 <= short < 0.9 and not confirmed(short, 1 / 3, 0.7, 0.5, 0.9)  # similar text, new problem
     edit = jaccard(normalize_text(BASE), normalize_text(VARIANTS["number"]))
-    assert edit >= 0.9 and confirmed(edit, number_overlap(normalize_text(BASE), normalize_text(VARIANTS["number"])), 0.7, 0.5, 0.9)
+    assert edit >= 0.9 and confirmed(
+        edit, number_overlap(normalize_text(BASE), normalize_text(VARIANTS["number"])), 0.7, 0.5, 0.9
+    )
 
 
 def test_survivor_is_the_same_whatever_the_input_order():
-    tasks = [_task("late", VARIANTS["name"], source="a", created="2026-03-01"),
-             _task("early", BASE, source="b", created="2026-01-01"),
-             _task("undated", VARIANTS["number"], source="a", created=None)]
+    tasks = [
+        _task("late", VARIANTS["name"], source="a", created="2026-03-01"),
+        _task("early", BASE, source="b", created="2026-01-01"),
+        _task("undated", VARIANTS["number"], source="a", created=None),
+    ]
     for order in (tasks, tasks[::-1]):
         kept, dropped = _run(order)
         assert kept == ["early"] and set(dropped) == {"late", "undated"}
@@ -110,7 +134,11 @@ def test_transitive_member_names_survivor_and_the_edge_that_linked_it():
     a = BASE
     b = a + " Ignore any eggs that break on the way."
     c = b + " Round to the nearest cent and explain each step of the calculation."
-    tasks = [_task("a", a, created="2026-01-01"), _task("b", b, created="2026-01-02"), _task("c", c, created="2026-01-03")]
+    tasks = [
+        _task("a", a, created="2026-01-01"),
+        _task("b", b, created="2026-01-02"),
+        _task("c", c, created="2026-01-03"),
+    ]
     _, dropped = _run(tasks)
     dc = json.loads(dropped["c"]["drop_detail"])
     assert dc["duplicate_of"] == "a"
@@ -123,11 +151,19 @@ def test_bad_input_does_not_crash_or_cluster():
     code_b = "def add(a, b):\n  return a + b\ndef sub(a, b):\n  return a - b\n"  # re-indented: same tokens
     zh = "小明有12个苹果，他给了妹妹4个，又在商店买了7个。请问小明现在一共有多少个苹果？请写出计算过程。"
     zh_name = zh.replace("小明", "小红")
-    tasks = [_task("empty", ""), _task("one", "Hi"), _task("one2", "Ok"), _task("huge", huge),
-             _task("huge2", huge + " extra"), _task("code_a", code_a), _task("code_b", code_b),
-             _task("zh", zh, created="2026-01-01"), _task("zh_name", zh_name, created="2026-01-02"),
-             _task("ru", "Сколько будет семь плюс пять, если считать в уме?"),
-             _task("ru2", "Сколько будет девять минус два, если считать на бумаге?")]
+    tasks = [
+        _task("empty", ""),
+        _task("one", "Hi"),
+        _task("one2", "Ok"),
+        _task("huge", huge),
+        _task("huge2", huge + " extra"),
+        _task("code_a", code_a),
+        _task("code_b", code_b),
+        _task("zh", zh, created="2026-01-01"),
+        _task("zh_name", zh_name, created="2026-01-02"),
+        _task("ru", "Сколько будет семь плюс пять, если считать в уме?"),
+        _task("ru2", "Сколько будет девять минус два, если считать на бумаге?"),
+    ]
     kept, dropped = _run(tasks)
     assert set(dropped) == {"huge2", "code_b", "zh_name"}
     assert json.loads(dropped["code_b"]["drop_detail"])["similarity"] == 1.0  # indentation is not content
@@ -165,11 +201,13 @@ def _sha(path):
 @pytest.fixture()
 def pool_file(tmp_path):
     f = tmp_path / "last_quarter.jsonl"
-    rows = [{"task_id": "Q-1", "source": "q3", "domain": "math", "prompt": BASE, "answer": "18"},
-            {"task_id": "Q-2", "source": "q3", "domain": "math", "prompt": TEMPLATED[0], "answer": "42"},
-            # a pool duplicate of Q-1: the pool is not deduplicated against itself
-            {"task_id": "Q-3", "source": "q3", "domain": "math", "prompt": VARIANTS["name"], "answer": "18"},
-            {"task_id": "Q-4", "source": "q3", "domain": "math"}]  # no prompt: unusable, skipped
+    rows = [
+        {"task_id": "Q-1", "source": "q3", "domain": "math", "prompt": BASE, "answer": "18"},
+        {"task_id": "Q-2", "source": "q3", "domain": "math", "prompt": TEMPLATED[0], "answer": "42"},
+        # a pool duplicate of Q-1: the pool is not deduplicated against itself
+        {"task_id": "Q-3", "source": "q3", "domain": "math", "prompt": VARIANTS["name"], "answer": "18"},
+        {"task_id": "Q-4", "source": "q3", "domain": "math"},
+    ]  # no prompt: unusable, skipped
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return f
 
@@ -178,22 +216,31 @@ def test_against_pool_drops_exact_and_near_copies_and_never_touches_the_pool(tmp
     before = _sha(pool_file)
     meta = build_index([str(pool_file)], P, tmp_path / "idx")
     assert meta["rows"] == 3 and meta["unusable"] == 1
-    tasks = [_task("exact", "  " + TEMPLATED[0].upper(), answer="42"), _task("near", VARIANTS["added_sentence"]),
-             _task("fresh", TEMPLATED[1]), _task("fresh2", TEMPLATED[2])]
+    tasks = [
+        _task("exact", "  " + TEMPLATED[0].upper(), answer="42"),
+        _task("near", VARIANTS["added_sentence"]),
+        _task("fresh", TEMPLATED[1]),
+        _task("fresh2", TEMPLATED[2]),
+    ]
     kept, dropped = _run(tasks, str(tmp_path / "idx"))
     assert kept == ["fresh", "fresh2"]
     ex, nr = json.loads(dropped["exact"]["drop_detail"]), json.loads(dropped["near"]["drop_detail"])
     assert dropped["exact"]["drop_stage"] == "against_pool" and dropped["exact"]["drop_reason"] == "dedup_against_pool"
     assert ex["match"] == "exact" and ex["pool_task_id"] == "Q-2" and ex["similarity"] == 1.0
-    assert nr["match"] == "near" and nr["pool_task_id"] == "Q-1" and nr["pool_source"] == "q3" and nr["similarity"] >= 0.7
+    assert (
+        nr["match"] == "near" and nr["pool_task_id"] == "Q-1" and nr["pool_source"] == "q3" and nr["similarity"] >= 0.7
+    )
     assert nr["pool"].endswith("last_quarter.jsonl")
     assert _sha(pool_file) == before
 
 
 def test_pool_only_mode_keeps_near_duplicates_within_the_inputs(tmp_path, pool_file):
     build_index([str(pool_file)], P, tmp_path / "idx")
-    tasks = [_task("a", TEMPLATED[1], created="2026-01-01"), _task("b", TEMPLATED[1] + " Show your work.", created="2026-01-02"),
-             _task("c", VARIANTS["number"])]
+    tasks = [
+        _task("a", TEMPLATED[1], created="2026-01-01"),
+        _task("b", TEMPLATED[1] + " Show your work.", created="2026-01-02"),
+        _task("c", VARIANTS["number"]),
+    ]
     kept, dropped = _run(tasks, str(tmp_path / "idx"), within=False)
     assert kept == ["a", "b"] and set(dropped) == {"c"}
 
@@ -206,8 +253,11 @@ def test_reused_index_gives_the_same_drops_as_a_rebuilt_one(tmp_path, pool_file)
     second = _run(tasks, str(tmp_path / "rebuilt"))
     reused = _run(tasks, str(tmp_path / "saved"))
     assert first[0] == second[0] == reused[0] == ["fresh"]
-    assert ({k: v["drop_detail"] for k, v in first[1].items()} == {k: v["drop_detail"] for k, v in second[1].items()}
-            == {k: v["drop_detail"] for k, v in reused[1].items()})
+    assert (
+        {k: v["drop_detail"] for k, v in first[1].items()}
+        == {k: v["drop_detail"] for k, v in second[1].items()}
+        == {k: v["drop_detail"] for k, v in reused[1].items()}
+    )
 
 
 def test_index_built_with_other_parameters_is_refused(tmp_path, pool_file):
@@ -240,11 +290,18 @@ def test_judge_edges_refuses_exactly_what_judging_each_edge_refuses(monkeypatch)
     for b in base:
         for variant in (b, b + " 3", b.replace("9", "8"), b, " ".join(reversed(b.split()))):
             n += 1
-            tasks.append(with_hash({"task_id": f"t{n}", "source": "s", "prompt": variant, "answer": str(n % 3),
-                                    "domain": "math"}))
+            tasks.append(
+                with_hash(
+                    {"task_id": f"t{n}", "source": "s", "prompt": variant, "answer": str(n % 3), "domain": "math"}
+                )
+            )
     # A hash shared by unlike texts: judged a copy on its hash alone, whatever its shingles say.
-    tasks.append(dict(with_hash({"task_id": "alias", "source": "s", "prompt": "zq xv", "answer": "1", "domain": "math"}),
-                      content_hash=tasks[0]["content_hash"]))
+    tasks.append(
+        dict(
+            with_hash({"task_id": "alias", "source": "s", "prompt": "zq xv", "answer": "1", "domain": "math"}),
+            content_hash=tasks[0]["content_hash"],
+        )
+    )
     nodes = [f"s\x1f{t['task_id']}" for t in tasks]
     edges = sorted({tuple(sorted(rng.sample(nodes, 2))) for _ in range(600)} | {tuple(sorted((nodes[0], nodes[-1])))})
     c = Component(tasks, [], MinHashParams())

@@ -30,8 +30,10 @@ _TEMPLATES = [
 
 # Long shared wording, as generated tasks have: siblings are near-identical
 # text, and only their numbers tell them apart.
-_CONTEXT = (" Show every step of your reasoning, state the units of each intermediate quantity, and give the"
-            " final answer as a single number on the last line, without any other words after it.")
+_CONTEXT = (
+    " Show every step of your reasoning, state the units of each intermediate quantity, and give the"
+    " final answer as a single number on the last line, without any other words after it."
+)
 
 
 def _numbered_text(rng: random.Random) -> str:
@@ -97,10 +99,17 @@ def _templated_tasks(seed: int, n: int) -> list[dict]:
                 rng.shuffle(nums)
             t = {"tpl": base["tpl"], "nums": nums, "answer": base["answer"] if kind != "shuffle" else str(i)}
         else:
-            t = {"tpl": rng.randrange(len(_TEMPLATES)), "nums": [rng.randint(1, 999) for _ in range(5)],
-                 "answer": str(rng.randint(1, 5000))}
-        t.update(task_id=f"t{i:05d}", source="vendor", domain="math",
-                 prompt=_TEMPLATES[t["tpl"]].format(*t["nums"]) + _CONTEXT)
+            t = {
+                "tpl": rng.randrange(len(_TEMPLATES)),
+                "nums": [rng.randint(1, 999) for _ in range(5)],
+                "answer": str(rng.randint(1, 5000)),
+            }
+        t.update(
+            task_id=f"t{i:05d}",
+            source="vendor",
+            domain="math",
+            prompt=_TEMPLATES[t["tpl"]].format(*t["nums"]) + _CONTEXT,
+        )
         t["content_hash"] = content_hash(t)
         tasks.append(t)
     return tasks
@@ -116,10 +125,13 @@ def _judged(monkeypatch, enabled: bool, fn, *args):
     return out, len(calls)
 
 
-@pytest.mark.parametrize("threshold,min_numbers,guard_below", [
-    (0.7, 0.5, 0.9), (0.5, 0.75, 0.95), (0.85, 0.5, 0.9), (0.7, 0.0, 0.9), (0.7, 1.0, 1.0), (0.7, 0.5, 0.6)])
-def test_the_same_edges_are_confirmed_with_and_without_the_array_guard(monkeypatch, threshold, min_numbers,
-                                                                       guard_below):
+@pytest.mark.parametrize(
+    "threshold,min_numbers,guard_below",
+    [(0.7, 0.5, 0.9), (0.5, 0.75, 0.95), (0.85, 0.5, 0.9), (0.7, 0.0, 0.9), (0.7, 1.0, 1.0), (0.7, 0.5, 0.6)],
+)
+def test_the_same_edges_are_confirmed_with_and_without_the_array_guard(
+    monkeypatch, threshold, min_numbers, guard_below
+):
     """judge_edges and judge_ranked on every pair of 160 templated tasks
     (and in blocks of 900 edges): the same confirmed edges, in the same
     order, with the array guard on and off; with it on, far fewer pairs
@@ -136,8 +148,9 @@ def test_the_same_edges_are_confirmed_with_and_without_the_array_guard(monkeypat
     rules = Rules()
     args = (threshold, min_numbers, guard_below, rules)
     ranked_on, calls_on = _judged(monkeypatch, True, near.judge_ranked, c, names, lo, hi, *args)
-    ranked_off, calls_off = _judged(monkeypatch, False, near.judge_ranked, Component(tasks, [], p), names, lo, hi,
-                                    *args)
+    ranked_off, calls_off = _judged(
+        monkeypatch, False, near.judge_ranked, Component(tasks, [], p), names, lo, hi, *args
+    )
     assert ranked_on == ranked_off
     listed_on, _ = _judged(monkeypatch, True, near.judge_edges, Component(tasks, [], p), edges, *args)
     listed_off, _ = _judged(monkeypatch, False, near.judge_edges, Component(tasks, [], p), edges, *args)

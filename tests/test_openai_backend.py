@@ -33,11 +33,13 @@ def _free_port() -> int:
 
 
 def _cfg(url, **openai):
-    return RunConfig.model_validate({"model": {"backend": "openai", "openai": {"base_url": url, **openai}},
-                                     "sampling": {"max_tokens": 24}})
+    return RunConfig.model_validate(
+        {"model": {"backend": "openai", "openai": {"base_url": url, **openai}}, "sampling": {"max_tokens": 24}}
+    )
 
 
 # --- a real vLLM server ------------------------------------------------------
+
 
 class VllmServer:
     def __init__(self, log: Path):
@@ -53,10 +55,29 @@ class VllmServer:
         env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
         with open(self.log, "a") as fh:
             self.proc = subprocess.Popen(
-                [PY, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model, "--served-model-name",
-                 "smollm", "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
-                 "--port", str(self.port)],
-                stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                [
+                    PY,
+                    "-m",
+                    "vllm.entrypoints.openai.api_server",
+                    "--model",
+                    self.model,
+                    "--served-model-name",
+                    "smollm",
+                    "--dtype",
+                    "float32",
+                    "--max-model-len",
+                    "1024",
+                    "--enforce-eager",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                ],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         deadline = time.time() + 300
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -69,7 +90,7 @@ class VllmServer:
         pytest.fail(f"vllm server did not start in 300 s:\n{self.log.read_text()[-3000:]}")
 
     def requests_served(self) -> int:
-        return self.log.read_text().count("POST /v1/chat/completions HTTP/1.1\" 200")
+        return self.log.read_text().count('POST /v1/chat/completions HTTP/1.1" 200')
 
     def kill(self):
         # The whole process group: the API server and its engine-core child.
@@ -94,8 +115,9 @@ def test_real_server_gives_completions_tokens_and_distinct_samples_per_seed(serv
     finished = []
     out = backend.generate(reqs, on_result=lambda i, r: finished.append(i))
     assert sorted(finished) == list(range(6))  # each reported as it finished
-    assert all(r.prompt_tokens > 0 and 0 < r.completion_tokens <= 24 and r.finish_reason in ("stop", "length")
-               for r in out)
+    assert all(
+        r.prompt_tokens > 0 and 0 < r.completion_tokens <= 24 and r.finish_reason in ("stop", "length") for r in out
+    )
     assert len({r.completion for r in out}) > 1
     again = backend.generate(reqs[:1])
     assert again[0].completion == out[0].completion  # same seed, same sample
@@ -104,8 +126,18 @@ def test_real_server_gives_completions_tokens_and_distinct_samples_per_seed(serv
 def _write_tasks(path: Path, n: int):
     with open(path, "w") as fh:
         for i in range(n):
-            fh.write(json.dumps({"task_id": f"t{i}", "source": "v", "domain": "math",
-                                 "prompt": f"What is {i + 2} plus {i + 5}?", "answer": str(2 * i + 7)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "task_id": f"t{i}",
+                        "source": "v",
+                        "domain": "math",
+                        "prompt": f"What is {i + 2} plus {i + 5}?",
+                        "answer": str(2 * i + 7),
+                    }
+                )
+                + "\n"
+            )
 
 
 @pytest.mark.slow
@@ -113,8 +145,10 @@ def test_server_killed_mid_run_then_the_same_command_resumes_paying_for_nothing_
     tasks = tmp_path / "tasks.jsonl"
     _write_tasks(tasks, 8)
     cfg = tmp_path / "run.toml"
-    cfg.write_text(f'[model]\nbackend = "openai"\nmodel_id = "smollm@test"\n[model.openai]\nbase_url = "{server.url}"\n'
-                   'concurrency = 2\nmax_retries = 1\ntimeout_s = 60\n[sampling]\nmode = "fixed"\nk = 4\nmax_tokens = 24\n')
+    cfg.write_text(
+        f'[model]\nbackend = "openai"\nmodel_id = "smollm@test"\n[model.openai]\nbase_url = "{server.url}"\n'
+        'concurrency = 2\nmax_retries = 1\ntimeout_s = 60\n[sampling]\nmode = "fixed"\nk = 4\nmax_tokens = 24\n'
+    )
     out = tmp_path / "out"
     cmd = [PY, "-m", "tasksieve.pipeline.cli", "run", "--input", str(tasks), "--out", str(out), "--config", str(cfg)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
@@ -150,6 +184,7 @@ def test_server_killed_mid_run_then_the_same_command_resumes_paying_for_nothing_
 
 # --- scripted faults -----------------------------------------------------------
 
+
 class _Script(BaseHTTPRequestHandler):
     """Answers chat completions from a queue of status codes; 200 = a reply."""
 
@@ -170,10 +205,19 @@ class _Script(BaseHTTPRequestHandler):
             time.sleep(3)  # longer than the client's timeout
             return
         if status == 200:
-            self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": "\\boxed{5}"}}],
-                             "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}})
+            self._send(
+                200,
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "\\boxed{5}"}}
+                    ],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+                },
+            )
         else:
             self._send(status, {"error": {"message": f"scripted {status}"}}, retry_after=status == 429)
 
@@ -230,8 +274,9 @@ def test_a_hanging_server_times_out_is_retried_then_stops_the_run(scripted):
 def test_a_rejected_request_is_a_failed_request_not_an_attempt_nor_a_dead_run(scripted):
     script, url = scripted
     script.statuses = [400]
-    out = _backend(url, concurrency=1).generate([GenRequest((("user", "x"),), seed=1),
-                                                 GenRequest((("user", "y"),), seed=2)])
+    out = _backend(url, concurrency=1).generate(
+        [GenRequest((("user", "x"),), seed=1), GenRequest((("user", "y"),), seed=2)]
+    )
     assert out[0].error.startswith("HTTP 400") and out[0].completion == ""
     assert out[0].finish_reason == REQUEST_FAILED  # never verified, classified or cached
     assert out[1].error is None and out[1].completion == "\\boxed{5}"

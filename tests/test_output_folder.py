@@ -52,8 +52,13 @@ def test_two_runs_into_one_folder_the_second_refuses_and_the_first_is_intact(tmp
         try:
             assert server.arrived.wait(timeout=240), "the first run never started sampling"
             second = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=240)
-            dedup = subprocess.run([*TASKSIEVE, "dedup", "--input", tasks, "--out", str(out)], capture_output=True,
-                                   text=True, env=ENV, timeout=240)
+            dedup = subprocess.run(
+                [*TASKSIEVE, "dedup", "--input", tasks, "--out", str(out)],
+                capture_output=True,
+                text=True,
+                env=ENV,
+                timeout=240,
+            )
             hits_while_held = server.hits
         finally:
             server.open_gate()
@@ -74,11 +79,15 @@ def test_two_runs_into_one_folder_the_second_refuses_and_the_first_is_intact(tmp
         try:
             assert con.execute("select run_id from runs").fetchall() == [(run_id,)]
             assert con.execute("select count(*), min(run_id), max(run_id) from tasks").fetchone() == (6, run_id, run_id)
-            funnel = con.execute("select stage, rows_in from funnel where run_id = ? order by stage_order",
-                                 [run_id]).fetchall()
+            funnel = con.execute(
+                "select stage, rows_in from funnel where run_id = ? order by stage_order", [run_id]
+            ).fetchall()
             assert funnel and funnel[0] == ("read", 6)
-            assert con.execute("select count(*) from attempts").fetchone()[0] == \
-                pq.read_table(out / "attempts.parquet").num_rows == 24
+            assert (
+                con.execute("select count(*) from attempts").fetchone()[0]
+                == pq.read_table(out / "attempts.parquet").num_rows
+                == 24
+            )
         finally:
             con.close()
     finally:
@@ -100,8 +109,11 @@ def test_an_apostrophe_and_a_space_in_out(run_folder):
     try:
         rid = figures["run_id"]
         assert con.execute("select count(*) from tasks where run_id = ?", [rid]).fetchone()[0] == figures["rows_in"]
-        assert con.execute("select count(*) from attempts where run_id = ?", [rid]).fetchone()[0] \
-            == figures["attempts"] > 0
+        assert (
+            con.execute("select count(*) from attempts where run_id = ?", [rid]).fetchone()[0]
+            == figures["attempts"]
+            > 0
+        )
     finally:
         con.close()
     assert (out / "attempt_cache" / "_finished").is_dir()  # the cache under the same path settled too
@@ -114,8 +126,13 @@ def test_an_apostrophe_and_a_space_in_out(run_folder):
 def test_dedup_into_a_run_folder_leaves_the_runs_training_set_and_attempts(run_folder, sample_dir):
     out, figures = run_folder
     before = {name: _digest(out / name) for name in ("learnable.parquet", "attempts.parquet")}
-    proc = subprocess.run([*TASKSIEVE, "dedup", "--input", str(sample_dir), "--out", str(out)], capture_output=True,
-                          text=True, env=ENV, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "dedup", "--input", str(sample_dir), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "learnable.parquet and attempts.parquet of an earlier run; they are left as they are" in proc.stderr
     assert {name: _digest(out / name) for name in before} == before
@@ -135,8 +152,13 @@ def test_dedup_into_a_run_folder_leaves_the_runs_training_set_and_attempts(run_f
 @pytest.mark.slow
 def test_report_on_a_dedup_folder(sample_dir, tmp_path):
     out = tmp_path / "dedup"
-    proc = subprocess.run([*TASKSIEVE, "dedup", "--input", str(sample_dir), "--out", str(out)], capture_output=True,
-                          text=True, env=ENV, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "dedup", "--input", str(sample_dir), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (out / "learnable.parquet").exists() and not (out / "attempts.parquet").exists()
     report = subprocess.run([*TASKSIEVE, "report", str(out)], capture_output=True, text=True, env=ENV, timeout=300)
@@ -145,8 +167,9 @@ def test_report_on_a_dedup_folder(sample_dir, tmp_path):
     assert 'data-label="kept"' in html  # the kept tasks, which have no drop stage, are labelled
 
 
-@pytest.mark.parametrize("planted", ["symlink to a file", "dangling symlink", "symlink to a folder", "hard link",
-                                     "fifo"])
+@pytest.mark.parametrize(
+    "planted", ["symlink to a file", "dangling symlink", "symlink to a folder", "hard link", "fifo"]
+)
 def test_a_planted_lock_file_is_replaced_never_written_through(tmp_path, planted):
     """OUT/.tasksieve.lock planted as a link (or a second name of another
     file, or a FIFO) is replaced by a fresh file of tasksieve's: the target

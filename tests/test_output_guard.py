@@ -30,18 +30,45 @@ def _cli(*args, env=None, timeout=600, writable=None):
     or a system folder fails there instead of writing it."""
     prefix = []
     if writable is not None and _sandbox_works(writable):
-        prefix = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(writable),
-                  str(writable), "--"]
+        prefix = [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--bind",
+            str(writable),
+            str(writable),
+            "--",
+        ]
         env = dict(env or ENV, TMPDIR=str(writable))
-    return subprocess.run([*prefix, *TASKSIEVE, *args], capture_output=True, text=True, env=env or ENV,
-                          timeout=timeout)
+    return subprocess.run([*prefix, *TASKSIEVE, *args], capture_output=True, text=True, env=env or ENV, timeout=timeout)
 
 
 def _sandbox_works(folder) -> bool:
     if not shutil.which("bwrap"):
         return False
-    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(folder),
-                            str(folder), "--", "true"], capture_output=True)
+    probe = subprocess.run(
+        [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--bind",
+            str(folder),
+            str(folder),
+            "--",
+            "true",
+        ],
+        capture_output=True,
+    )
     return probe.returncode == 0
 
 
@@ -65,8 +92,25 @@ def _dangerous(tmp_path, home, every: bool):
     (tmp_path / "to_etc").symlink_to("/etc")
     (tmp_path / "to_home").symlink_to(home)
     few = ["/", str(home), str(tmp_path / "to_root"), "/proc"]
-    return few + ["/etc", "/usr", "/usr/bin", "/bin", "/var", "/boot", "/sys", "/dev", "/tmp",
-                  str(tmp_path / "to_etc"), str(tmp_path / "to_home"), "/usr/../etc/"] if every else few
+    return (
+        few
+        + [
+            "/etc",
+            "/usr",
+            "/usr/bin",
+            "/bin",
+            "/var",
+            "/boot",
+            "/sys",
+            "/dev",
+            "/tmp",
+            str(tmp_path / "to_etc"),
+            str(tmp_path / "to_home"),
+            "/usr/../etc/",
+        ]
+        if every
+        else few
+    )
 
 
 @pytest.mark.slow
@@ -78,12 +122,14 @@ def test_system_and_home_folders_are_refused(tmp_path, home, command):
     env = dict(ENV, HOME=str(home))
     before = sorted(os.listdir("/"))
     for folder in _dangerous(tmp_path, home, command == "dedup"):
-        args = {"run": ["run", "--input", tasks, "--out", folder, "--backend", "replay", "--replay", tasks],
-                "dedup": ["dedup", "--input", tasks, "--out", folder],
-                "validate": ["validate", tasks, "--out", folder, "--no-data-docs"],
-                "sample-data": ["sample-data", folder],
-                "report": ["report", folder],
-                "select": ["select", folder, "--budget-tasks", "3"]}[command]
+        args = {
+            "run": ["run", "--input", tasks, "--out", folder, "--backend", "replay", "--replay", tasks],
+            "dedup": ["dedup", "--input", tasks, "--out", folder],
+            "validate": ["validate", tasks, "--out", folder, "--no-data-docs"],
+            "sample-data": ["sample-data", folder],
+            "report": ["report", folder],
+            "select": ["select", folder, "--budget-tasks", "3"],
+        }[command]
         proc = _cli(*args, env=env, writable=tmp_path)
         assert proc.returncode == 2, (folder, proc.returncode, proc.stderr[-2000:])
         line = _one_line(proc)
@@ -125,8 +171,9 @@ def test_two_selects_at_once_the_second_refuses_and_the_first_is_whole(tmp_path)
         server.close()
     select = [*TASKSIEVE, "select", str(out), "--budget-tasks", "2", "--config", cfg]
     # The first stops itself at its first write (holding the folder) until the second has been refused.
-    first = subprocess.Popen(select, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=dict(ENV, TASKSIEVE_STOP_AT_STEP="1"))
+    first = subprocess.Popen(
+        select, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(ENV, TASKSIEVE_STOP_AT_STEP="1")
+    )
     try:
         _, status = os.waitpid(first.pid, os.WUNTRACED)
         assert os.WIFSTOPPED(status), "the first select ended before it wrote"

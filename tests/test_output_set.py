@@ -119,6 +119,8 @@ def test_a_planted_current_or_runs_link_is_replaced_not_followed(tmp_path, plant
     if planted == "file":
         assert target.read_text() == "keep"
     elif planted == "folder":
-        assert sorted(p.name for p in target.rglob("*")) == ["f", "sub"] and (target / "sub" / "f").read_text() == "keep"
+        assert (
+            sorted(p.name for p in target.rglob("*")) == ["f", "sub"] and (target / "sub" / "f").read_text() == "keep"
+        )
     else:
         assert not os.path.lexists(target)

@@ -35,8 +35,13 @@ def world(tmp_path_factory):
         fh.write("[select]\ndiversity = false\n")
     first, second = write_tasks(root / "first.jsonl", 8), write_tasks(root / "second.jsonl", 5)
     base = root / "base"
-    proc = subprocess.run([*TASKSIEVE, "run", "--input", first, "--out", str(base), "--config", cfg],
-                          capture_output=True, text=True, env=ENV, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "run", "--input", first, "--out", str(base), "--config", cfg],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     yield {"root": root, "cfg": cfg, "second": second, "base": base}
     server.close()
@@ -85,8 +90,13 @@ def test_a_kill_after_the_files_and_at_the_database_commit_leaves_the_old_run(wo
 
     out = copy_folder(world["base"], tmp_path / "out")
     old = digests(out)
-    killed = subprocess.run(_command(command, world, out), capture_output=True, text=True, timeout=600,
-                            env=dict(ENV, TASKSIEVE_KILL_AT_STEP=str(at)))
+    killed = subprocess.run(
+        _command(command, world, out),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(ENV, TASKSIEVE_KILL_AT_STEP=str(at)),
+    )
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert classify(out, old, command) == "old" and digests(out) == old
     assert len(unfinished(out)) == 1
@@ -113,8 +123,13 @@ def test_killed_at_every_step_of_a_dedup_the_next_reader_sees_one_set(world, tmp
     outcomes = []
     for at in range(1, n_steps + 1):
         out = copy_folder(world["base"], tmp_path / f"out{at}")
-        killed = subprocess.run(_command("dedup", world, out), capture_output=True, text=True, timeout=600,
-                                env=dict(ENV, TASKSIEVE_KILL_AT_STEP=str(at)))
+        killed = subprocess.run(
+            _command("dedup", world, out),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(ENV, TASKSIEVE_KILL_AT_STEP=str(at)),
+        )
         assert killed.returncode == -9, (at, killed.stderr[-2000:])
         outcomes.append(classify(out, old, "dedup"))
     swap = steps(log).index("link current") + 1

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = {"schemas": "tasksieve/schemas", "transforms": "tasksieve/transforms", "pipeline": "tasksieve/pipeline",
-           "tasksieve": "tasksieve"}
+FOLDERS = {
+    "schemas": "tasksieve/schemas",
+    "transforms": "tasksieve/transforms",
+    "pipeline": "tasksieve/pipeline",
+    "tasksieve": "tasksieve",
+}
 
 
 def _expected() -> set[str]:
@@ -28,8 +32,11 @@ def _expected() -> set[str]:
 @pytest.mark.slow
 def test_the_wheel_contains_every_module_and_data_file(tmp_path):
     # Built as a user would (pip's isolated build with the declared backend).
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("tasksieve-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -21,8 +21,16 @@ TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 KINDS = ("file", "folder", "dangling")
 
-SET_NAMES = ["learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet", "costs.parquet",
-             "selected.parquet", "curation.duckdb", "curation.duckdb.wal"]
+SET_NAMES = [
+    "learnable.parquet",
+    "results.parquet",
+    "attempts.parquet",
+    "quarantine.parquet",
+    "costs.parquet",
+    "selected.parquet",
+    "curation.duckdb",
+    "curation.duckdb.wal",
+]
 OUTER = {
     "run": [".tasksieve.lock", "_staging", "runs", "current", "attempt_cache", *SET_NAMES],
     "dedup": [".tasksieve.lock", "_staging", "runs", "current", *SET_NAMES],
@@ -33,10 +41,17 @@ OUTER = {
 }
 # Inside folders tasksieve keeps: (folder, names); each name gets a kind of its own.
 INNER = {
-    "run": [("_staging", ["dead-a", "dead-b", "dead-c"]), ("_staging/dead-run", [".lock"]),
-            ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]), ("attempt_cache", ["_finished"])],
-    "dedup": [("_staging", ["dead-a", "dead-b", "dead-c"]), ("_staging/dead-run", [".lock"]),
-              ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
+    "run": [
+        ("_staging", ["dead-a", "dead-b", "dead-c"]),
+        ("_staging/dead-run", [".lock"]),
+        ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]),
+        ("attempt_cache", ["_finished"]),
+    ],
+    "dedup": [
+        ("_staging", ["dead-a", "dead-b", "dead-c"]),
+        ("_staging/dead-run", [".lock"]),
+        ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]),
+    ],
     "select": [("select_cache", ["embeddings.npz"]), ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
     "report": [],
     "validate": [("data_docs", ["index.html", "static", "validations"])],
@@ -53,8 +68,13 @@ def world(tmp_path_factory):
     cfg = run_config(root / "run.toml", server.url, k=4)
     tasks = write_tasks(root / "tasks.jsonl", 6)
     finished = root / "finished"
-    proc = subprocess.run([*TASKSIEVE, "run", "--input", tasks, "--out", str(finished), "--config", cfg],
-                          capture_output=True, text=True, env=ENV, timeout=600)
+    proc = subprocess.run(
+        [*TASKSIEVE, "run", "--input", tasks, "--out", str(finished), "--config", cfg],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     yield {"cfg": cfg, "tasks": tasks, "finished": finished}
     server.close()
@@ -135,8 +155,9 @@ def test_planted_links_are_never_followed(world, tmp_path, command, layout):
         shutil.copytree(world["finished"], out, symlinks=True)
     targets = Targets(tmp_path / "targets")
     _plant(out, command, layout, targets)
-    proc = subprocess.run([*TASKSIEVE, *_command(command, world, out, tmp_path)], capture_output=True, text=True,
-                          env=ENV, timeout=900)
+    proc = subprocess.run(
+        [*TASKSIEVE, *_command(command, world, out, tmp_path)], capture_output=True, text=True, env=ENV, timeout=900
+    )
     targets.check()
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     expected = 1 if command == "validate" else 0  # the six tasks have no license: not acceptable, judged

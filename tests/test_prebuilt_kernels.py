@@ -19,8 +19,12 @@ from tasksieve.transforms.dedup import signatures as sg
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.normalize import normalize_text
 
-PARAMS = (MinHashParams(), MinHashParams(num_perm=112, bands=14, rows=8), MinHashParams(shingle="char", size=1),
-          MinHashParams(shingle="word", size=2))
+PARAMS = (
+    MinHashParams(),
+    MinHashParams(num_perm=112, bands=14, rows=8),
+    MinHashParams(shingle="char", size=1),
+    MinHashParams(shingle="word", size=2),
+)
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +108,9 @@ def test_other_argument_types_take_the_jit_kernel(built, use):
         keys, stamp, shift = sg._table(texts)
         out = np.zeros(offsets[-1] + len(texts), dtype=np.uint32)
         nwin, lens = np.empty(len(texts), dtype=np.int64), np.empty(len(texts), dtype=np.int64)
-        kernels.get().window_hashes(codes, offs, 5, out, nwin, lens, keys, stamp, 1, sg._SLOT_MULT, shift,
-                                    sketch.NO_SKETCHES)
+        kernels.get().window_hashes(
+            codes, offs, 5, out, nwin, lens, keys, stamp, 1, sg._SLOT_MULT, shift, sketch.NO_SKETCHES
+        )
         got.append((out, nwin, lens))
     assert all(np.array_equal(a, b) for a, b in zip(*got)) and got[0][2].min() > 0
 
@@ -117,8 +122,10 @@ def test_only_the_exact_argument_types_go_to_a_build():
     frozen = arr.copy()
     frozen.flags.writeable = False
     assert kernels._takes("u4[:]", arr) and kernels._takes("u4[:, :]", np.zeros((2, 2), dtype=np.uint32))
-    assert not any(kernels._takes("u4[:]", x) for x in (frozen, arr.astype(np.int64), arr.astype(">u4"), [0, 1],
-                                                         np.zeros((2, 2), dtype=np.uint32)))
+    assert not any(
+        kernels._takes("u4[:]", x)
+        for x in (frozen, arr.astype(np.int64), arr.astype(">u4"), [0, 1], np.zeros((2, 2), dtype=np.uint32))
+    )
     assert kernels._takes("u8", np.uint64(5)) and not kernels._takes("u8", 5)
     assert kernels._takes("i8", 5) and kernels._takes("i8", np.int64(-5))
     assert not any(kernels._takes("i8", x) for x in (1 << 63, np.int32(5), 5.0, True, np.uint64(5)))

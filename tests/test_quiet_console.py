@@ -20,13 +20,23 @@ THIRD_PARTY = re.compile(r"Warning\b|WARNING|site-packages|apitools|^\[?[WEI]\d{
 
 
 def _python(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 def _cli(*args, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", *args], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "tasksieve.pipeline.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
 
 
 def _quiet_env():
@@ -61,13 +71,11 @@ def test_verbose_environment_lets_beams_warning_through():
 @pytest.mark.slow
 def test_a_command_says_one_line_and_verbose_shows_the_libraries(tmp_path):
     """`dedup` imports Beam before it finds the input missing."""
-    quiet = _cli("dedup", "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"),
-                 **{console.VERBOSE_ENV: ""})
+    quiet = _cli("dedup", "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"), **{console.VERBOSE_ENV: ""})
     assert quiet.returncode == 1
     assert quiet.stderr.count("\n") == 1 and quiet.stderr.startswith("tasksieve: error:"), quiet.stderr
     for argv in (["--verbose", "dedup"], ["dedup", "--verbose"]):
-        loud = _cli(*argv, "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"),
-                    **{console.VERBOSE_ENV: ""})
+        loud = _cli(*argv, "--input", str(tmp_path / "none"), "--out", str(tmp_path / "o"), **{console.VERBOSE_ENV: ""})
         assert loud.returncode == 1
         assert "apitools not found" in loud.stderr, argv
 
@@ -87,7 +95,10 @@ def test_engine_start_filters_only_torchs_warning_from_vllms_dispatcher():
         exec(emit, {"__name__": "vllm.triton_utils.dispatcher", "MESSAGE": "other", "CATEGORY": FutureWarning})
         exec(emit, {"__name__": "users_module", "MESSAGE": "mine", "CATEGORY": FutureWarning})
     assert [(str(w.message)[:6], w.category) for w in caught] == [
-        (message[:6], FutureWarning), ("other", FutureWarning), ("mine", FutureWarning)]
+        (message[:6], FutureWarning),
+        ("other", FutureWarning),
+        ("mine", FutureWarning),
+    ]
 
 
 @pytest.mark.slow
@@ -112,10 +123,16 @@ CPP_WARNING = """
 def test_the_numa_binding_line_is_filtered_and_verbose_shows_it():
     pytest.importorskip("vllm")
     env = {k: v for k, v in _quiet_env().items() if k != "TORCH_CPP_LOG_LEVEL"}
-    quiet = subprocess.run([sys.executable, "-c", textwrap.dedent(CPP_WARNING)], capture_output=True, text=True,
-                           timeout=600, env=env)
-    loud = subprocess.run([sys.executable, "-c", textwrap.dedent(CPP_WARNING), "verbose"], capture_output=True,
-                          text=True, timeout=600, env=env)
+    quiet = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CPP_WARNING)], capture_output=True, text=True, timeout=600, env=env
+    )
+    loud = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CPP_WARNING), "verbose"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     if "NUMA" not in loud.stderr:
         pytest.skip(f"this vLLM build does not print the NUMA binding line: {loud.stderr[-300:]}")
     assert quiet.returncode == 0, quiet.stderr

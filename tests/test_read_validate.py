@@ -17,15 +17,19 @@ def _raw(record, error=None, source_file="/d/vendor_x.jsonl", line=1):
 
 def test_jsonl_reader_reports_each_kind_of_broken_line(tmp_path):
     f = tmp_path / "d.jsonl"
-    f.write_bytes(b"\n".join([
-        json.dumps(GOOD).encode(),
-        b'{"task_id": "x", "prompt": ',
-        b"[1, 2]",
-        b"",
-        b'{"prompt": "caf\xe9"}',
-        b"x" * 200,
-        b'{"task_id": "last", "prompt": "cut',
-    ]))
+    f.write_bytes(
+        b"\n".join(
+            [
+                json.dumps(GOOD).encode(),
+                b'{"task_id": "x", "prompt": ',
+                b"[1, 2]",
+                b"",
+                b'{"prompt": "caf\xe9"}',
+                b"x" * 200,
+                b'{"task_id": "last", "prompt": "cut',
+            ]
+        )
+    )
     rows = list(read_jsonl(str(f), max_row_bytes=100))
     assert [r["line"] for r in rows] == [1, 2, 3, 5, 6, 7]  # blank line 4 is layout
     assert rows[0]["error"] is None and rows[0]["record"]["task_id"] == "t1"
@@ -62,22 +66,25 @@ def test_corrupt_parquet_becomes_one_quarantinable_row(tmp_path):
     assert len(rows) == 1 and rows[0]["error"].startswith("cannot read file")
 
 
-@pytest.mark.parametrize("change,reason", [
-    ({"prompt": ""}, "'prompt' is missing or empty"),
-    ({"prompt": None}, "'prompt' is missing or empty"),
-    ({"prompt": 42}, "'prompt' is a number"),
-    ({"task_id": None}, "'task_id' is missing"),
-    ({"domain": "poetry"}, "'domain' is 'poetry'"),
-    ({"answer": None}, "math task has no 'answer'"),
-    ({"domain": "code"}, "code task has no 'tests'"),
-    ({"expert_minutes": -3}, "'expert_minutes' is negative"),
-    ({"expert_minutes": "ten"}, "'expert_minutes' is 'ten'"),
-    ({"expert_cost_usd": float("nan")}, "'expert_cost_usd' is nan"),
-    ({"created_at": "last tuesday"}, "expected an ISO 8601 date"),
-    ({"prompt": "x" * 101}, "over the 100-character limit"),
-    ({"rubric": [1, 2]}, "list of criteria"),
-    ({"meta": [1]}, "'meta' is a list"),
-])
+@pytest.mark.parametrize(
+    "change,reason",
+    [
+        ({"prompt": ""}, "'prompt' is missing or empty"),
+        ({"prompt": None}, "'prompt' is missing or empty"),
+        ({"prompt": 42}, "'prompt' is a number"),
+        ({"task_id": None}, "'task_id' is missing"),
+        ({"domain": "poetry"}, "'domain' is 'poetry'"),
+        ({"answer": None}, "math task has no 'answer'"),
+        ({"domain": "code"}, "code task has no 'tests'"),
+        ({"expert_minutes": -3}, "'expert_minutes' is negative"),
+        ({"expert_minutes": "ten"}, "'expert_minutes' is 'ten'"),
+        ({"expert_cost_usd": float("nan")}, "'expert_cost_usd' is nan"),
+        ({"created_at": "last tuesday"}, "expected an ISO 8601 date"),
+        ({"prompt": "x" * 101}, "over the 100-character limit"),
+        ({"rubric": [1, 2]}, "list of criteria"),
+        ({"meta": [1]}, "'meta' is a list"),
+    ],
+)
 def test_validate_quarantines_with_an_actionable_reason(change, reason):
     task, why = validate_row(_raw(dict(GOOD, **change)), max_field_chars=100)
     assert task is None
@@ -85,8 +92,10 @@ def test_validate_quarantines_with_an_actionable_reason(change, reason):
 
 
 def test_validate_is_lenient_where_intent_is_clear():
-    task, why = validate_row(_raw({"task_id": 7, "prompt": "2+2?", "answer": 4, "expert_minutes": "3.5",
-                                   "vendor_difficulty": "easy"}), max_field_chars=1000)
+    task, why = validate_row(
+        _raw({"task_id": 7, "prompt": "2+2?", "answer": 4, "expert_minutes": "3.5", "vendor_difficulty": "easy"}),
+        max_field_chars=1000,
+    )
     assert why is None
     assert task["task_id"] == "7" and task["answer"] == "4" and task["domain"] == "math"
     assert task["expert_minutes"] == 3.5
@@ -107,8 +116,11 @@ def test_read_errors_pass_through_validate_as_read_stage():
 
 
 def test_repeated_task_id_keeps_first_in_delivery_order():
-    rows = [dict(GOOD, source_file="b.jsonl", line=1), dict(GOOD, source_file="a.jsonl", line=9),
-            dict(GOOD, source_file="a.jsonl", line=2)]
+    rows = [
+        dict(GOOD, source_file="b.jsonl", line=1),
+        dict(GOOD, source_file="a.jsonl", line=9),
+        dict(GOOD, source_file="a.jsonl", line=2),
+    ]
     first, rest = first_by_position(rows)
     assert (first["source_file"], first["line"]) == ("a.jsonl", 2)
     assert len(rest) == 2
@@ -124,8 +136,17 @@ def test_check_value_refuses_the_same_with_and_without_its_flat_shortcut(monkeyp
     rng = random.Random(5)
     pool = ["x", "é", "x\ud800", 7, 10**400, -(10**90), 1.5, True, None, [], {"a": 1}, [[[]]], long_number["n"]]
     keys = ["a", "b", "ключ", "k\udc00"]
-    values = [{"a": "x\ud800"}, {"k\udc00": "v"}, {"n": 10**400}, long_number, {"ok": "é"}, {}, "top\ud800", 5,
-              {"f": 1.5, "b": True, "z": None, "i": 10**50}]
+    values = [
+        {"a": "x\ud800"},
+        {"k\udc00": "v"},
+        {"n": 10**400},
+        long_number,
+        {"ok": "é"},
+        {},
+        "top\ud800",
+        5,
+        {"f": 1.5, "b": True, "z": None, "i": 10**50},
+    ]
     values += [{rng.choice(keys) + str(i): rng.choice(pool) for i in range(rng.randint(0, 4))} for _ in range(400)]
 
     def verdict(v):
@@ -195,7 +216,8 @@ def test_physical_lines_fast_path_splits_as_the_plain_state_machine(seed, monkey
     rng = random.Random(seed)
     pieces = [b"\n", b"\r\n", b"\r", b" ", b"\t", b"x", b"{}", b"\xef\xbb\xbf", b"long" * 30, b"\xe9"]
     data = (b"\xef\xbb\xbf" if rng.random() < 0.3 else b"") + b"".join(
-        rng.choice(pieces) for _ in range(rng.randrange(0, 400)))
+        rng.choice(pieces) for _ in range(rng.randrange(0, 400))
+    )
     chunk = rng.choice([1, 3, 7, 16, 64, 1 << 20])
     max_row_bytes = rng.choice([1, 4, 20, 100, 10**6])
     monkeypatch.setattr(read, "_CHUNK", chunk)

@@ -38,13 +38,18 @@ def test_cost_rows_add_up_to_every_figure(two_models):
     rid = second["run_id"]
     total = _one(con, "select sum(usd) from costs where run_id = ?", rid)[0]
     learnable = _one(con, "select count(*) from tasks where run_id = ? and status = 'learnable'", rid)[0]
-    overall = _one(con, "select spend_usd, learnable, usd_per_learnable from cost_per_useful_signal "
-                        "where run_id = ? and dimension = 'overall'", rid)
+    overall = _one(
+        con,
+        "select spend_usd, learnable, usd_per_learnable from cost_per_useful_signal "
+        "where run_id = ? and dimension = 'overall'",
+        rid,
+    )
     assert overall[0] == pytest.approx(total) and overall[0] == pytest.approx(second["total_usd"])
     assert overall[1] == learnable and overall[2] == pytest.approx(total / learnable)
     for dim in ("source", "batch", "domain", "difficulty"):  # every breakdown partitions the total
-        assert _one(con, "select sum(spend_usd) from cost_per_useful_signal where run_id = ? and dimension = ?", rid, dim)[0] \
-            == pytest.approx(total), dim
+        assert _one(
+            con, "select sum(spend_usd) from cost_per_useful_signal where run_id = ? and dimension = ?", rid, dim
+        )[0] == pytest.approx(total), dim
     # Funnel money + what the learnable tasks cost = everything.
     removed = _one(con, "select sum(usd_removed) from funnel where run_id = ?", rid)[0]
     kept = _one(con, "select sum(usd) from task_facts where run_id = ? and status = 'learnable'", rid)[0]
@@ -52,10 +57,19 @@ def test_cost_rows_add_up_to_every_figure(two_models):
     assert _one(con, "select sum(usd) from waste where run_id = ?", rid)[0] == pytest.approx(removed)
     saved = _one(con, "select attempts_used, attempts_fixed_k from attempts_saved where run_id = ?", rid)
     assert saved[0] == _one(con, "select count(*) from attempts where run_id = ?", rid)[0] < saved[1]
-    assert _one(con, "select sum(tasks) from pass_rate_hist where run_id = ?", rid)[0] == \
-        _one(con, "select count(*) from tasks where run_id = ? and n_attempts > 0", rid)[0]
-    assert _one(con, "select unpriced_tasks from cost_per_useful_signal where run_id = ? and dimension = 'overall'", rid)[0] == 2
-    assert '"usd_per_gpu_hour"' in _one(con, "select rates from runs where run_id = ?", rid)[0]  # rates stored with the run
+    assert (
+        _one(con, "select sum(tasks) from pass_rate_hist where run_id = ?", rid)[0]
+        == _one(con, "select count(*) from tasks where run_id = ? and n_attempts > 0", rid)[0]
+    )
+    assert (
+        _one(con, "select unpriced_tasks from cost_per_useful_signal where run_id = ? and dimension = 'overall'", rid)[
+            0
+        ]
+        == 2
+    )
+    assert (
+        '"usd_per_gpu_hour"' in _one(con, "select rates from runs where run_id = ?", rid)[0]
+    )  # rates stored with the run
     con.close()
 
 
@@ -65,7 +79,11 @@ def test_two_models_compare_side_by_side(two_models):
     rows = con.execute("select model_id, learnable from yield where dimension = 'overall' order by model_id").fetchall()
     assert rows == [("scripted@test", first["learnable"]), ("scripted@v2", second["learnable"])]
     assert second["learnable"] > first["learnable"]  # v2 also solves some products
-    cps = dict(con.execute("select model_id, usd_per_learnable from cost_per_useful_signal where dimension = 'overall'").fetchall())
+    cps = dict(
+        con.execute(
+            "select model_id, usd_per_learnable from cost_per_useful_signal where dimension = 'overall'"
+        ).fetchall()
+    )
     assert cps["scripted@v2"] < cps["scripted@test"]
     con.close()
 
@@ -96,14 +114,24 @@ def test_report_is_self_contained(report):
 def _chromium():
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
-        pytest.fail("chromium is not installed: scripts/test.sh installs the Debian packages chromium and chromium-driver")
+        pytest.fail(
+            "chromium is not installed: scripts/test.sh installs the Debian packages chromium and chromium-driver"
+        )
     return exe
 
 
 def _browser(exe, profile, *args):
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+    ]
     return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
 
 
@@ -124,7 +152,8 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     total, learnable, per = con.execute(
         "select spend_usd, learnable, usd_per_learnable from cost_per_useful_signal where run_id = ? and dimension = 'overall'",
-        [second["run_id"]]).fetchone()
+        [second["run_id"]],
+    ).fetchone()
     con.close()
     shown = dict(re.findall(r'data-key="([a-z_]+)" data-value="([^"]*)"', dom))
     assert float(shown["total_usd"]) == pytest.approx(total)

@@ -38,6 +38,7 @@ class DyingBackend(ScriptedBackend):
 def _factory(backend):
     def factory():
         return backend
+
     factory.model_id = backend.model_id
     return factory
 
@@ -45,8 +46,11 @@ def _factory(backend):
 def _cost_by_unit(out, run_id):
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     try:
-        return dict(con.execute("SELECT unit, count(*) FROM costs WHERE run_id = ? AND component = 'generation' "
-                                "GROUP BY unit", [run_id]).fetchall())
+        return dict(
+            con.execute(
+                "SELECT unit, count(*) FROM costs WHERE run_id = ? AND component = 'generation' GROUP BY unit", [run_id]
+            ).fetchall()
+        )
     finally:
         con.close()
 
@@ -101,20 +105,25 @@ def test_identical_rerun_generates_nothing_and_costs_no_generation(resumed, samp
 @pytest.mark.slow
 def test_a_new_model_reuses_nothing_and_keeps_the_old_models_history(sample_dir, tmp_path):
     first = run([str(sample_dir)], str(tmp_path), RunConfig(), None, [], backend_factory=_factory(ScriptedBackend()))
-    second = run([str(sample_dir)], str(tmp_path), RunConfig(), None, [],
-                 backend_factory=_factory(BetterScriptedBackend()))
+    second = run(
+        [str(sample_dir)], str(tmp_path), RunConfig(), None, [], backend_factory=_factory(BetterScriptedBackend())
+    )
     assert second["attempts_reused"] == 0 and second["attempts_generated"] == second["attempts"]
     con = duckdb.connect(str(tmp_path / "curation.duckdb"), read_only=True)
     try:
-        moved = con.execute("""
+        moved = con.execute(
+            """
             SELECT count(*) FROM tasks o JOIN tasks n USING (content_hash)
             WHERE o.run_id = ? AND n.run_id = ? AND o.status = 'all_fail' AND n.status = 'learnable'""",
-                            [first["run_id"], second["run_id"]]).fetchone()[0]
+            [first["run_id"], second["run_id"]],
+        ).fetchone()[0]
         models = dict(con.execute("SELECT run_id, model_id FROM runs").fetchall())
-        history = con.execute("""
+        history = con.execute(
+            """
             SELECT count(*) FROM task_history
             WHERE run_id = ? AND previous_status = 'all_fail' AND status = 'learnable'""",
-                              [second["run_id"]]).fetchone()[0]
+            [second["run_id"]],
+        ).fetchone()[0]
     finally:
         con.close()
     assert moved > 0  # products the old model never solved are learnable for the new one
@@ -126,9 +135,20 @@ def test_torn_cache_lines_and_other_models_are_ignored(tmp_path):
     from tasksieve.transforms.sample.attempt_cache import pick_cached, read_cache_file, signed
 
     f = tmp_path / "r1-1.jsonl"
-    good = {"content_hash": "h", "model_id": "m@1", "sampler_key": "s", "attempt_idx": 0, "seed": 7,
-            "completion": "x", "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop",
-            "gen_seconds": 0.1, "error": None, "run_id": "r1"}
+    good = {
+        "content_hash": "h",
+        "model_id": "m@1",
+        "sampler_key": "s",
+        "attempt_idx": 0,
+        "seed": 7,
+        "completion": "x",
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "finish_reason": "stop",
+        "gen_seconds": 0.1,
+        "error": None,
+        "run_id": "r1",
+    }
     lines = [signed(good), signed(dict(good, model_id="m@2"))]
     f.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"content_hash": "h", "mo')
     recs = list(read_cache_file(str(f), "m@1", "s"))
@@ -147,11 +167,15 @@ def test_replay_recomputes_pass_rates_from_recorded_attempts_at_no_generation_co
     gone = rollouts["content_hash"][0].as_py()
     kept = rollouts.take([i for i, h in enumerate(rollouts["content_hash"].to_pylist()) if h != gone])
     pq.write_table(kept, tmp_path / "rollouts.parquet")
-    cfg = RunConfig.model_validate({"model": {"backend": "replay", "replay_paths": [str(tmp_path / "rollouts.parquet")]}})
+    cfg = RunConfig.model_validate(
+        {"model": {"backend": "replay", "replay_paths": [str(tmp_path / "rollouts.parquet")]}}
+    )
     out = tmp_path / "replayed"
     fig = run([str(sample_dir)], str(out), cfg, None, [])
     replayed = {r["content_hash"]: r for r in pq.read_table(out / "results.parquet").to_pylist() if r["content_hash"]}
-    original = {r["content_hash"]: r for r in pq.read_table(recorded / "results.parquet").to_pylist() if r["content_hash"]}
+    original = {
+        r["content_hash"]: r for r in pq.read_table(recorded / "results.parquet").to_pylist() if r["content_hash"]
+    }
     assert replayed[gone]["status"] == "dropped" and replayed[gone]["drop_reason"] == "no_recorded_attempts"
     for h, r in original.items():
         if h != gone and r["n_attempts"]:

@@ -15,8 +15,7 @@ from tasksieve.transforms.verify.judge.probes import judge_probes
 from tasksieve.transforms.verify.judge.prompt import _RATING, escape_response, judge_messages, parse_judgement
 from tasksieve.transforms.verify.verifiers import verify_attempts
 
-from tests.fake_judge import (INJECTION, KEYWORDS, RUBRICS, CopierJudge, OracleJudge, good_response, rubric_task,
-                              _result)
+from tests.fake_judge import INJECTION, KEYWORDS, RUBRICS, CopierJudge, OracleJudge, good_response, rubric_task, _result
 
 FAST = VerifyConfig(parallel=1)
 
@@ -29,19 +28,23 @@ def _validated(task: dict) -> dict:
 
 # --- 1. labels ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("graded, reason", [
-    ([{"response": "x", "criteria_met": [True, False]}], "criteria_met has 2 values for 3 criteria"),
-    ([{"response": "x", "criteria_met": [True, 1, False]}], "criteria_met must be a list of true/false"),
-    ([{"response": "x", "criteria_met": ["yes", "no", "no"]}], "criteria_met must be a list of true/false"),
-    ([{"response": "x", "criteria_met": True}], "criteria_met must be a list of true/false"),
-    ([{"criteria_met": [True, True, True]}], "graded_attempts[0].response is missing"),
-    ([{"response": 5, "criteria_met": [True, True, True]}], "response is a int"),
-    ([{"response": "x", "criteria_met": [True, True, True], "score": 1}], "unknown key 'score'"),
-    ([{"response": "x", "criteria_met": [True, True, True], "grader": 7}], "grader must be text"),
-    ({"response": "x"}, "'graded_attempts' is a dict, expected a list"),
-    (["x"], "graded_attempts[0] is a str, expected an object"),
-    ("not json", "text that is not JSON"),
-])
+
+@pytest.mark.parametrize(
+    "graded, reason",
+    [
+        ([{"response": "x", "criteria_met": [True, False]}], "criteria_met has 2 values for 3 criteria"),
+        ([{"response": "x", "criteria_met": [True, 1, False]}], "criteria_met must be a list of true/false"),
+        ([{"response": "x", "criteria_met": ["yes", "no", "no"]}], "criteria_met must be a list of true/false"),
+        ([{"response": "x", "criteria_met": True}], "criteria_met must be a list of true/false"),
+        ([{"criteria_met": [True, True, True]}], "graded_attempts[0].response is missing"),
+        ([{"response": 5, "criteria_met": [True, True, True]}], "response is a int"),
+        ([{"response": "x", "criteria_met": [True, True, True], "score": 1}], "unknown key 'score'"),
+        ([{"response": "x", "criteria_met": [True, True, True], "grader": 7}], "grader must be text"),
+        ({"response": "x"}, "'graded_attempts' is a dict, expected a list"),
+        (["x"], "graded_attempts[0] is a str, expected an object"),
+        ("not json", "text that is not JSON"),
+    ],
+)
 def test_bad_labels_quarantine_the_row_with_one_line(graded, reason):
     task = dict(rubric_task(0, labelled=False), graded_attempts=graded)
     row, why = validate_row({"record": task, "source_file": "d.jsonl", "line": 1}, 100_000)
@@ -49,8 +52,14 @@ def test_bad_labels_quarantine_the_row_with_one_line(graded, reason):
 
 
 def test_labels_on_a_math_task_are_refused_and_good_ones_kept():
-    row, why = validate_row({"record": {"task_id": "m", "prompt": "1+1?", "answer": "2",
-                                        "graded_attempts": []}, "source_file": "d.jsonl", "line": 1}, 1000)
+    row, why = validate_row(
+        {
+            "record": {"task_id": "m", "prompt": "1+1?", "answer": "2", "graded_attempts": []},
+            "source_file": "d.jsonl",
+            "line": 1,
+        },
+        1000,
+    )
     assert row is None and "only for rubric tasks" in why
     row = _validated(rubric_task(0))
     labels = json.loads(row["graded_attempts"])
@@ -69,13 +78,17 @@ def test_graded_file_keyed_by_task_id(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"task_id": "R-0", "graded_attempts": [{"response": "x", "criteria_met": [True]}]}))
     kept, dropped, recs = gate.screen([task], OracleJudge(), JudgeConfig(), FAST, "r", load_graded_file(bad))
-    assert dropped[0]["drop_reason"] == "graded_attempts_invalid" and "1 values for 3 criteria" in dropped[0]["drop_detail"]
+    assert (
+        dropped[0]["drop_reason"] == "graded_attempts_invalid"
+        and "1 values for 3 criteria" in dropped[0]["drop_detail"]
+    )
     (tmp_path / "junk").write_text("{not json\n")
     with pytest.raises(GradedFileError, match="line 1 is not JSON"):
         load_graded_file(tmp_path / "junk")
 
 
 # --- 2. kappa against hand-worked values -------------------------------------------------------
+
 
 def test_kappa_hand_worked():
     # 2x2: both yes 4, grader yes/judge no 2, grader no/judge yes 1, both no 3 (n = 10).
@@ -154,6 +167,7 @@ def test_a_reply_quoting_the_response_is_refused():
 
 # --- 4. the probes -----------------------------------------------------------------------------
 
+
 class _PassesOne(OracleJudge):
     """Correct, except that it passes one probe (by its text)."""
 
@@ -201,6 +215,7 @@ def test_a_padded_good_answer_may_pass():
 
 
 # --- 3. the gate -------------------------------------------------------------------------------
+
 
 def test_a_correct_judge_is_trusted_with_full_agreement():
     tasks = [_validated(rubric_task(i)) for i in range(3)]
@@ -274,13 +289,22 @@ def test_other_domains_pass_through_and_a_failing_judge_decides_nothing_in_favou
 
 # --- 7. validate: rubric deliveries -------------------------------------------------------------
 
+
 def test_validate_flags_compound_and_repeated_criteria_and_one_sided_labels(tmp_path):
     from tasksieve.pipeline.validate.command import validate_delivery
 
     good = dict(rubric_task(0), license="MIT", created_at="2026-01-01")
-    compound = dict(rubric_task(1), task_id="R-and", license="MIT", created_at="2026-01-01",
-                    rubric=["Names the immune system and explains antibodies", "Names the immune system",
-                            "names the immune system."])
+    compound = dict(
+        rubric_task(1),
+        task_id="R-and",
+        license="MIT",
+        created_at="2026-01-01",
+        rubric=[
+            "Names the immune system and explains antibodies",
+            "Names the immune system",
+            "names the immune system.",
+        ],
+    )
     compound["graded_attempts"] = [dict(g, criteria_met=g["criteria_met"]) for g in compound["graded_attempts"]]
     one_sided = dict(rubric_task(2), task_id="R-one", license="MIT", created_at="2026-01-01")
     one_sided["graded_attempts"] = [dict(g, criteria_met=[True, True, True]) for g in one_sided["graded_attempts"]]

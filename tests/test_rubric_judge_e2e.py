@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 
 
 def _delivery(tmp_path, n=6, unlabelled=()):
-    rows = [rubric_task(i, labelled=i not in unlabelled, source="vendor_r" if i % 2 else "vendor_s",
-                        grader="ann" if i % 3 else "bob") for i in range(n)]
+    rows = [
+        rubric_task(
+            i,
+            labelled=i not in unlabelled,
+            source="vendor_r" if i % 2 else "vendor_s",
+            grader="ann" if i % 3 else "bob",
+        )
+        for i in range(n)
+    ]
     rows.append({"task_id": "M-1", "domain": "math", "prompt": "Calculate 2 + 3.", "answer": "5"})
     d = tmp_path / "in"
     d.mkdir()
@@ -52,8 +59,15 @@ def _run(tmp_path, judge, cfg=None, **kw):
 
     judge_factory.model_id = judge.model_id
     out = tmp_path / "out"
-    fig = run([str(_delivery(tmp_path, **kw))], str(out), cfg or _cfg(), None, [], backend_factory=sampler,
-              judge_factory=judge_factory)
+    fig = run(
+        [str(_delivery(tmp_path, **kw))],
+        str(out),
+        cfg or _cfg(),
+        None,
+        [],
+        backend_factory=sampler,
+        judge_factory=judge_factory,
+    )
     return fig, out
 
 
@@ -72,10 +86,14 @@ def test_a_correct_judge_keeps_calibrated_tasks_learnable(tmp_path, capsys):
     assert len(tasks) == 6 and all(r[2] == 12 and r[4] >= 0.8 and r[5] == "trusted" for r in tasks)
     pooled = {(r[0]) for r in rows if r[1] is None}
     assert {"source", "grader", "judge", "all"} <= pooled
-    allrow = con.execute("select n_labels, kappa, kappa_lo, kappa_hi from judge_agreement where scope = 'all'").fetchone()
+    allrow = con.execute(
+        "select n_labels, kappa, kappa_lo, kappa_hi from judge_agreement where scope = 'all'"
+    ).fetchone()
     assert allrow[0] == 72 and allrow[1] == 1.0 and allrow[2] is not None
     # The gate's judge calls are priced (component judge, no attempt).
-    assert con.execute("select count(*) from costs where component = 'judge' and attempt_idx is null").fetchone()[0] == 6
+    assert (
+        con.execute("select count(*) from costs where component = 'judge' and attempt_idx is null").fetchone()[0] == 6
+    )
     assert "rubric judge oracle-judge@test: kappa 1.00" in capsys.readouterr().out
 
 
@@ -86,8 +104,13 @@ def test_a_weak_copying_judge_is_trusted_on_nothing(tmp_path, capsys):
     assert len(rubric) == 6
     assert all(r["status"] == "dropped" and r["drop_reason"] in ("judge_hackable", "judge_unreliable") for r in rubric)
     assert not any(r["status"] in ("learnable", "all_pass") for r in rubric)
-    assert not pq.read_table(out / "attempts.parquet").filter(
-        __import__("pyarrow.compute").compute.equal(pq.read_table(out / "attempts.parquet")["verifier"], "rubric")).num_rows
+    assert (
+        not pq.read_table(out / "attempts.parquet")
+        .filter(
+            __import__("pyarrow.compute").compute.equal(pq.read_table(out / "attempts.parquet")["verifier"], "rubric")
+        )
+        .num_rows
+    )
     text = capsys.readouterr().out
     assert "not trusted on 6 of 6 rubric tasks" in text and "point [judge] at a better model" in text
     from tasksieve.pipeline.report.command import write_report
@@ -143,10 +166,19 @@ class _JudgeServer:
                 if failing:
                     return self._send(503, {"error": {"message": "overloaded"}})
                 text = oracle.rate(req["messages"][-1]["content"])
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "judge-m",
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": text}}],
-                                 "usage": {"prompt_tokens": 300, "completion_tokens": 9, "total_tokens": 309}})
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "judge-m",
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                        "usage": {"prompt_tokens": 300, "completion_tokens": 9, "total_tokens": 309},
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -163,28 +195,49 @@ def test_a_judge_behind_a_server_with_retries(tmp_path):
         cfg = _cfg(backend="openai", model_id="judge-m@server")
         cfg.judge.openai.base_url, cfg.judge.openai.max_retries, cfg.judge.openai.concurrency = srv.url, 3, 2
         out = tmp_path / "out"
-        run([str(_delivery(tmp_path, n=3))], str(out), cfg, None, [],
-            backend_factory=lambda: RubricSampler())
+        run([str(_delivery(tmp_path, n=3))], str(out), cfg, None, [], backend_factory=lambda: RubricSampler())
         res = pq.read_table(out / "results.parquet").to_pylist()
         assert all(r["status"] == "learnable" for r in res if r["domain"] == "rubric")
         att = pq.read_table(out / "attempts.parquet").to_pylist()
         assert {a["judge_model_id"] for a in att if a["verifier"] == "rubric"} == {"judge-m@server"}
         assert srv.hits > 2
         con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
-        assert con.execute("select count(*) from judge_agreement where judge_model_id = 'judge-m@server' "
-                           "and scope = 'task' and kappa = 1").fetchone()[0] == 3
+        assert (
+            con.execute(
+                "select count(*) from judge_agreement where judge_model_id = 'judge-m@server' "
+                "and scope = 'task' and kappa = 1"
+            ).fetchone()[0]
+            == 3
+        )
     finally:
         srv.close()
 
 
 def test_the_cli_refuses_a_judge_server_that_does_not_answer(tmp_path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[judge]\nbackend = "openai"\nmodel_id = "j@x"\n[judge.openai]\nbase_url = "http://127.0.0.1:9/v1"\n'
-                   'max_retries = 0\ntimeout_s = 2\n[model]\nbackend = "replay"\nreplay_paths = ["x.jsonl"]\n')
+    cfg.write_text(
+        '[judge]\nbackend = "openai"\nmodel_id = "j@x"\n[judge.openai]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'max_retries = 0\ntimeout_s = 2\n[model]\nbackend = "replay"\nreplay_paths = ["x.jsonl"]\n'
+    )
     (tmp_path / "x.jsonl").write_text(json.dumps({"prompt": "Calculate 2 + 3.", "completion": "5"}) + "\n")
-    p = subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "run", "--input", str(_delivery(tmp_path, n=1)),
-                        "--out", str(tmp_path / "o"), "--config", str(cfg)], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tasksieve.pipeline.cli",
+            "run",
+            "--input",
+            str(_delivery(tmp_path, n=1)),
+            "--out",
+            str(tmp_path / "o"),
+            "--config",
+            str(cfg),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert p.returncode == 1 and "not answering" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -195,7 +248,21 @@ def test_labels_from_a_graded_file(tmp_path):
     r0 = next(r for r in pq.read_table(out / "results.parquet").to_pylist() if r["task_id"] == "R-0")
     assert r0["judge_agreement"] == "measured" and r0["judge_kappa"] == 1.0
     (labels.parent / "bad.json").write_text("[1, 2]")
-    p = subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "run", "--input", str(tmp_path / "in"),
-                        "--out", str(tmp_path / "o2"), "--graded", str(labels.parent / "bad.json")],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tasksieve.pipeline.cli",
+            "run",
+            "--input",
+            str(tmp_path / "in"),
+            "--out",
+            str(tmp_path / "o2"),
+            "--graded",
+            str(labels.parent / "bad.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 1 and "--graded" in p.stderr and "Traceback" not in p.stderr

@@ -16,8 +16,10 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 def _outcome(out):
     rows = pq.read_table(out / "results.parquet").to_pylist()
-    per_row = sorted((r["source_file"], r["line"], r["status"], r["drop_stage"], r["drop_reason"], r["n_pass"],
-                      r["n_attempts"]) for r in rows)
+    per_row = sorted(
+        (r["source_file"], r["line"], r["status"], r["drop_stage"], r["drop_reason"], r["n_pass"], r["n_attempts"])
+        for r in rows
+    )
     learnable = sorted((r["source"], r["task_id"]) for r in rows if r["status"] == "learnable")
     total = sum(pq.read_table(out / "costs.parquet").column("usd").to_pylist())
     return per_row, learnable, total
@@ -30,8 +32,9 @@ def both(sample_dir, tmp_path_factory):
     loads = tmp_path_factory.mktemp("loads") / "pids.txt"
     os.environ["TASKSIEVE_TEST_LOADS"] = str(loads)  # the workers inherit it
     fig_local = run([str(sample_dir)], str(local), RunConfig(), None, [], backend_factory=scripted_backend)
-    fig_dask = run([str(sample_dir)], str(dask), RunConfig(), "dask", [], backend_factory=counting_backend,
-                   dask_workers=2)
+    fig_dask = run(
+        [str(sample_dir)], str(dask), RunConfig(), "dask", [], backend_factory=counting_backend, dask_workers=2
+    )
     return (local, fig_local), (dask, fig_dask), loads
 
 

@@ -52,7 +52,9 @@ def test_the_hard_case_set_is_as_large_as_issue_13_asks():
 
 
 def test_quantities_read_numbers_however_they_are_written():
-    assert quantities("sixteen eggs, three for breakfast, $2 each") == quantities("16 eggs, 3 for breakfast, 2 dollars each")
+    assert quantities("sixteen eggs, three for breakfast, $2 each") == quantities(
+        "16 eggs, 3 for breakfast, 2 dollars each"
+    )
     assert quantities("one hundred and twenty-five") == Counter({"125": 1})
     assert quantities("2 hours") == quantities("120 minutes") == quantities("two hours")
     assert quantities("1.5 km") == quantities("1500 meters")
@@ -70,18 +72,35 @@ def test_quantities_of_hostile_text_never_raise_and_stay_distinct():
     """A prompt is hostile input: each of these raised ValueError inside
     near dedup and stopped the whole run (a digit that is no number, a
     number past int()'s 4,300 digits, words multiplying past it)."""
-    hostile = {"circled": "⓺x and 3", "superscript": "²a 7",  # NFKC makes ² a 2, not ⓺
-               "long": "9" * 5000, "long2": "9" * 4999 + "8",
-               "fraction": "1/" + "9" * 5000, "decimal": "." + "5" * 5000, "dollar": "$" + "9" * 5000,
-               "words": "one " + "hundred " * 3000, "words2": "two " + "hundred " * 3000}
+    hostile = {
+        "circled": "⓺x and 3",
+        "superscript": "²a 7",  # NFKC makes ² a 2, not ⓺
+        "long": "9" * 5000,
+        "long2": "9" * 4999 + "8",
+        "fraction": "1/" + "9" * 5000,
+        "decimal": "." + "5" * 5000,
+        "dollar": "$" + "9" * 5000,
+        "words": "one " + "hundred " * 3000,
+        "words2": "two " + "hundred " * 3000,
+    }
     got = {k: quantities(t) for k, t in hostile.items()}
     assert got["circled"] == Counter({"3": 1}) and got["superscript"] == Counter({"2": 1, "7": 1})
     longs = [frozenset(got[k].items()) for k in ("long", "long2", "fraction", "decimal", "words", "words2")]
     assert len(set(longs)) == len(longs)  # compared as written, not collapsed into one value
     assert got["dollar"] == got["long"]
     assert quantities("9" * 100) == Counter({"9" * 100: 1})  # the longest number still read as a number
-    tasks = [_row({"task_id": f"h{i}", "prompt": f"A farm has {t} and 12 cows in a field by the river.", "answer": "1",
-                   "domain": "math"}, i) for i, t in enumerate(hostile.values())]
+    tasks = [
+        _row(
+            {
+                "task_id": f"h{i}",
+                "prompt": f"A farm has {t} and 12 cows in a field by the river.",
+                "answer": "1",
+                "domain": "math",
+            },
+            i,
+        )
+        for i, t in enumerate(hostile.values())
+    ]
     tasks += [_row(dict(t, task_id=t["task_id"] + "-copy", answer="2"), 100 + i) for i, t in enumerate(tasks)]
     out = list(find_near_duplicates(tasks, [], P, 0.8, semantic=True))
     assert len(out) == len(tasks)
@@ -97,11 +116,67 @@ def test_quantities_fast_paths_read_what_the_plain_steps_read(monkeypatch):
     from tasksieve.transforms.same_problem import quantities as q
 
     rng = random.Random(3)
-    parts = ["3", "12", "007", "1,200", "1,23", "12,3456", "1,234.5", "2.5", ".5", "5.", "3/4", "1/0", "0", "٣", "²",
-             "$", "%", "-", "\\%", "\\frac{3}{4}", "\\dfrac34", "per", "cent", "por", "ciento", "pour", "percent",
-             "dozen", "dozens", "half", "halves", "quarters", "third", "twice", "hours", "km", "cents", "dollars",
-             "one", "twenty", "five", "hundred", "and", "thousand", "dieciséis", "vingt", "fünf", "eggs", "the", "x",
-             "9" * 101, "_", ",", ".", "/", "(", ")", "é", "日本"]
+    parts = [
+        "3",
+        "12",
+        "007",
+        "1,200",
+        "1,23",
+        "12,3456",
+        "1,234.5",
+        "2.5",
+        ".5",
+        "5.",
+        "3/4",
+        "1/0",
+        "0",
+        "٣",
+        "²",
+        "$",
+        "%",
+        "-",
+        "\\%",
+        "\\frac{3}{4}",
+        "\\dfrac34",
+        "per",
+        "cent",
+        "por",
+        "ciento",
+        "pour",
+        "percent",
+        "dozen",
+        "dozens",
+        "half",
+        "halves",
+        "quarters",
+        "third",
+        "twice",
+        "hours",
+        "km",
+        "cents",
+        "dollars",
+        "one",
+        "twenty",
+        "five",
+        "hundred",
+        "and",
+        "thousand",
+        "dieciséis",
+        "vingt",
+        "fünf",
+        "eggs",
+        "the",
+        "x",
+        "9" * 101,
+        "_",
+        ",",
+        ".",
+        "/",
+        "(",
+        ")",
+        "é",
+        "日本",
+    ]
     texts = [t["prompt"] for t in cases.lookalikes() + cases.rewordings() + cases.translations()]
     texts += [t["prompt"] for p in cases.paraphrase_pairs() + cases.sibling_pairs() for t in p]
     texts += ["⓺x and 3", "²a 7", "$" + "9" * 300, "3 per cent", "3 per", "3", "$3 dozen", "three 4 halves"]
@@ -147,8 +222,13 @@ def _by_kind(rows, per=3):
 
 def test_look_alikes_that_only_share_words_are_kept(index):
     sample = _by_kind(cases.lookalikes(), per=3)
-    assert {r["kind"] for r in sample} == {"stock_phrase", "aime_boilerplate", "other_year", "humaneval_docstring",
-                                           "scenario_reuse"}
+    assert {r["kind"] for r in sample} == {
+        "stock_phrase",
+        "aime_boilerplate",
+        "other_year",
+        "humaneval_docstring",
+        "scenario_reuse",
+    }
     # The words-only judgement flags most of them: the cases are hard ones.
     assert sum(index.match(r["prompt"]) is not None for r in sample) >= len(sample) // 2
     flagged = [(r["task_id"], check_task(r, index)["drop_detail"]) for r in sample if check_task(r, index)]
@@ -178,8 +258,9 @@ def test_code_is_judged_by_the_benchmark_tests_not_the_docstring(index):
     assert check_task(edited, index) is None  # ... the behaviour says another function
     # The same prompt with HumanEval/0's own behaviour as reference is HumanEval/0.
     he0 = next(i for i in cases.ITEMS["humaneval"]() if i["id"] == "HumanEval/0")
-    same = dict(edited, reference_solution=he0["text"] + cases._canonical("HumanEval/0"),
-                entry_point="has_close_elements")
+    same = dict(
+        edited, reference_solution=he0["text"] + cases._canonical("HumanEval/0"), entry_point="has_close_elements"
+    )
     assert json.loads(check_task(same, index)["drop_detail"])["benchmark_item"] == "HumanEval/0"
 
 
@@ -208,8 +289,9 @@ def _pairs():
 
 def test_paraphrases_are_near_duplicates_and_template_siblings_are_not():
     for a, b in _pairs():
-        out = dict((t["task_id"], (tag, t)) for tag, t in find_near_duplicates(
-            [_row(a, 0, 1), _row(b, 1, 2)], [], P, 0.7))
+        out = dict(
+            (t["task_id"], (tag, t)) for tag, t in find_near_duplicates([_row(a, 0, 1), _row(b, 1, 2)], [], P, 0.7)
+        )
         tag, row = out[b["task_id"]]
         assert tag == "dropped" and out[a["task_id"]][0] == "kept", a["kind"]
         ev = json.loads(row["drop_detail"])
@@ -228,8 +310,17 @@ def test_same_numbers_other_operation_is_another_problem_even_without_answers():
 
 
 def test_short_template_refills_with_other_answers_are_kept_but_a_copy_with_the_same_answer_is_not():
-    a = _row({"task_id": "a", "domain": "math", "prompt": "A shop sells pens at $3 each. On Monday it sells 34 pens "
-              "and on Tuesday 17 pens. How much money does it make on the two days?", "answer": "153"}, 0, 1)
+    a = _row(
+        {
+            "task_id": "a",
+            "domain": "math",
+            "prompt": "A shop sells pens at $3 each. On Monday it sells 34 pens "
+            "and on Tuesday 17 pens. How much money does it make on the two days?",
+            "answer": "153",
+        },
+        0,
+        1,
+    )
     b = _row(dict(a, task_id="b", prompt=a["prompt"].replace("34", "36"), answer="159"), 1, 2)
     assert [t for t, _ in find_near_duplicates([a, b], [], P, 0.7)] == ["kept", "kept"]
     c = _row(dict(b, task_id="c", answer="153"), 2, 2)  # the edit kept the answer: a copy
@@ -264,8 +355,9 @@ def test_validate_reports_near_copies_within_and_against_the_pool(tmp_path):
     (a, b), (c, d) = _pairs()[:2]
     base = {"license": "MIT", "created_at": "2026-01-02", "expert_minutes": 3}
     delivery = tmp_path / "d.jsonl"
-    delivery.write_text("".join(json.dumps(dict(base, **{k: r[k] for k in ("task_id", "prompt", "answer")})) + "\n"
-                                for r in (a, b, d)))
+    delivery.write_text(
+        "".join(json.dumps(dict(base, **{k: r[k] for k in ("task_id", "prompt", "answer")})) + "\n" for r in (a, b, d))
+    )
     pool = tmp_path / "pool.jsonl"
     pool.write_text(json.dumps({"task_id": "P-1", "prompt": c["prompt"], "answer": c["answer"]}) + "\n")
     s = validate_delivery([str(delivery)], tmp_path / "out", against=[str(pool)], data_docs=False, echo=False)
@@ -303,9 +395,39 @@ def test_equal_answers_never_disagree_so_only_numbers_can_part_them():
     pair whose quantities differ."""
     from tasksieve.transforms.same_problem.rules import other_problem
 
-    answers = [None, "", "  ", "42", 42, 4.5, "nan", "NaN", "inf", "-inf", "1e999", "0.1+0.2", "\\boxed{7}",
-               "\\boxed{}", "\\frac{1}{0}", "x^2", "\\sqrt{-1}", "A", "B) 12", "{1, 2}", "[1, 2)", "10^{-4} eV",
-               "\\text{yes}", "((((", "9" * 400, "\\boxed{\\boxed{3}}", "1/0", "0/0", "\u00bd", "Ⅻ", "\x00"]
+    answers = [
+        None,
+        "",
+        "  ",
+        "42",
+        42,
+        4.5,
+        "nan",
+        "NaN",
+        "inf",
+        "-inf",
+        "1e999",
+        "0.1+0.2",
+        "\\boxed{7}",
+        "\\boxed{}",
+        "\\frac{1}{0}",
+        "x^2",
+        "\\sqrt{-1}",
+        "A",
+        "B) 12",
+        "{1, 2}",
+        "[1, 2)",
+        "10^{-4} eV",
+        "\\text{yes}",
+        "((((",
+        "9" * 400,
+        "\\boxed{\\boxed{3}}",
+        "1/0",
+        "0/0",
+        "\u00bd",
+        "Ⅻ",
+        "\x00",
+    ]
     for x in answers:
         assert answers_agree(x, x) is not False, x
         a = {"prompt": "Tom has 3 apples and buys 4 more.", "answer": x}
@@ -331,8 +453,10 @@ def test_template_refills_that_share_an_answer_by_chance_are_kept():
     without an answer (pool rows) gives no evidence."""
     from tasksieve.transforms.same_problem.rules import other_problem
 
-    tpl = ("A warehouse ships {} crates on Monday and {} crates on Tuesday; each crate holds {} boxes and every box"
-           " weighs {} kg. Show every step of your reasoning and give the total weight shipped as one number.")
+    tpl = (
+        "A warehouse ships {} crates on Monday and {} crates on Tuesday; each crate holds {} boxes and every box"
+        " weighs {} kg. Show every step of your reasoning and give the total weight shipped as one number."
+    )
     base = {"prompt": tpl.format(12, 30, 4, 7), "answer": "1176"}
     cases_ = [
         (tpl.format(21, 15, 8, 3), "1176", True),  # every number other, the answer the same by chance
@@ -357,8 +481,15 @@ def test_template_refills_that_share_an_answer_by_chance_are_kept():
     pool_row = {"text": tpl.format(21, 15, 8, 3)}
     assert other_problem(base, pool_row, Rules()) is None
     # End to end: the refill is kept, the copy with one number edited is dropped.
-    rows = [_row({"task_id": t, "domain": "math", "prompt": p, "answer": a}, i, i + 1)
-            for i, (t, p, a) in enumerate([("a", base["prompt"], "1176"), ("b", tpl.format(21, 15, 8, 3), "1176"),
-                                           ("c", tpl.format(12, 31, 4, 7), "1176")])]
+    rows = [
+        _row({"task_id": t, "domain": "math", "prompt": p, "answer": a}, i, i + 1)
+        for i, (t, p, a) in enumerate(
+            [
+                ("a", base["prompt"], "1176"),
+                ("b", tpl.format(21, 15, 8, 3), "1176"),
+                ("c", tpl.format(12, 31, 4, 7), "1176"),
+            ]
+        )
+    ]
     tags = {t["task_id"]: tag for tag, t in find_near_duplicates(rows, [], P, 0.7)}
     assert tags == {"a": "kept", "b": "kept", "c": "dropped"}

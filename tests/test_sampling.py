@@ -12,9 +12,13 @@ from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attemp
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4), lo=0.0, hi=1.0):
-    return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk",
-                      sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
-                      band=BandConfig(min_pass_rate=lo, max_pass_rate=hi))
+    return SamplePlan(
+        run_id="r",
+        model_id="m@1",
+        sampler_key="sk",
+        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
+        band=BandConfig(min_pass_rate=lo, max_pass_rate=hi),
+    )
 
 
 def next_wave(mode, k, waves, n, p, band=(0.0, 1.0)):
@@ -71,8 +75,17 @@ def test_seeds_are_distinct_per_attempt_and_reproducible():
 
 
 def _tasks(*prompts):
-    return [{"task_id": f"t{i}", "source": "v", "domain": "math", "prompt": p, "answer": str(eval(p[10:-1])),
-             "content_hash": f"h{i}"} for i, p in enumerate(prompts)]
+    return [
+        {
+            "task_id": f"t{i}",
+            "source": "v",
+            "domain": "math",
+            "prompt": p,
+            "answer": str(eval(p[10:-1])),
+            "content_hash": f"h{i}",
+        }
+        for i, p in enumerate(prompts)
+    ]
 
 
 def test_sample_tasks_batches_waves_and_classifies():
@@ -144,7 +157,9 @@ def test_system_prompt_per_domain():
 
     cfg = RunConfig()
     plan = make_plan(cfg, "r", "m@1")
-    system = {d: dict(messages_for({"domain": d, "prompt": "p"}, plan))["system"] for d in ("math", "exact", "code", "rubric")}
+    system = {
+        d: dict(messages_for({"domain": d, "prompt": "p"}, plan))["system"] for d in ("math", "exact", "code", "rubric")
+    }
     assert "\\boxed" in system["math"] and "```python" in system["code"]
     assert len(set(system.values())) == 4
     custom = RunConfig.model_validate({"sampling": {"system_prompts": {"code": "C"}}})

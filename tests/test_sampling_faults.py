@@ -18,14 +18,27 @@ from tasksieve.transforms.sample.stage import SamplePlan, SamplingStats, sample_
 
 
 def _plan(mode="fixed", k=4, waves=(2, 2, 4)):
-    return SamplePlan(run_id="r", model_id="m@1", sampler_key="sk",
-                      sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
-                      band=BandConfig())
+    return SamplePlan(
+        run_id="r",
+        model_id="m@1",
+        sampler_key="sk",
+        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
+        band=BandConfig(),
+    )
 
 
 def _tasks(*prompts):
-    return [{"task_id": f"t{i}", "source": "v", "domain": "math", "prompt": p, "answer": str(eval(p[10:-1])),
-             "content_hash": f"h{i}"} for i, p in enumerate(prompts)]
+    return [
+        {
+            "task_id": f"t{i}",
+            "source": "v",
+            "domain": "math",
+            "prompt": p,
+            "answer": str(eval(p[10:-1])),
+            "content_hash": f"h{i}",
+        }
+        for i, p in enumerate(prompts)
+    ]
 
 
 class _Cache:
@@ -60,16 +73,20 @@ class _Faulty(ScriptedBackend):
         return out
 
 
-@pytest.mark.parametrize("bad", [
-    GenResult("", 0, 0, REQUEST_FAILED, 0.1, error="HTTP 400: prompt too long"),
-    GenResult("", 0, 0, "error", 0.1, error="HTTP 401: bad key"),
-    GenResult("\\boxed{5}\ud800", 3, 2, "stop", 0.1),          # a lone surrogate from the engine
-    GenResult(None, 3, 2, "stop", 0.1),                          # not text at all
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        GenResult("", 0, 0, REQUEST_FAILED, 0.1, error="HTTP 400: prompt too long"),
+        GenResult("", 0, 0, "error", 0.1, error="HTTP 401: bad key"),
+        GenResult("\\boxed{5}\ud800", 3, 2, "stop", 0.1),  # a lone surrogate from the engine
+        GenResult(None, 3, 2, "stop", 0.1),  # not text at all
+    ],
+)
 def test_a_failed_or_non_text_request_is_never_an_attempt_nor_cached(bad):
     cache, stats = _Cache(), SamplingStats()
-    out = list(sample_tasks(_tasks("Calculate 2 + 3.", "Calculate 4 + 4."), _Faulty(bad), _plan(), cache=cache,
-                            stats=stats))
+    out = list(
+        sample_tasks(_tasks("Calculate 2 + 3.", "Calculate 4 + 4."), _Faulty(bad), _plan(), cache=cache, stats=stats)
+    )
     attempts = [r for kind, r in out if kind == "attempt"]
     results = {r["task_id"]: r for kind, r in out if kind == "result"}
     assert not any(a["content_hash"] == "h0" and a["attempt_idx"] == 0 for a in attempts)
@@ -95,23 +112,37 @@ def test_a_wave_larger_than_the_cap_is_sent_in_slices_and_decides_the_same(monke
     sliced.generate = generate
     got = list(sample_tasks(tasks, sliced, _plan(mode="sequential", k=8)))
     assert max(sliced.sizes) <= 3
-    assert [(k, r.get("status"), r.get("attempt_idx"), r.get("passed")) for k, r in got] == \
-        [(k, r.get("status"), r.get("attempt_idx"), r.get("passed")) for k, r in expected]
+    assert [(k, r.get("status"), r.get("attempt_idx"), r.get("passed")) for k, r in got] == [
+        (k, r.get("status"), r.get("attempt_idx"), r.get("passed")) for k, r in expected
+    ]
 
 
 def test_replayed_rows_that_cannot_be_attempts_are_skipped_alone(tmp_path, capfd):
     rows = [
         {"content_hash": "h0", "attempt_idx": 0, "completion": "\\boxed{5}", "prompt_tokens": "12 tokens"},
-        {"content_hash": "h0", "attempt_idx": 1, "completion": "\\boxed{5}", "prompt_tokens": 12,
-         "gen_seconds": "fast"},
-        {"content_hash": "h0", "attempt_idx": 2, "completion": "\\boxed{6}", "prompt_tokens": 12,
-         "completion_tokens": 3, "gen_seconds": 0.5, "finish_reason": "stop"},
+        {
+            "content_hash": "h0",
+            "attempt_idx": 1,
+            "completion": "\\boxed{5}",
+            "prompt_tokens": 12,
+            "gen_seconds": "fast",
+        },
+        {
+            "content_hash": "h0",
+            "attempt_idx": 2,
+            "completion": "\\boxed{6}",
+            "prompt_tokens": 12,
+            "completion_tokens": 3,
+            "gen_seconds": 0.5,
+            "finish_reason": "stop",
+        },
         {"content_hash": "h0", "attempt_idx": 3, "completion": "\\boxed{5}", "prompt_tokens": -4},
         {"content_hash": "h0", "attempt_idx": 4, "completion": "\\boxed{5}", "prompt_tokens": 1.5},
     ]
     path = tmp_path / "recorded.parquet"
-    table = pa.Table.from_pylist([{k: (json.dumps(v) if not isinstance(v, str) else v) for k, v in r.items()}
-                                  for r in rows])
+    table = pa.Table.from_pylist(
+        [{k: (json.dumps(v) if not isinstance(v, str) else v) for k, v in r.items()} for r in rows]
+    )
     pq.write_table(table, path)
     path2 = tmp_path / "recorded.jsonl"
     path2.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -10,8 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tasksieve.transforms.sample.classify import classify
-from tasksieve.transforms.sample.policy import (Policy, next_attempts, posterior_interval, prob_in_band,
-                                                  prob_rest_all_same)
+from tasksieve.transforms.sample.policy import (
+    Policy,
+    next_attempts,
+    posterior_interval,
+    prob_in_band,
+    prob_rest_all_same,
+)
 
 ks = st.integers(min_value=1, max_value=24)
 waves = st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=4).map(tuple)
@@ -57,8 +62,7 @@ def test_bayes_never_exceeds_k_and_stops_at_the_first_pass_fail_pair(run, wave_s
     assert 1 <= used <= k and sum(asked) == used
     seen = outcomes[:used]
     # Never claims more than it saw: all_pass means every attempt it made passed.
-    assert status == {(True, False): "all_pass", (False, True): "all_fail"}.get(
-        (all(seen), not any(seen)), "learnable")
+    assert status == {(True, False): "all_pass", (False, True): "all_fail"}.get((all(seen), not any(seen)), "learnable")
     # It asks for no wave beyond the one in which both outcomes first showed.
     seq = drive(Policy("sequential", k, wave_sizes), outcomes)
     assert used <= seq[1]

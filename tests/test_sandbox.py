@@ -38,8 +38,10 @@ def _rlimit_usable() -> bool:
         return False
 
 
-MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(not _bwrap_usable(), reason="bubblewrap not usable here")),
-         pytest.param("rlimit", marks=pytest.mark.skipif(not _rlimit_usable(), reason="no safe fallback here"))]
+MODES = [
+    pytest.param("bwrap", marks=pytest.mark.skipif(not _bwrap_usable(), reason="bubblewrap not usable here")),
+    pytest.param("rlimit", marks=pytest.mark.skipif(not _rlimit_usable(), reason="no safe fallback here")),
+]
 
 
 def run(solution, tests="assert f(2) == 4", mode="rlimit", **kw):
@@ -110,8 +112,10 @@ def test_network_is_blocked(mode, host, listener):
     port, hits = listener
     if host != "127.0.0.1":
         port = 80
-    prog = (f"import socket\ndef f(x):\n    s = socket.create_connection(({host!r}, {port}), timeout=2)\n"
-            "    s.sendall(b'leak')\n    return 2 * x\n")
+    prog = (
+        f"import socket\ndef f(x):\n    s = socket.create_connection(({host!r}, {port}), timeout=2)\n"
+        "    s.sendall(b'leak')\n    return 2 * x\n"
+    )
     res = run(prog, mode=mode)
     assert not res.passed and res.error == "blocked: network"
     assert hits == []
@@ -148,9 +152,15 @@ def test_memory_bomb_is_contained(mode):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("prog", ["while True:\n    pass\n", "import time\ntime.sleep(600)\n",
-                                  "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"],
-                         ids=["busy", "sleep", "swallows_timeout"])
+@pytest.mark.parametrize(
+    "prog",
+    [
+        "while True:\n    pass\n",
+        "import time\ntime.sleep(600)\n",
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n",
+    ],
+    ids=["busy", "sleep", "swallows_timeout"],
+)
 def test_infinite_loops_time_out(mode, prog):
     res = run(prog, mode=mode)
     assert not res.passed and res.error.startswith("timeout")
@@ -161,11 +171,13 @@ def test_parent_environment_is_invisible(mode, monkeypatch):
     monkeypatch.setenv("TASKSIEVE_TEST_API_KEY", "s3cret-key")
     read_env = "import os\ndef f(x):\n    return os.environ.get('TASKSIEVE_TEST_API_KEY')\n"
     assert not run(read_env, tests="assert f(0) == 's3cret-key'", mode=mode).passed
-    read_proc = (f"def f(x):\n    return open('/proc/{os.getpid()}/environ', 'rb').read()\n")
+    read_proc = f"def f(x):\n    return open('/proc/{os.getpid()}/environ', 'rb').read()\n"
     assert not run(read_proc, tests="assert b's3cret-key' in f(0)", mode=mode).passed
-    scan = ("import os\ndef f(x):\n    found = b''\n    for p in os.listdir('/proc'):\n"
-            "        try:\n            found += open('/proc/%s/environ' % p, 'rb').read()\n"
-            "        except Exception:\n            pass\n    return found\n")
+    scan = (
+        "import os\ndef f(x):\n    found = b''\n    for p in os.listdir('/proc'):\n"
+        "        try:\n            found += open('/proc/%s/environ' % p, 'rb').read()\n"
+        "        except Exception:\n            pass\n    return found\n"
+    )
     assert not run(scan, tests="assert b's3cret-key' in f(0)", mode=mode).passed
 
 
@@ -176,8 +188,10 @@ def test_output_flood_is_capped(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("prog", ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
-                                  "import os\nos.write(1, b'passed')\nos._exit(0)\n"])
+@pytest.mark.parametrize(
+    "prog",
+    ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n", "import os\nos.write(1, b'passed')\nos._exit(0)\n"],
+)
 def test_exiting_early_is_not_a_pass(mode, prog):
     res = run(prog, mode=mode)
     assert not res.passed and res.error in ("exited_early", "crash: SystemExit")
@@ -191,8 +205,15 @@ def test_native_code_is_refused(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_case_gets_its_own_verdict(mode):
-    cases = [{"solution": f"def f(x):\n    return {body}\n", "tests": "assert f(2) == 4", "entry_point": "f",
-              "call_check": False} for body in ("2 * x", "None", "x + x")]
+    cases = [
+        {
+            "solution": f"def f(x):\n    return {body}\n",
+            "tests": "assert f(2) == 4",
+            "entry_point": "f",
+            "call_check": False,
+        }
+        for body in ("2 * x", "None", "x + x")
+    ]
     assert [r.passed for r in run_cases(cases, LIMITS, mode=mode).results] == [True, False, True]
 
 
@@ -202,6 +223,7 @@ def test_unknown_mode_is_an_error():
 
 
 # --- the boundary, as the issue's acceptance names it ------------------------------------------
+
 
 @pytest.fixture
 def unix_listener(tmp_path):
@@ -220,8 +242,10 @@ def unix_listener(tmp_path):
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_host_unix_socket_receives_nothing(mode, hook, unix_listener):
     path, hits = unix_listener
-    prog = ("import socket\ndef f(x):\n    s = socket.socket(socket.AF_UNIX)\n"
-            f"    s.connect({path!r})\n    s.sendall(b'leak')\n    return 2 * x\n")
+    prog = (
+        "import socket\ndef f(x):\n    s = socket.socket(socket.AF_UNIX)\n"
+        f"    s.connect({path!r})\n    s.sendall(b'leak')\n    return 2 * x\n"
+    )
     res = run(prog, mode=mode, audit_hook=hook)
     assert not res.passed
     assert hits == []
@@ -267,8 +291,10 @@ def test_bwrap_hides_host_files_without_the_audit_hook(host_secret, tmp_path):
 def test_attempt_never_runs_as_root(mode, hook):
     prog = "import os\ndef f(x):\n    return [os.getuid(), os.geteuid(), os.getgid()]\n"
     assert run(prog, tests="assert 0 not in f(0)", mode=mode, audit_hook=hook).passed
-    caps = ("def f(x):\n    for line in open('/proc/self/status'):\n        if line.startswith('CapEff'):\n"
-            "            return int(line.split()[1], 16)\n")
+    caps = (
+        "def f(x):\n    for line in open('/proc/self/status'):\n        if line.startswith('CapEff'):\n"
+        "            return int(line.split()[1], 16)\n"
+    )
     assert run(caps, tests="assert f(0) == 0", mode=mode, audit_hook=hook).passed
 
 
@@ -324,8 +350,10 @@ def _subreaper():
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_no_process_outlives_the_verdict(mode, hook):
-    daemon = ("import os\ndef f(x):\n    try:\n        if os.fork() == 0:\n            os.setsid()\n"
-              "            import time\n            time.sleep(600)\n    except OSError:\n        pass\n    return 2 * x\n")
+    daemon = (
+        "import os\ndef f(x):\n    try:\n        if os.fork() == 0:\n            os.setsid()\n"
+        "            import time\n            time.sleep(600)\n    except OSError:\n        pass\n    return 2 * x\n"
+    )
     sleeper = "import time\ntime.sleep(600)\ndef f(x):\n    return 2 * x\n"
     with _subreaper():
         assert run(daemon, mode=mode, audit_hook=hook).passed  # the fork failed; the function still answered
@@ -339,9 +367,11 @@ def test_the_parent_cannot_be_signalled(mode, hook):
     got = []
     old = signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
     try:
-        prog = (f"import os, signal\ndef f(x):\n    for pid in ({os.getpid()}, {os.getppid()}, -1, 1):\n"
-                "        try:\n            os.kill(pid, signal.SIGUSR1)\n        except BaseException:\n            pass\n"
-                "    return 2 * x\n")
+        prog = (
+            f"import os, signal\ndef f(x):\n    for pid in ({os.getpid()}, {os.getppid()}, -1, 1):\n"
+            "        try:\n            os.kill(pid, signal.SIGUSR1)\n        except BaseException:\n            pass\n"
+            "    return 2 * x\n"
+        )
         run(prog, mode=mode, audit_hook=hook)
         time.sleep(0.2)
     finally:
@@ -353,13 +383,15 @@ def test_the_parent_cannot_be_signalled(mode, hook):
 def test_hidden_tests_never_reach_the_attempt(mode):
     """The attempt looks for the tests everywhere it can: its own frames,
     every module, /proc of other processes, its stdin. Nothing holds them."""
-    prog = ("import sys, os\ndef f(x):\n    seen = ''\n    fr = sys._getframe()\n    while fr:\n"
-            "        seen += repr(fr.f_locals) + repr(fr.f_globals)\n        fr = fr.f_back\n"
-            "    for m in list(sys.modules.values()):\n        seen += repr(getattr(m, '__dict__', ''))\n"
-            "    try:\n        pids = os.listdir('/proc')\n    except BaseException:\n        pids = []\n"
-            "    for p in pids:\n        try:\n            seen += open('/proc/%s/cmdline' % p).read()\n"
-            "        except BaseException:\n            pass\n"
-            "    return '1377-DETCEPXE-TERCES'[::-1] in seen\n")  # spelled backwards: not in its own source
+    prog = (
+        "import sys, os\ndef f(x):\n    seen = ''\n    fr = sys._getframe()\n    while fr:\n"
+        "        seen += repr(fr.f_locals) + repr(fr.f_globals)\n        fr = fr.f_back\n"
+        "    for m in list(sys.modules.values()):\n        seen += repr(getattr(m, '__dict__', ''))\n"
+        "    try:\n        pids = os.listdir('/proc')\n    except BaseException:\n        pids = []\n"
+        "    for p in pids:\n        try:\n            seen += open('/proc/%s/cmdline' % p).read()\n"
+        "        except BaseException:\n            pass\n"
+        "    return '1377-DETCEPXE-TERCES'[::-1] in seen\n"
+    )  # spelled backwards: not in its own source
     assert run(prog, tests="expected = 'SECRET-EXPECTED-7731'\nassert f(0) is False", mode=mode).passed
 
 
@@ -381,8 +413,13 @@ def test_fallback_refuses_root_unless_the_unsafe_mode_is_named(monkeypatch):
     with pytest.raises(sandbox.NoSafeSandbox):
         sandbox.resolve_mode("auto")
     assert "no_safe_sandbox" in sandbox.describe("auto")
-    task = {"domain": "code", "entry_point": "f", "prompt": "double x", "tests": "assert f(2) == 4",
-            "reference_solution": "def f(x):\n    return 2 * x\n"}
+    task = {
+        "domain": "code",
+        "entry_point": "f",
+        "prompt": "double x",
+        "tests": "assert f(2) == 4",
+        "reference_solution": "def f(x):\n    return 2 * x\n",
+    }
     verdict = verify_code(task, "def f(x):\n    return 2 * x\n", VerifyConfig())
     assert not verdict["passed"] and verdict["error"] == "no_safe_sandbox"
     sane = check_verifier(task, VerifyConfig())

@@ -180,8 +180,14 @@ def _setpriv_ok() -> bool:
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return False
     try:
-        return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "true"],
-                              capture_output=True, timeout=10).returncode == 0
+        return (
+            subprocess.run(
+                ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "true"],
+                capture_output=True,
+                timeout=10,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -209,8 +215,14 @@ def planted():
 
 
 def _conf(planted, parent):
-    return {"key_rev": KEY[::-1], "marker": planted["delivery"], "parent": parent, "pid_ns": "__PIDNS__",
-            "planted": planted["files"], "writable": planted["writable"]}
+    return {
+        "key_rev": KEY[::-1],
+        "marker": planted["delivery"],
+        "parent": parent,
+        "pid_ns": "__PIDNS__",
+        "planted": planted["files"],
+        "writable": planted["writable"],
+    }
 
 
 def _cases(planted):
@@ -220,10 +232,16 @@ def _cases(planted):
     conf = f"CONF = {_conf(planted, '__PARENT__')!r}\n"
     leak_attempt = conf + COLLECT + "def f(x):\n    return _leaks()\n"
     leak_tests = conf + COLLECT + "assert _leaks() == []\nassert f(2) == 4\n"
-    cheat = conf + COLLECT + ("def f(x):\n    for p in CONF['planted'][:1]:\n        t = _read(p)\n"
-                              f"        if t and {SECRET[::-1]!r}[::-1] in t:\n            return {SECRET[::-1]!r}[::-1]\n"
-                              "    for line in _leaks():\n        if line.startswith('delivery via cmdline'):\n"
-                              f"            return {SECRET[::-1]!r}[::-1]\n    return None\n")
+    cheat = (
+        conf
+        + COLLECT
+        + (
+            "def f(x):\n    for p in CONF['planted'][:1]:\n        t = _read(p)\n"
+            f"        if t and {SECRET[::-1]!r}[::-1] in t:\n            return {SECRET[::-1]!r}[::-1]\n"
+            "    for line in _leaks():\n        if line.startswith('delivery via cmdline'):\n"
+            f"            return {SECRET[::-1]!r}[::-1]\n    return None\n"
+        )
+    )
     cases = []
     for hook, tag in ((True, "with_hook"), (False, "kernel_only")):
         cases += [
@@ -235,20 +253,33 @@ def _cases(planted):
         # /proc/self/environ: empty, or not even readable (a non-dumpable
         # process's /proc entries belong to root). os.environ: empty but for
         # the LC_CTYPE Python itself sets in a C locale (PEP 538) and bwrap's PWD.
-        env = ("import os\ndef _env():\n"
-               "    mine = {k: v for k, v in os.environ.items() if (k, v) not in (('LC_CTYPE', 'C.UTF-8'), ('PWD', '/tmp'))}\n"
-               "    try:\n        with open('/proc/self/environ', 'rb') as fh:\n"
-               "            return [mine, fh.read()]\n    except PermissionError:\n"
-               "        return [mine, b'']\n")
-        cases.append((f"environment_is_empty[{tag}]",
-                      {"solution": env + "def f(x):\n    return _env()\n",
-                       "tests": env + "assert _env() == [{}, b'']\nassert f(0) == [{}, b'']\n"}, hook))
+        env = (
+            "import os\ndef _env():\n"
+            "    mine = {k: v for k, v in os.environ.items() if (k, v) not in (('LC_CTYPE', 'C.UTF-8'), ('PWD', '/tmp'))}\n"
+            "    try:\n        with open('/proc/self/environ', 'rb') as fh:\n"
+            "            return [mine, fh.read()]\n    except PermissionError:\n"
+            "        return [mine, b'']\n"
+        )
+        cases.append(
+            (
+                f"environment_is_empty[{tag}]",
+                {
+                    "solution": env + "def f(x):\n    return _env()\n",
+                    "tests": env + "assert _env() == [{}, b'']\nassert f(0) == [{}, b'']\n",
+                },
+                hook,
+            )
+        )
     # With the hook on, but switched off by the attempt itself first.
-    cases += [("leaks_in_attempt[unhooked]", {"solution": conf + UNHOOK + COLLECT + "def f(x):\n    return _leaks()\n",
-                                              "tests": "assert f(0) == []"}, True),
-              ("forged_verdict[unhooked]", {"solution": conf + UNHOOK + FORGE, "tests": "assert f(2) == 4"}, True),
-              ("answers_from_delivery[unhooked]", {"solution": UNHOOK + cheat, "tests": f"assert f(0) == {SECRET!r}"},
-               True)]
+    cases += [
+        (
+            "leaks_in_attempt[unhooked]",
+            {"solution": conf + UNHOOK + COLLECT + "def f(x):\n    return _leaks()\n", "tests": "assert f(0) == []"},
+            True,
+        ),
+        ("forged_verdict[unhooked]", {"solution": conf + UNHOOK + FORGE, "tests": "assert f(2) == 4"}, True),
+        ("answers_from_delivery[unhooked]", {"solution": UNHOOK + cheat, "tests": f"assert f(0) == {SECRET!r}"}, True),
+    ]
     for _, case, _ in cases:
         case.update(entry_point="f", call_check=False)
     return cases
@@ -261,14 +292,21 @@ def _run_cell(user: str, mode: str, planted) -> dict:
     else:
         python, prefix = sys.executable, []
     argv = [*prefix, python, "-c", DRIVER, "--input", planted["delivery"]]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": ROOT, "OPENAI_API_KEY": KEY,
-           "TASKSIEVE_TEST_API_KEY": KEY, "HOME": "/nonexistent"}
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd="/")
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": ROOT,
+        "OPENAI_API_KEY": KEY,
+        "TASKSIEVE_TEST_API_KEY": KEY,
+        "HOME": "/nonexistent",
+    }
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/"
+    )
     # The parent's pid is only known now: the attempts look at it by number too.
     cases = json.loads(json.dumps(_cases(planted)).replace("__PARENT__", str(proc.pid)))
-    out, err = proc.communicate(json.dumps({"mode": mode, "delivery": planted["delivery"], "cases": cases}).encode(),
-                                timeout=600)
+    out, err = proc.communicate(
+        json.dumps({"mode": mode, "delivery": planted["delivery"], "cases": cases}).encode(), timeout=600
+    )
     assert proc.returncode == 0, err.decode()[-2000:]
     return json.loads(out.decode().strip().splitlines()[-1])
 
@@ -279,8 +317,11 @@ def _cell_marks(user):
     return pytest.mark.skipif(not _setpriv_ok(), reason="running tasksieve as nobody needs root and setpriv")
 
 
-CELLS = [pytest.param((user, mode), id=f"{user}-{mode}", marks=_cell_marks(user))
-         for user in ("root", "nobody") for mode in ("bwrap", "rlimit")]
+CELLS = [
+    pytest.param((user, mode), id=f"{user}-{mode}", marks=_cell_marks(user))
+    for user in ("root", "nobody")
+    for mode in ("bwrap", "rlimit")
+]
 _OUTCOMES: dict = {}
 
 
@@ -292,12 +333,23 @@ def cell(request, planted):
     return _OUTCOMES[user, mode]
 
 
-ATTACKS = ["leaks_in_attempt[with_hook]", "leaks_in_attempt[kernel_only]", "leaks_in_attempt[unhooked]",
-           "leaks_in_tests[with_hook]", "leaks_in_tests[kernel_only]", "environment_is_empty[with_hook]",
-           "environment_is_empty[kernel_only]"]
-CHEATS = ["forged_verdict[with_hook]", "forged_verdict[kernel_only]", "forged_verdict[unhooked]",
-          "answers_from_delivery[with_hook]", "answers_from_delivery[kernel_only]",
-          "answers_from_delivery[unhooked]"]
+ATTACKS = [
+    "leaks_in_attempt[with_hook]",
+    "leaks_in_attempt[kernel_only]",
+    "leaks_in_attempt[unhooked]",
+    "leaks_in_tests[with_hook]",
+    "leaks_in_tests[kernel_only]",
+    "environment_is_empty[with_hook]",
+    "environment_is_empty[kernel_only]",
+]
+CHEATS = [
+    "forged_verdict[with_hook]",
+    "forged_verdict[kernel_only]",
+    "forged_verdict[unhooked]",
+    "answers_from_delivery[with_hook]",
+    "answers_from_delivery[kernel_only]",
+    "answers_from_delivery[unhooked]",
+]
 
 
 @pytest.mark.parametrize("cell", CELLS, indirect=True)
@@ -337,13 +389,20 @@ def test_a_refused_cell_drops_code_tasks(cell):
 
 # --- where the fallback cannot hold, nothing falls back to it -----------------------------------
 
-CODE_TASK = {"domain": "code", "entry_point": "f", "prompt": "double x", "tests": "assert f(2) == 4",
-             "reference_solution": "def f(x):\n    return 2 * x\n"}
+CODE_TASK = {
+    "domain": "code",
+    "entry_point": "f",
+    "prompt": "double x",
+    "tests": "assert f(2) == 4",
+    "reference_solution": "def f(x):\n    return 2 * x\n",
+}
 
 
 def _hide_bwrap(monkeypatch):
     real_which = shutil.which
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k))
+    monkeypatch.setattr(
+        sandbox.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k)
+    )
 
 
 def _assert_code_tasks_dropped():
@@ -368,7 +427,9 @@ def test_without_landlock_the_fallback_refuses(monkeypatch):
     guard = sandbox._SOURCES["sandbox_guard"]
     line = "_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446"
     assert line in guard
-    sources = dict(sandbox._SOURCES, sandbox_guard=guard.replace(line, "_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 1444, 1445, 1446"))
+    sources = dict(
+        sandbox._SOURCES, sandbox_guard=guard.replace(line, "_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 1444, 1445, 1446")
+    )
     monkeypatch.setattr(sandbox, "_SOURCES", sources)
     monkeypatch.setattr(sandbox, "_BOOT", {role: sandbox._boot(role) for role in sandbox._BOOT})
     monkeypatch.setattr(sandbox, "_CACHE", {})
@@ -401,12 +462,22 @@ def test_a_verdict_without_the_harness_key_is_refused():
     """The verdict line is signed with a key only the harness was given: a
     well-formed passing line without it (or with another) never passes."""
     setup = sandbox._Setup("rlimit", (), sandbox.PYTHON, None, False)
-    for line in (b'{"passed": true, "error": null, "calls": 1}', b'{"passed": true, "error": null, "key": "0000"}',
-                 b'["passed", true]'):
+    for line in (
+        b'{"passed": true, "error": null, "calls": 1}',
+        b'{"passed": true, "error": null, "key": "0000"}',
+        b'["passed", true]',
+    ):
         res = sandbox._verdict(line, False, [], sandbox.Limits(), setup, "", "f" * 32)
         assert not res.passed and res.error.startswith("harness_error"), line
-    good = sandbox._verdict(b'{"passed": true, "error": null, "key": "' + b"f" * 32 + b'"}', False, [], sandbox.Limits(),
-                            setup, "", "f" * 32)
+    good = sandbox._verdict(
+        b'{"passed": true, "error": null, "key": "' + b"f" * 32 + b'"}',
+        False,
+        [],
+        sandbox.Limits(),
+        setup,
+        "",
+        "f" * 32,
+    )
     assert good.passed
 
 

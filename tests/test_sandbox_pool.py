@@ -90,13 +90,17 @@ def test_consecutive_cases_share_the_worker_not_the_process(hook):
 
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_files_do_not_reach_the_next_case(hook):
-    hostile = ("import os\nopen('/tmp/left.txt', 'w').write('answer')\nos.mkdir('/tmp/d')\n"
-               "open('/tmp/d/x', 'w').write('x')\nos.chmod('/tmp/d', 0)\n"
-               "for p in ('/dev/shm/left', '/left', '/usr/left'):\n    try:\n        open(p, 'w').write('x')\n"
-               "    except BaseException:\n        pass\ndef f(x):\n    return 2 * x\n")
-    probe = ("import os\ndef f(x):\n    seen = []\n    for d in ('/tmp', '/dev/shm', '/'):\n        try:\n"
-             "            seen += [d + '/' + n for n in os.listdir(d) if 'left' in n or n == 'd']\n"
-             "        except BaseException:\n            pass\n    return seen\n")
+    hostile = (
+        "import os\nopen('/tmp/left.txt', 'w').write('answer')\nos.mkdir('/tmp/d')\n"
+        "open('/tmp/d/x', 'w').write('x')\nos.chmod('/tmp/d', 0)\n"
+        "for p in ('/dev/shm/left', '/left', '/usr/left'):\n    try:\n        open(p, 'w').write('x')\n"
+        "    except BaseException:\n        pass\ndef f(x):\n    return 2 * x\n"
+    )
+    probe = (
+        "import os\ndef f(x):\n    seen = []\n    for d in ('/tmp', '/dev/shm', '/'):\n        try:\n"
+        "            seen += [d + '/' + n for n in os.listdir(d) if 'left' in n or n == 'd']\n"
+        "        except BaseException:\n            pass\n    return seen\n"
+    )
     bad, good = same_worker(hostile, "assert f(0) == []", probe, hook)
     assert bad.passed  # the attempt could write its own work dir
     assert good.passed, good.error
@@ -104,13 +108,17 @@ def test_files_do_not_reach_the_next_case(hook):
 
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_module_state_and_builtins_do_not_reach_the_next_case(hook):
-    hostile = ("import builtins, sys, json, math, collections\njson.LEFT = 1\nmath.pi = 3\n"
-               "collections.Counter = None\nbuiltins.len = lambda x: 42\nbuiltins.LEFT = 1\n"
-               "sys.modules['sandbox_guard'].decode = lambda tree: 4\nsys.modules['sandbox_guard'].encode = "
-               "lambda v: ['i', hex(4)]\nsys.path.insert(0, '/tmp')\nimport random\nrandom.seed(1)\n"
-               "def f(x):\n    return 2 * x\n")
-    probe = ("import builtins, sys, json, math, collections\ndef f(x):\n    return [hasattr(json, 'LEFT'), "
-             "math.pi > 3.14, collections.Counter is None, len([1, 2]), hasattr(builtins, 'LEFT'), sys.path[0] == '/tmp']\n")
+    hostile = (
+        "import builtins, sys, json, math, collections\njson.LEFT = 1\nmath.pi = 3\n"
+        "collections.Counter = None\nbuiltins.len = lambda x: 42\nbuiltins.LEFT = 1\n"
+        "sys.modules['sandbox_guard'].decode = lambda tree: 4\nsys.modules['sandbox_guard'].encode = "
+        "lambda v: ['i', hex(4)]\nsys.path.insert(0, '/tmp')\nimport random\nrandom.seed(1)\n"
+        "def f(x):\n    return 2 * x\n"
+    )
+    probe = (
+        "import builtins, sys, json, math, collections\ndef f(x):\n    return [hasattr(json, 'LEFT'), "
+        "math.pi > 3.14, collections.Counter is None, len([1, 2]), hasattr(builtins, 'LEFT'), sys.path[0] == '/tmp']\n"
+    )
     _, good = same_worker(hostile, "assert f(0) == [False, True, False, 2, False, False]", probe, hook)
     assert good.passed, good.error
     # And a patched codec in the attempt's process decides nothing (it is the harness that decodes).
@@ -119,9 +127,11 @@ def test_module_state_and_builtins_do_not_reach_the_next_case(hook):
 
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_threads_and_processes_are_not_left_for_the_next_case(hook):
-    hostile = ("import os, threading, time\ndef spin():\n    while True:\n        time.sleep(0.01)\n"
-               "def f(x):\n    for start in (lambda: threading.Thread(target=spin, daemon=True).start(), os.fork):\n"
-               "        try:\n            start()\n        except BaseException:\n            pass\n    return 2 * x\n")
+    hostile = (
+        "import os, threading, time\ndef spin():\n    while True:\n        time.sleep(0.01)\n"
+        "def f(x):\n    for start in (lambda: threading.Thread(target=spin, daemon=True).start(), os.fork):\n"
+        "        try:\n            start()\n        except BaseException:\n            pass\n    return 2 * x\n"
+    )
     probe = "import threading\ndef f(x):\n    return threading.active_count()\n"
     bad, good = same_worker(hostile, "assert f(0) == 1", probe, hook)
     assert bad.passed  # the thread and the fork failed; the function answered
@@ -133,10 +143,12 @@ def test_no_ipc_object_is_left_for_the_next_case():
     """System V shared memory, semaphores and message queues, and POSIX
     message queues, live in the IPC namespace, which a worker's cases share:
     the seccomp filter refuses creating them (native code, audit hook off)."""
-    prog = ("import ctypes\ndef f(x):\n    libc = ctypes.CDLL(None, use_errno=True)\n"
-            "    made = [libc.shmget(0x7A5C, 4096, 0o1666), libc.msgget(0x7A5C, 0o1666), libc.semget(0x7A5C, 1, 0o1666),\n"
-            "            libc.syscall(240, b'/tasksieve', 0o100 | 2, 0o666, None)]\n"
-            "    return [m >= 0 for m in made] + [ctypes.get_errno()]\n")
+    prog = (
+        "import ctypes\ndef f(x):\n    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    made = [libc.shmget(0x7A5C, 4096, 0o1666), libc.msgget(0x7A5C, 0o1666), libc.semget(0x7A5C, 1, 0o1666),\n"
+        "            libc.syscall(240, b'/tasksieve', 0o100 | 2, 0o666, None)]\n"
+        "    return [m >= 0 for m in made] + [ctypes.get_errno()]\n"
+    )
     assert run(prog, tests="assert f(0) == [False, False, False, False, 1]", hook=False).passed  # EPERM each
 
 
@@ -144,11 +156,15 @@ def test_a_case_sees_only_its_worker_and_itself():
     """Seen from a case, its sandbox holds the worker (its init, pid 1, as
     bubblewrap's init is in a sandbox per case) and itself: nothing of a
     former case, which tried to fork and to start a thread."""
-    run("import os, threading\ndef f(x):\n    for go in (os.fork, lambda: threading.Thread(target=print).start()):\n"
-        "        try:\n            go()\n        except BaseException:\n            pass\n    return 2 * x\n")
+    run(
+        "import os, threading\ndef f(x):\n    for go in (os.fork, lambda: threading.Thread(target=print).start()):\n"
+        "        try:\n            go()\n        except BaseException:\n            pass\n    return 2 * x\n"
+    )
     # Landlock refuses listing /proc; stat() still tells whether a pid exists (pids count up from 1 here).
-    probe = ("import os\ndef f(x):\n    return [os.getppid(), [n for n in range(1, os.getpid() + 50) "
-             "if os.path.exists('/proc/%d' % n)] == [1, os.getpid()]]\n")
+    probe = (
+        "import os\ndef f(x):\n    return [os.getppid(), [n for n in range(1, os.getpid() + 50) "
+        "if os.path.exists('/proc/%d' % n)] == [1, os.getpid()]]\n"
+    )
     assert run(probe, tests="assert f(0) == [1, True]", hook=False).passed
 
 
@@ -161,12 +177,14 @@ def test_memory_exhaustion_does_not_reach_the_next_case(hook):
 
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_the_worker_cannot_be_killed_or_reached_from_a_case(hook):
-    hostile = ("import os, signal\ndef f(x):\n    for pid in (os.getppid(), 1, -1, 0):\n        for sig in (9, 15, 19):\n"
-               "            try:\n                os.kill(pid, sig)\n            except BaseException:\n                pass\n"
-               "    for path in ('/proc/%d/mem' % os.getppid(), '/proc/%d/fd/3' % os.getppid(), '/proc/%d/environ' % os.getppid()):\n"
-               "        try:\n            open(path, 'rb').read(1)\n            return 'reached ' + path\n        except BaseException:\n"
-               "            pass\n    for fd in range(3, 64):\n        try:\n            os.write(fd, b'{\"op\": \"exit\", \"code\": 0, \"clean\": true}')\n"
-               "        except BaseException:\n            pass\n    return 2 * x\n")
+    hostile = (
+        "import os, signal\ndef f(x):\n    for pid in (os.getppid(), 1, -1, 0):\n        for sig in (9, 15, 19):\n"
+        "            try:\n                os.kill(pid, sig)\n            except BaseException:\n                pass\n"
+        "    for path in ('/proc/%d/mem' % os.getppid(), '/proc/%d/fd/3' % os.getppid(), '/proc/%d/environ' % os.getppid()):\n"
+        "        try:\n            open(path, 'rb').read(1)\n            return 'reached ' + path\n        except BaseException:\n"
+        '            pass\n    for fd in range(3, 64):\n        try:\n            os.write(fd, b\'{"op": "exit", "code": 0, "clean": true}\')\n'
+        "        except BaseException:\n            pass\n    return 2 * x\n"
+    )
     before = sandbox_pool.worker_pids()
     bad = run(hostile, hook=hook)
     assert not (bad.error or "").startswith("harness_error")
@@ -178,10 +196,12 @@ def test_the_worker_cannot_be_killed_or_reached_from_a_case(hook):
 
 @pytest.mark.parametrize("hook", [True, False], ids=["with_hook", "kernel_only"])
 def test_a_forged_pass_on_stdout_or_any_descriptor_is_no_verdict(hook):
-    forge = ("import os, sys\nline = b'{\"passed\": true, \"error\": null, \"calls\": 1}\\n'\nprint(line.decode())\n"
-             "for fd in range(0, 64):\n    try:\n        os.write(fd, line)\n    except BaseException:\n        pass\n"
-             "def f(x):\n    for fd in range(0, 64):\n        try:\n            os.write(fd, line)\n        except BaseException:\n"
-             "            pass\n    return 0\n")
+    forge = (
+        'import os, sys\nline = b\'{"passed": true, "error": null, "calls": 1}\\n\'\nprint(line.decode())\n'
+        "for fd in range(0, 64):\n    try:\n        os.write(fd, line)\n    except BaseException:\n        pass\n"
+        "def f(x):\n    for fd in range(0, 64):\n        try:\n            os.write(fd, line)\n        except BaseException:\n"
+        "            pass\n    return 0\n"
+    )
     res = run(forge, hook=hook)
     assert not res.passed
     assert run("def f(x):\n    return 3 * x\n", hook=hook).error.startswith("wrong_answer")
@@ -189,17 +209,21 @@ def test_a_forged_pass_on_stdout_or_any_descriptor_is_no_verdict(hook):
 
 def test_hostile_tests_do_not_reach_the_next_case():
     """The tests run in a forked child of the harness's worker too."""
-    hostile_tests = ("import builtins, os\nbuiltins.LEFT = 1\nopen('/tmp/left', 'w').write('x')\n"
-                     "import sandbox_guard\nsandbox_guard.LEFT = 1\nassert f(2) == 4\n")
+    hostile_tests = (
+        "import builtins, os\nbuiltins.LEFT = 1\nopen('/tmp/left', 'w').write('x')\n"
+        "import sandbox_guard\nsandbox_guard.LEFT = 1\nassert f(2) == 4\n"
+    )
     assert run("def f(x):\n    return 2 * x\n", tests=hostile_tests).passed
-    probe_tests = ("import builtins, os, sandbox_guard\nassert not hasattr(builtins, 'LEFT')\n"
-                   "assert not hasattr(sandbox_guard, 'LEFT')\nassert os.listdir('/tmp') == []\n"
-                   "assert f(2) == 4\n")
+    probe_tests = (
+        "import builtins, os, sandbox_guard\nassert not hasattr(builtins, 'LEFT')\n"
+        "assert not hasattr(sandbox_guard, 'LEFT')\nassert os.listdir('/tmp') == []\n"
+        "assert f(2) == 4\n"
+    )
     assert run("def f(x):\n    return 2 * x\n", tests=probe_tests).passed
 
 
 def test_a_worker_that_cannot_empty_its_tmp_is_replaced():
-    many = ("import os\nfor i in range(3000):\n    open('/tmp/f%d' % i, 'w').close()\ndef f(x):\n    return 2 * x\n")
+    many = "import os\nfor i in range(3000):\n    open('/tmp/f%d' % i, 'w').close()\ndef f(x):\n    return 2 * x\n"
     first = set(sandbox_pool.worker_pids())
     assert run(many).passed
     probe = "import os\ndef f(x):\n    return len(os.listdir('/tmp'))\n"
@@ -245,9 +269,11 @@ def test_the_spare_child_runs_the_next_case_locked_down(hook):
     down ahead (same settings); that child runs the next case, fully
     confined: not root, no capabilities, seccomp and Landlock on, its
     limits set. A case with other settings gets a fresh child instead."""
-    ask = ("import os, resource\ndef f(x):\n    st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
-           "    return [os.getpid(), os.getuid() != 0, int(st['CapEff'], 16), st['Seccomp'].strip(), st['NoNewPrivs'].strip(),\n"
-           "            resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_NOFILE)[0]]\n")
+    ask = (
+        "import os, resource\ndef f(x):\n    st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+        "    return [os.getpid(), os.getuid() != 0, int(st['CapEff'], 16), st['Seccomp'].strip(), st['NoNewPrivs'].strip(),\n"
+        "            resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_NOFILE)[0]]\n"
+    )
     assert run("def f(x):\n    return 2 * x\n", hook=hook).passed
     (attempt,) = [w for w in sandbox_pool._POOLS[next(iter(sandbox_pool._POOLS))].idle["sandbox_attempt"]]
     spare = attempt.spare_pid()

@@ -55,9 +55,17 @@ def synthetic_pool(seed: int = 7) -> list[dict]:
             a, b = int(rng.integers(2, 400)), int(rng.integers(2, 60))
             prompt = template.format(a=a, b=b, c=a + b + int(rng.integers(1, 50)), name=NAMES[j % len(NAMES)])
             n_pass = 8 if j < FRONTIER_PER_TOPIC else (1 if j % 2 else 15)
-            rows.append({"topic": topic, "task_id": f"t{topic:02d}-{j:03d}", "prompt": prompt, "n_pass": n_pass,
-                         "source": f"vendor_{'abc'[j % 3]}", "domain": "code" if topic == 4 else "math",
-                         "tokens": 100 + 40 * ((topic * 7 + j) % 5)})
+            rows.append(
+                {
+                    "topic": topic,
+                    "task_id": f"t{topic:02d}-{j:03d}",
+                    "prompt": prompt,
+                    "n_pass": n_pass,
+                    "source": f"vendor_{'abc'[j % 3]}",
+                    "domain": "code" if topic == 4 else "math",
+                    "tokens": 100 + 40 * ((topic * 7 + j) % 5),
+                }
+            )
     return rows
 
 
@@ -66,20 +74,59 @@ def write_db(out, runs: list[tuple[str, str, str, list[dict]]]) -> None:
     rates = load_rates(None).to_json()
     tables = {"runs": [], "tasks": [], "attempts": [], "costs": []}
     for run_id, model_id, started, tasks in runs:
-        tables["runs"].append(conform({"run_id": run_id, "model_id": model_id, "started_at": started, "k": ATTEMPTS,
-                                       "rates": rates}, RUN_SCHEMA))
+        tables["runs"].append(
+            conform(
+                {"run_id": run_id, "model_id": model_id, "started_at": started, "k": ATTEMPTS, "rates": rates},
+                RUN_SCHEMA,
+            )
+        )
         for t in tasks:
             n, p = t.get("n_attempts", ATTEMPTS), t["n_pass"]
             status = t.get("status") or ("learnable" if 0 < p < n else "all_pass" if p == n else "all_fail")
-            tables["tasks"].append(conform({**t, "run_id": run_id, "batch_id": "b1", "content_hash": "h-" + t["task_id"],
-                                            "n_attempts": n, "n_pass": p, "pass_rate": p / n, "status": status,
-                                            "difficulty": "medium"}, RESULT_SCHEMA))
-            tables["attempts"] += [conform({"run_id": run_id, "content_hash": "h-" + t["task_id"], "model_id": model_id,
-                                            "attempt_idx": i, "prompt_tokens": 50, "completion_tokens": t["tokens"],
-                                            "gen_seconds": t["tokens"] / 100}, ATTEMPT_SCHEMA) for i in range(n)]
-            tables["costs"].append(conform({"run_id": run_id, "source": t["source"], "task_id": t["task_id"],
-                                            "component": "expert", "unit": "usd", "usd": 3.0 + t.get("topic", 0)},
-                                           COST_SCHEMA))
+            tables["tasks"].append(
+                conform(
+                    {
+                        **t,
+                        "run_id": run_id,
+                        "batch_id": "b1",
+                        "content_hash": "h-" + t["task_id"],
+                        "n_attempts": n,
+                        "n_pass": p,
+                        "pass_rate": p / n,
+                        "status": status,
+                        "difficulty": "medium",
+                    },
+                    RESULT_SCHEMA,
+                )
+            )
+            tables["attempts"] += [
+                conform(
+                    {
+                        "run_id": run_id,
+                        "content_hash": "h-" + t["task_id"],
+                        "model_id": model_id,
+                        "attempt_idx": i,
+                        "prompt_tokens": 50,
+                        "completion_tokens": t["tokens"],
+                        "gen_seconds": t["tokens"] / 100,
+                    },
+                    ATTEMPT_SCHEMA,
+                )
+                for i in range(n)
+            ]
+            tables["costs"].append(
+                conform(
+                    {
+                        "run_id": run_id,
+                        "source": t["source"],
+                        "task_id": t["task_id"],
+                        "component": "expert",
+                        "unit": "usd",
+                        "usd": 3.0 + t.get("topic", 0),
+                    },
+                    COST_SCHEMA,
+                )
+            )
     schemas = {"runs": RUN_SCHEMA, "tasks": RESULT_SCHEMA, "attempts": ATTEMPT_SCHEMA, "costs": COST_SCHEMA}
     con = duckdb.connect(str(out / "curation.duckdb"))
     for name, rows in tables.items():
@@ -187,7 +234,7 @@ def test_value_shrinks_few_attempts_toward_the_pool():
 
 def test_value_formula_is_replaceable_but_never_runs_code():
     v, p, _ = task_values([4], [8], formula="1 - p**G - (1 - p)**G", prior_strength=0, group_size=4)
-    assert v == pytest.approx([1 - 0.5 ** 4 * 2])
+    assert v == pytest.approx([1 - 0.5**4 * 2])
     for bad in ("__import__('os')", "p.real", "open('x')", "p if p else 1", "1 +"):
         with pytest.raises(ValueFormulaError):
             task_values([1], [2], formula=bad)
@@ -208,10 +255,19 @@ def test_config_section_rejects_bad_values(tmp_path):
 def test_budget_parsing():
     assert parse_budget("20", None) == Budget("tasks", 20.0)
     assert parse_budget(None, "$1.5") == Budget("usd", 1.5)
-    for tasks, usd, words in [("0", None, "at least 1"), ("-3", None, "at least 1"), ("ten", None, "whole number"),
-                              ("2.5", None, "whole number"), (None, "0", "positive"), (None, "-1", "positive"),
-                              (None, "nan", "positive"), (None, "inf", "positive"), (None, "lots", "not a number"),
-                              ("5", "5", "not both"), (None, None, "give a budget")]:
+    for tasks, usd, words in [
+        ("0", None, "at least 1"),
+        ("-3", None, "at least 1"),
+        ("ten", None, "whole number"),
+        ("2.5", None, "whole number"),
+        (None, "0", "positive"),
+        (None, "-1", "positive"),
+        (None, "nan", "positive"),
+        (None, "inf", "positive"),
+        (None, "lots", "not a number"),
+        ("5", "5", "not both"),
+        (None, None, "give a budget"),
+    ]:
         with pytest.raises(BudgetError, match=words):
             parse_budget(tasks, usd)
 
@@ -228,11 +284,13 @@ def test_select_writes_parquet_and_tables(pool_out, prepared, capsys):
     assert all(r["reason"] and r["prompt"] and r["value"] > 0 for r in sel)
     con = duckdb.connect(str(pool_out / "curation.duckdb"), read_only=True)
     sid = con.execute("select selection_id from selections order by created_at desc limit 1").fetchone()[0]
-    n_rows, n_sel = con.execute("select count(*), count(*) filter (where selected) from selection "
-                                "where selection_id = ?", [sid]).fetchone()
+    n_rows, n_sel = con.execute(
+        "select count(*), count(*) filter (where selected) from selection where selection_id = ?", [sid]
+    ).fetchone()
     assert (n_rows, n_sel) == (300, 12)
-    ratio, covered = con.execute("select value_ratio, clusters_covered from selections where selection_id = ?",
-                                 [sid]).fetchone()
+    ratio, covered = con.execute(
+        "select value_ratio, clusters_covered from selections where selection_id = ?", [sid]
+    ).fetchone()
     assert ratio >= 1.5 and covered >= 10
     reps = con.execute("select representatives from selection_clusters where selection_id = ?", [sid]).fetchall()
     assert reps and all("prompt" in r[0] for r in reps)
@@ -272,8 +330,9 @@ def test_newer_model_graduates_tasks_and_its_rates_are_used(tmp_path, capsys):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tasksieve.pipeline.cli", "select", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tasksieve.pipeline.cli", "select", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.slow
@@ -284,16 +343,18 @@ def test_bad_input_exits_with_one_line(tmp_path):
     write_db(empty, [("r1", "m@1", "2026-11-01T00:00:00", [dict(t, n_pass=ATTEMPTS) for t in synthetic_pool()[:3]])])
     bare = tmp_path / "bare"
     bare.mkdir()
-    cases = [((str(tmp_path / "nope"), "--budget-tasks", "5"), 1, "not a folder"),
-             ((str(bare), "--budget-tasks", "5"), 1, "no curation.duckdb"),
-             ((str(empty), "--budget-tasks", "5"), 1, "no learnable task"),
-             ((str(tmp_path), "--budget-tasks", "0"), 2, "at least 1"),
-             ((str(tmp_path), "--budget-tasks", "-4"), 2, "at least 1"),
-             ((str(tmp_path), "--budget-usd", "abc"), 2, "not a number"),
-             ((str(tmp_path), "--budget-usd", "-1"), 2, "positive"),
-             ((str(tmp_path), "--budget-tasks", "3", "--budget-usd", "1"), 2, "not both"),
-             ((str(tmp_path),), 2, "give a budget"),
-             ((str(tmp_path), "--budget-tasks", "3", "--run-id", "r9"), 1, "run r9 is not in")]
+    cases = [
+        ((str(tmp_path / "nope"), "--budget-tasks", "5"), 1, "not a folder"),
+        ((str(bare), "--budget-tasks", "5"), 1, "no curation.duckdb"),
+        ((str(empty), "--budget-tasks", "5"), 1, "no learnable task"),
+        ((str(tmp_path), "--budget-tasks", "0"), 2, "at least 1"),
+        ((str(tmp_path), "--budget-tasks", "-4"), 2, "at least 1"),
+        ((str(tmp_path), "--budget-usd", "abc"), 2, "not a number"),
+        ((str(tmp_path), "--budget-usd", "-1"), 2, "positive"),
+        ((str(tmp_path), "--budget-tasks", "3", "--budget-usd", "1"), 2, "not both"),
+        ((str(tmp_path),), 2, "give a budget"),
+        ((str(tmp_path), "--budget-tasks", "3", "--run-id", "r9"), 1, "run r9 is not in"),
+    ]
     for args, code, words in cases:
         p = _cli(*args)
         lines = [l for l in p.stderr.splitlines() if l.strip()]
@@ -345,8 +406,9 @@ def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_pa
         non_empty = sum(float(v) > 0 for v in re.findall(r'<rect class="bar"[^>]*data-value="([^"]+)"', body))
         assert int(rendered) == non_empty > 0, chart_id
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
-    n, value, rnd, per = con.execute("select n_selected, selected_value, random_value, signal_per_usd "
-                                     "from selections").fetchone()
+    n, value, rnd, per = con.execute(
+        "select n_selected, selected_value, random_value, signal_per_usd from selections"
+    ).fetchone()
     clusters = con.execute("select count(*) from selection_clusters").fetchone()[0]
     con.close()
     shown = dict(re.findall(r'data-key="([a-z_]+)" data-value="([^"]*)"', dom))
@@ -354,14 +416,28 @@ def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_pa
     assert float(shown["select_signal"]) == pytest.approx(value)
     assert float(shown["select_random_signal"]) == pytest.approx(rnd)
     assert float(shown["select_signal_per_usd"]) == pytest.approx(per)
-    assert dom.count('<tr>', dom.index('id="table-select-cluster"'), dom.index('id="table-select-band"')) == clusters + 1
+    assert (
+        dom.count("<tr>", dom.index('id="table-select-cluster"'), dom.index('id="table-select-band"')) == clusters + 1
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    _browser(_chromium(), tmp_path / "p2", "--window-size=1280,4000", f"--screenshot={ARTIFACTS / 'report-selection.png'}",
-             path.as_uri() + "#selection")
+    _browser(
+        _chromium(),
+        tmp_path / "p2",
+        "--window-size=1280,4000",
+        f"--screenshot={ARTIFACTS / 'report-selection.png'}",
+        path.as_uri() + "#selection",
+    )
 
 
-@pytest.mark.parametrize("vecs", [np.full((2, 4), np.nan, dtype=np.float32), np.zeros((3, 4), dtype=np.float32),
-                                  np.zeros(2, dtype=np.float32), np.array([["a", "b"], ["c", "d"]])])
+@pytest.mark.parametrize(
+    "vecs",
+    [
+        np.full((2, 4), np.nan, dtype=np.float32),
+        np.zeros((3, 4), dtype=np.float32),
+        np.zeros(2, dtype=np.float32),
+        np.array([["a", "b"], ["c", "d"]]),
+    ],
+)
 def test_a_hostile_embedding_cache_in_a_shared_folder_is_ignored(tmp_path, vecs):
     """OUT may be shared: a cache with NaNs, a length that does not match its
     keys, the wrong shape or not numbers is re-computed, never trusted."""
@@ -371,6 +447,7 @@ def test_a_hostile_embedding_cache_in_a_shared_folder_is_ignored(tmp_path, vecs)
     prompts = ["What is 2 + 3?", "Name the capital of France."]
     honest = cached_embeddings(tmp_path / "clean", prompts)
     import hashlib
+
     keys = [hashlib.blake2b(p.encode(), digest_size=16).hexdigest() for p in prompts]
     (tmp_path / "out" / "select_cache").mkdir(parents=True)
     np.savez(tmp_path / "out" / EMBED_CACHE, model=np.array(MODEL_NAME), keys=np.array(keys), vecs=vecs)

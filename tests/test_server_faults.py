@@ -14,16 +14,22 @@ import pytest
 from fake_openai import FakeOpenAI
 from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends import openai as backend_openai
-from tasksieve.transforms.backends.base import (REQUEST_FAILED, BackendUnavailable, GenRequest, ModelLoadError,
-                                                ServerRefused)
+from tasksieve.transforms.backends.base import (
+    REQUEST_FAILED,
+    BackendUnavailable,
+    GenRequest,
+    ModelLoadError,
+    ServerRefused,
+)
 from tasksieve.transforms.backends.openai import OpenAIBackend
 
 REQ = GenRequest((("user", "What is 2 plus 3?"),), seed=2)
 
 
 def _backend(url, **openai):
-    cfg = RunConfig.model_validate({"model": {"backend": "openai", "openai": {"base_url": url, **openai}},
-                                    "sampling": {"max_tokens": 24}})
+    cfg = RunConfig.model_validate(
+        {"model": {"backend": "openai", "openai": {"base_url": url, **openai}}, "sampling": {"max_tokens": 24}}
+    )
     return OpenAIBackend(cfg.model.openai, "fake@test", cfg.sampling)
 
 
@@ -61,10 +67,23 @@ def quick_backoff(monkeypatch):
 
 # --- status codes --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("code,hint", [(401, "API key"), (403, "API key"), (407, "API key"), (404, "model name"),
-                                       (405, "model name"), (410, "model name"), (301, "redirects"),
-                                       (302, "redirects"), (402, "not one tasksieve retries"),
-                                       (418, "not one tasksieve retries"), (451, "not one tasksieve retries")])
+
+@pytest.mark.parametrize(
+    "code,hint",
+    [
+        (401, "API key"),
+        (403, "API key"),
+        (407, "API key"),
+        (404, "model name"),
+        (405, "model name"),
+        (410, "model name"),
+        (301, "redirects"),
+        (302, "redirects"),
+        (402, "not one tasksieve retries"),
+        (418, "not one tasksieve retries"),
+        (451, "not one tasksieve retries"),
+    ],
+)
 def test_a_status_no_retry_mends_stops_at_once_with_a_hint(server, code, hint):
     server.mode = f"status:{code}"
     with pytest.raises(ServerRefused) as e:
@@ -85,8 +104,11 @@ def test_a_transient_status_is_retried_then_answers(server, code):
 @pytest.mark.parametrize("code", [400, 413, 414, 422, 431])
 def test_a_rejected_request_fails_alone_and_is_not_an_attempt(server, code):
     server.script = [f"status:{code}"]
-    out = _bounded(lambda: _backend(server.url, max_retries=2, concurrency=1).generate(
-        [REQ, GenRequest((("user", "What is 1 plus 1?"),), seed=4)]))
+    out = _bounded(
+        lambda: _backend(server.url, max_retries=2, concurrency=1).generate(
+            [REQ, GenRequest((("user", "What is 1 plus 1?"),), seed=4)]
+        )
+    )
     assert out[0].finish_reason == REQUEST_FAILED and out[0].error.startswith(f"HTTP {code}")
     assert out[0].completion == ""
     assert out[1].completion == "\\boxed{2}" and out[1].error is None
@@ -101,6 +123,7 @@ def test_401_on_the_model_list_fails_before_the_run_with_a_hint(server):
 
 # --- body faults -----------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers"])
 def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
@@ -114,8 +137,9 @@ def test_a_slow_or_stalled_body_is_cut_off_at_the_deadline(mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["drip", "stall", "slow_headers", "break_off", "malformed", "nontext", "deep", "html",
-                                  "empty"])
+@pytest.mark.parametrize(
+    "mode", ["drip", "stall", "slow_headers", "break_off", "malformed", "nontext", "deep", "html", "empty"]
+)
 def test_a_body_fault_is_retried_and_a_good_answer_then_counts(mode):
     srv = FakeOpenAI(drip_s=0.3)
     srv.script = [mode]
@@ -158,8 +182,11 @@ def test_a_completion_over_its_cap_fails_alone():
 
 def test_a_completion_with_a_lone_surrogate_fails_alone_and_the_wave_goes_on(server):
     server.script = ["surrogate"]
-    out = _bounded(lambda: _backend(server.url, concurrency=1).generate(
-        [REQ, GenRequest((("user", "What is 1 plus 1?"),), seed=4)]))
+    out = _bounded(
+        lambda: _backend(server.url, concurrency=1).generate(
+            [REQ, GenRequest((("user", "What is 1 plus 1?"),), seed=4)]
+        )
+    )
     assert out[0].finish_reason == REQUEST_FAILED and "surrogate" in out[0].error
     assert out[0].completion == ""
     assert out[1].completion == "\\boxed{2}"
@@ -170,8 +197,11 @@ def test_a_request_in_flight_past_progress_after_s_prints_a_line(capfd):
     srv = FakeOpenAI(mode="stall")
     try:
         with pytest.raises(BackendUnavailable):
-            _bounded(lambda: _backend(srv.url, max_retries=0, timeout_s=2.5, progress_after_s=0.5,
-                                      concurrency=1).generate([REQ]))
+            _bounded(
+                lambda: _backend(srv.url, max_retries=0, timeout_s=2.5, progress_after_s=0.5, concurrency=1).generate(
+                    [REQ]
+                )
+            )
     finally:
         srv.close()
     err = capfd.readouterr().err
@@ -181,14 +211,37 @@ def test_a_request_in_flight_past_progress_after_s_prints_a_line(capfd):
 
 # --- bounds on the command line ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:notaport/v1", "http://127.0.0.1:99999/v1", "ftp://host/v1",
-                                 "http:///v1", "127.0.0.1:8000/v1", "http://exa mple/v1", "http://h/\x00v1", ""])
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:notaport/v1",
+        "http://127.0.0.1:99999/v1",
+        "ftp://host/v1",
+        "http:///v1",
+        "127.0.0.1:8000/v1",
+        "http://exa mple/v1",
+        "http://h/\x00v1",
+        "",
+    ],
+)
 def test_a_malformed_base_url_is_a_one_line_usage_error(tmp_path, capsys, url):
     from tasksieve.pipeline.cli import main
 
     (tmp_path / "t.jsonl").write_text('{"task_id": "a", "prompt": "1+1", "answer": "2"}\n')
-    code = main(["run", "--input", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "out"), "--backend", "openai",
-                 "--base-url", url])
+    code = main(
+        [
+            "run",
+            "--input",
+            str(tmp_path / "t.jsonl"),
+            "--out",
+            str(tmp_path / "out"),
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and err.startswith("tasksieve: error: --base-url: ")
 

@@ -27,8 +27,13 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tasks, out, cfg):
-    return subprocess.run([*TASKSIEVE, "run", "--input", tasks, "--out", str(out), "--config", cfg],
-                          capture_output=True, text=True, env=ENV, timeout=600)
+    return subprocess.run(
+        [*TASKSIEVE, "run", "--input", tasks, "--out", str(out), "--config", cfg],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
 
 
 def _tasksieve_lines(stderr: str) -> list[str]:
@@ -43,18 +48,22 @@ def _cached_entries(cache) -> int:
 
 
 def _results(out):
-    return sorted((r["task_id"], r["status"], r.get("pass_rate")) for r in pq.read_table(out / "results.parquet")
-                  .to_pylist())
+    return sorted(
+        (r["task_id"], r["status"], r.get("pass_rate")) for r in pq.read_table(out / "results.parquet").to_pylist()
+    )
 
 
 def _attempts(out):
-    return sorted((a["content_hash"], a["attempt_idx"], a["completion"], a["passed"])
-                  for a in pq.read_table(out / "attempts.parquet").to_pylist())
+    return sorted(
+        (a["content_hash"], a["attempt_idx"], a["completion"], a["passed"])
+        for a in pq.read_table(out / "attempts.parquet").to_pylist()
+    )
 
 
 @pytest.mark.parametrize("code,hint", [(401, "API key"), (404, "model name")])
 def test_a_refusing_server_stops_the_run_caches_nothing_and_a_healthy_one_then_matches_a_clean_run(
-        tmp_path, code, hint):
+    tmp_path, code, hint
+):
     server = FakeOpenAI(mode=f"status:{code}")
     try:
         tasks = write_tasks(tmp_path / "tasks.jsonl", 4)
@@ -120,8 +129,7 @@ def test_a_surrogate_completion_drops_its_task_alone_and_the_rest_is_saved(tmp_p
     server.script = ["surrogate"]
     try:
         tasks = write_tasks(tmp_path / "tasks.jsonl", 4)
-        cfg = run_config(tmp_path / "run.toml", server.url, k=2, concurrency=1,
-                         model_extra="max_failed_share = 0.5\n")
+        cfg = run_config(tmp_path / "run.toml", server.url, k=2, concurrency=1, model_extra="max_failed_share = 0.5\n")
         out = tmp_path / "out"
         proc = _run(tasks, out, cfg)
         assert proc.returncode == 0, proc.stderr[-3000:]

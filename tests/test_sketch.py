@@ -134,10 +134,16 @@ def test_pruned_edge_shards_confirm_the_same_edges_and_count_fewer(monkeypatch):
 
     with_hash = lambda t: hashed_with_text(t)[0]  # noqa: E731
     texts = _texts(4)[:300]
-    tasks = [with_hash({"task_id": f"t{i}", "source": "s", "prompt": t or "x", "answer": str(i % 4), "domain": "math"})
-             for i, t in enumerate(texts)]
-    tasks.append(dict(with_hash({"task_id": "alias", "source": "s", "prompt": "zq xv", "answer": "1", "domain": "math"}),
-                      content_hash=tasks[0]["content_hash"]))
+    tasks = [
+        with_hash({"task_id": f"t{i}", "source": "s", "prompt": t or "x", "answer": str(i % 4), "domain": "math"})
+        for i, t in enumerate(texts)
+    ]
+    tasks.append(
+        dict(
+            with_hash({"task_id": "alias", "source": "s", "prompt": "zq xv", "answer": "1", "domain": "math"}),
+            content_hash=tasks[0]["content_hash"],
+        )
+    )
     c = Component(tasks, [], P)
     names = sorted(c.texts)
     by_node = {f"s\x1f{t['task_id']}": t for t in tasks}
@@ -162,12 +168,13 @@ def test_pruned_edge_shards_confirm_the_same_edges_and_count_fewer(monkeypatch):
             mine = np.flatnonzero(holder_of(ids) == h)[::-1]
             sent.append((SKETCHED, pack((ids[mine], sketches[mine], codes[mine]))))
         out = list(prune_shard((4, sent), NearSettings(P, threshold)))
-        (kept, kept_meaning), = [unpack(v) for k, (tag, v) in out if tag == EDGES]
+        ((kept, kept_meaning),) = [unpack(v) for k, (tag, v) in out if tag == EDGES]
         asked = {k: unpack(v) for k, (tag, v) in out if tag == NEEDS}
         assert kept_meaning == meaning and kept.shape[0] < pairs.shape[0]
         named = np.unique(np.concatenate([kept.reshape(-1), ids[[7, 8]]]))
         assert {h: (shard, pos.tolist()) for h, (shard, pos) in asked.items()} == {
-            h: (4, position_of(named[holder_of(named) == h]).tolist()) for h in range(3)}
+            h: (4, position_of(named[holder_of(named) == h]).tolist()) for h in range(3)
+        }
         lo, hi = (np.array([index[int(x)] for x in col], dtype=np.int64) for col in (pairs[:, 0], pairs[:, 1]))
         counted.clear()
         want = judge_ranked(c, names, lo, hi, threshold, 0.5, 0.9, Rules())

@@ -42,7 +42,9 @@ def _imports(path: Path, name: str, mods: dict) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)
     return {m for m in found if m in mods and m != name}
@@ -134,9 +136,20 @@ def test_every_sampling_setting_has_a_cache_key_decision():
     assert fields == gen | schedule, f"undecided: {sorted(fields - gen - schedule)}"
 
 
-CHANGED = {"temperature": 0.5, "top_p": 0.9, "max_tokens": 100, "seed": 7, "system_prompt": "other",
-           "system_prompts": {"code": "other"}, "mode": "fixed", "k": 3, "waves": [1], "tasks_per_batch": 7,
-           "groups": 2, "bayes": {"prior_a": 1.0}}
+CHANGED = {
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "max_tokens": 100,
+    "seed": 7,
+    "system_prompt": "other",
+    "system_prompts": {"code": "other"},
+    "mode": "fixed",
+    "k": 3,
+    "waves": [1],
+    "tasks_per_batch": 7,
+    "groups": 2,
+    "bayes": {"prior_a": 1.0},
+}
 
 
 @pytest.mark.parametrize("field", sorted(SamplingConfig.model_fields))
@@ -149,13 +162,15 @@ def test_sampler_key_follows_exactly_the_generation_fields(field):
     assert changed == (field in SamplingConfig.GENERATION_FIELDS)
 
 
-@pytest.mark.parametrize("shape, schema", [("Task", "TASK_SCHEMA"), ("Result", "RESULT_SCHEMA"),
-                                           ("Attempt", "ATTEMPT_SCHEMA")])
+@pytest.mark.parametrize(
+    "shape, schema", [("Task", "TASK_SCHEMA"), ("Result", "RESULT_SCHEMA"), ("Attempt", "ATTEMPT_SCHEMA")]
+)
 def test_typed_row_shapes_mirror_the_arrow_contract(shape, schema):
     from tasksieve.schemas import records, rows
 
     assert set(getattr(rows, shape).__annotations__) | _inherited(getattr(rows, shape)) == set(
-        getattr(records, schema).names)
+        getattr(records, schema).names
+    )
 
 
 def _inherited(cls) -> set[str]:

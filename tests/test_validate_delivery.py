@@ -17,16 +17,41 @@ from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
 GOOD = [
-    {"task_id": "g1", "prompt": "Calculate 3 + 5 and give the result.", "answer": "8", "license": "MIT",
-     "created_at": "2026-01-02", "expert_minutes": 3},
-    {"task_id": "g2", "domain": "code", "prompt": "Write add(a, b) returning the sum of two integers.",
-     "tests": "assert add(1, 2) == 3\nassert add(-4, 1) == -3", "entry_point": "add",
-     "reference_solution": "def add(a, b):\n    return a + b\n", "license": "MIT",
-     "created_at": "2026-01-02T10:00:00Z", "expert_cost_usd": 12.5},
-    {"task_id": "g3", "domain": "rubric", "prompt": "Write a short poem about the sea, with rhyme.",
-     "rubric": ["rhymes", "mentions the sea"], "license": "CC0-1.0", "created_at": "2026-01-03"},
-    {"task_id": "g4", "domain": "exact", "prompt": "What is the capital city of France?", "answer": "Paris",
-     "license": "CC-BY-4.0", "created_at": "2026-01-03"},
+    {
+        "task_id": "g1",
+        "prompt": "Calculate 3 + 5 and give the result.",
+        "answer": "8",
+        "license": "MIT",
+        "created_at": "2026-01-02",
+        "expert_minutes": 3,
+    },
+    {
+        "task_id": "g2",
+        "domain": "code",
+        "prompt": "Write add(a, b) returning the sum of two integers.",
+        "tests": "assert add(1, 2) == 3\nassert add(-4, 1) == -3",
+        "entry_point": "add",
+        "reference_solution": "def add(a, b):\n    return a + b\n",
+        "license": "MIT",
+        "created_at": "2026-01-02T10:00:00Z",
+        "expert_cost_usd": 12.5,
+    },
+    {
+        "task_id": "g3",
+        "domain": "rubric",
+        "prompt": "Write a short poem about the sea, with rhyme.",
+        "rubric": ["rhymes", "mentions the sea"],
+        "license": "CC0-1.0",
+        "created_at": "2026-01-03",
+    },
+    {
+        "task_id": "g4",
+        "domain": "exact",
+        "prompt": "What is the capital city of France?",
+        "answer": "Paris",
+        "license": "CC-BY-4.0",
+        "created_at": "2026-01-03",
+    },
 ]
 
 
@@ -40,8 +65,16 @@ def _write(path, rows, tail=""):
 
 
 def _bad(**fields):
-    return dict({"task_id": "bad", "prompt": "Calculate 6 + 2 and give the result.", "answer": "8",
-                 "license": "MIT", "created_at": "2026-01-04"}, **fields)
+    return dict(
+        {
+            "task_id": "bad",
+            "prompt": "Calculate 6 + 2 and give the result.",
+            "answer": "8",
+            "license": "MIT",
+            "created_at": "2026-01-04",
+        },
+        **fields,
+    )
 
 
 # (case, extra rows, raw tail text, the one check that must fail, what its offender says)
@@ -50,14 +83,36 @@ CASES = [
     ("contract_violation", [_bad(answer=None)], "", "schema", "math task has no 'answer'"),
     ("wrong_type", [_bad(prompt=12345678901)], "", "schema", "prompt"),
     ("duplicate_task_id", [_bad(task_id="g1")], "", "schema", "task_id is unique"),
-    ("duplicate_within", [_bad(task_id="copy", prompt="  CALCULATE 3 +  5 and give the result. ", answer="8",
-                               created_at="2026-02-01")], "", "duplicates_within", "same prompt and reference as g1"),
+    (
+        "duplicate_within",
+        [_bad(task_id="copy", prompt="  CALCULATE 3 +  5 and give the result. ", answer="8", created_at="2026-02-01")],
+        "",
+        "duplicates_within",
+        "same prompt and reference as g1",
+    ),
     ("contamination", [_bad(prompt=None, answer="18")], "", "contamination", "gsm8k"),
-    ("broken_verifier_code", [_bad(domain="code", answer=None, tests="assert add(1, 2) == 3 +", entry_point="add",
-                                   reference_solution="def add(a, b): return a + b")], "",
-     "verifier_sanity", "tests do not compile"),
-    ("broken_verifier_echo", [_bad(prompt="Add 4 and 3. The answer is 7", answer="7")], "",
-     "verifier_sanity", "probe 'echo_prompt' passes the verifier"),
+    (
+        "broken_verifier_code",
+        [
+            _bad(
+                domain="code",
+                answer=None,
+                tests="assert add(1, 2) == 3 +",
+                entry_point="add",
+                reference_solution="def add(a, b): return a + b",
+            )
+        ],
+        "",
+        "verifier_sanity",
+        "tests do not compile",
+    ),
+    (
+        "broken_verifier_echo",
+        [_bad(prompt="Add 4 and 3. The answer is 7", answer="7")],
+        "",
+        "verifier_sanity",
+        "probe 'echo_prompt' passes the verifier",
+    ),
     ("bad_license", [_bad(license="GPL-3.0")], "", "license", "license is one of"),
     ("missing_license", [_bad(license=None)], "", "license", "names its license"),
     ("bad_range", [_bad(expert_minutes=5000)], "", "ranges", "expert_minutes is 0.5..600"),
@@ -71,10 +126,16 @@ def test_field_check_offenders_are_the_rows_that_fail_wherever_they_are(tmp_path
     """GX names failing rows by the frame's index (expectations.delivery_frame);
     each must come back as its own file:line and task_id, past an
     unparseable line (which has no row in the frame)."""
-    lines = [json.dumps(GOOD[0]), '{"task_id": "broken", "prompt": "no closing brace"',
-             json.dumps(_bad(task_id="L1", license=None)), json.dumps(GOOD[1]),
-             json.dumps(_bad(task_id="R1", expert_minutes=5000)), json.dumps(_bad(task_id="L2", license="GPL-3.0")),
-             json.dumps(_bad(task_id="D1", created_at="1970-01-01")), json.dumps(GOOD[2])]
+    lines = [
+        json.dumps(GOOD[0]),
+        '{"task_id": "broken", "prompt": "no closing brace"',
+        json.dumps(_bad(task_id="L1", license=None)),
+        json.dumps(GOOD[1]),
+        json.dumps(_bad(task_id="R1", expert_minutes=5000)),
+        json.dumps(_bad(task_id="L2", license="GPL-3.0")),
+        json.dumps(_bad(task_id="D1", created_at="1970-01-01")),
+        json.dumps(GOOD[2]),
+    ]
     delivery = tmp_path / "d.jsonl"
     delivery.write_text("\n".join(lines) + "\n", encoding="utf-8")
     s = validate_delivery([str(delivery)], tmp_path / "out", data_docs=False, echo=False)
@@ -139,8 +200,16 @@ def test_summary_lists_offenders_for_every_failed_check(tmp_path):
     pool = _write(tmp_path / "pool.jsonl", [dict(GOOD[0], task_id="P-1")])
     s = validate_delivery([str(delivery)], tmp_path / "out", against=[str(pool)], echo=False)
     on_disk = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert set(on_disk["failed_checks"]) == {"schema", "license", "ranges", "dates", "duplicates_within",
-                                             "duplicates_against_pool", "contamination", "verifier_sanity"}
+    assert set(on_disk["failed_checks"]) == {
+        "schema",
+        "license",
+        "ranges",
+        "dates",
+        "duplicates_within",
+        "duplicates_against_pool",
+        "contamination",
+        "verifier_sanity",
+    }
     for c in on_disk["checks"]:
         assert {"name", "observed", "threshold", "status", "offenders"} <= set(c)
         if c["status"] == "fail":
@@ -155,8 +224,13 @@ def test_summary_lists_offenders_for_every_failed_check(tmp_path):
     assert "http://" not in report and "https://" not in report and "<script" not in report
     assert s["data_docs"]["built"] and (tmp_path / "out" / "data_docs" / "index.html").is_file()
     # GX's own pages name the failing rows by file:line too.
-    (missing,) = [o for c in on_disk["checks"] if c["name"] == "license" for o in c["offenders"]
-                  if "names its license" in o["reason"]]
+    (missing,) = [
+        o
+        for c in on_disk["checks"]
+        if c["name"] == "license"
+        for o in c["offenders"]
+        if "names its license" in o["reason"]
+    ]
     pages = "".join(p.read_text() for p in (tmp_path / "out" / "data_docs" / "validations").rglob("*.html"))
     assert missing["where"] in pages
 
@@ -187,16 +261,20 @@ def test_profile_thresholds_decide(tmp_path):
 
 # --- the difficulty probe, with the scripted backend --------------------------------------------
 
+
 def test_probe_reports_shares_and_tokens(tmp_path):
     from fakes import ScriptedBackend
 
-    tasks = [{"task_id": f"p{i}", "prompt": f"Calculate {e}.", "answer": str(v), "license": "MIT"}
-             for i, (e, v) in enumerate([("3 + 5", 8), ("3 * 5", 15), ("7 - 2", 5), ("2 + 6", 8)])]
+    tasks = [
+        {"task_id": f"p{i}", "prompt": f"Calculate {e}.", "answer": str(v), "license": "MIT"}
+        for i, (e, v) in enumerate([("3 + 5", 8), ("3 * 5", 15), ("7 - 2", 5), ("2 + 6", 8)])
+    ]
     delivery = _write(tmp_path / "d.jsonl", tasks)
     backend = ScriptedBackend()
     probe = ProbeSpec(model="scripted", k=4, config=RunConfig())
-    s = validate_delivery([str(delivery)], tmp_path / "out", probe=probe, backend_factory=lambda: backend,
-                          data_docs=False, echo=False)
+    s = validate_delivery(
+        [str(delivery)], tmp_path / "out", probe=probe, backend_factory=lambda: backend, data_docs=False, echo=False
+    )
     c = next(c for c in s["checks"] if c["name"] == "learnable_share")
     d = c["details"]
     assert d["probed"] == 4 and d["k"] == 4 and d["attempts"] == 16
@@ -208,12 +286,20 @@ def test_probe_reports_shares_and_tokens(tmp_path):
 
     profile = tmp_path / "p.toml"
     profile.write_text("[thresholds]\nmin_learnable_share = 0.5\n")
-    s = validate_delivery([str(delivery)], tmp_path / "out", profile_path=str(profile), probe=probe,
-                          backend_factory=lambda: backend, data_docs=False, echo=False)
+    s = validate_delivery(
+        [str(delivery)],
+        tmp_path / "out",
+        profile_path=str(profile),
+        probe=probe,
+        backend_factory=lambda: backend,
+        data_docs=False,
+        echo=False,
+    )
     assert s["failed_checks"] == ["learnable_share"]
 
 
 # --- the command line: exit codes and the verdict line -----------------------------------------
+
 
 def _cli(*args):
     return subprocess.run([*TASKSIEVE, "validate", *args], capture_output=True, text=True, timeout=300)
@@ -235,7 +321,8 @@ def test_cli_exit_codes(tmp_path):
     missing = _cli(str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o3"))
     assert missing.returncode == 2
     assert [l for l in missing.stderr.splitlines() if l.startswith("tasksieve:")] == [
-        f"tasksieve: error: input not found: {tmp_path / 'nope.jsonl'}"]
+        f"tasksieve: error: input not found: {tmp_path / 'nope.jsonl'}"
+    ]
     profile = tmp_path / "p.toml"
     profile.write_text("[thresholds]\nmax_contaminated = -1\n")
     badprof = _cli(str(good), "--profile", str(profile), "--out", str(tmp_path / "o4"))
@@ -248,13 +335,25 @@ def test_cli_exit_codes(tmp_path):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_probe_with_the_real_model(tmp_path):
-    tasks = [{"task_id": f"r{i}", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "license": "MIT"}
-             for i, (a, b) in enumerate([(2, 3), (4, 4), (7, 1), (38, 47)])]
+    tasks = [
+        {"task_id": f"r{i}", "prompt": f"Calculate {a} + {b}.", "answer": str(a + b), "license": "MIT"}
+        for i, (a, b) in enumerate([(2, 3), (4, 4), (7, 1), (38, 47)])
+    ]
     delivery = _write(tmp_path / "d.jsonl", tasks)
     cfg = tmp_path / "run.toml"
     cfg.write_text("[sampling]\nmax_tokens = 32\n[model]\nmax_model_len = 512\nkv_cache_gib = 0.5\n")
-    p = _cli(str(delivery), "--out", str(tmp_path / "o"), "--no-data-docs", "--probe-model", "default",
-             "--probe-k", "2", "--config", str(cfg))
+    p = _cli(
+        str(delivery),
+        "--out",
+        str(tmp_path / "o"),
+        "--no-data-docs",
+        "--probe-model",
+        "default",
+        "--probe-k",
+        "2",
+        "--config",
+        str(cfg),
+    )
     assert p.returncode in (0, 1), p.stderr[-2000:]
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     d = next(c for c in s["checks"] if c["name"] == "learnable_share")["details"]

@@ -19,8 +19,18 @@ HE_TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert c
 
 
 def _code(entry="add", tests=HE_TESTS, ref="def add(a, b):\n    return a + b\n", **kw):
-    return dict({"task_id": entry, "domain": "code", "entry_point": entry, "tests": tests, "reference_solution": ref,
-                 "prompt": f"Write a Python function {entry}(a, b) that returns a + b.", "content_hash": entry}, **kw)
+    return dict(
+        {
+            "task_id": entry,
+            "domain": "code",
+            "entry_point": entry,
+            "tests": tests,
+            "reference_solution": ref,
+            "prompt": f"Write a Python function {entry}(a, b) that returns a + b.",
+            "content_hash": entry,
+        },
+        **kw,
+    )
 
 
 @pytest.mark.slow
@@ -30,18 +40,21 @@ def test_working_code_tasks_pass_in_both_test_styles():
         assert v == {"broken": False, "problems": [], "reasons": [], "executed": True}
 
 
-@pytest.mark.parametrize("task,reason,says", [
-    (_code(ref="def add(a, b):\n    return a - b\n"), "reference_fails", "wrong_answer"),
-    (_code(ref="def add(a, b):\n    while True:\n        pass\n"), "reference_fails", "timeout"),
-    (_code(tests="r = add(2, 1)\nassert r == 3 or r is None\n"), "null_answer_passes", "returning None"),
-    (_code(tests="assert isinstance(add(1, 2), (int, str))\n"), "null_answer_passes", "returning ''"),
-    (_code(tests="assert 'function' in str(add(1, 2)) or add(1, 2) == 3\n"), "null_answer_passes", "the prompt"),
-    (_code(tests="assert add(1, 2) == 3 +\n"), "tests_do_not_compile", "tests do not compile"),
-    (_code(ref="def add(a, b)\n    return a + b\n"), "reference_does_not_compile", "does not compile"),
-    (_code(ref="def plus(a, b):\n    return a + b\n"), "bad_entry_point", "does not define entry_point"),
-    (_code(ref=None), "no_reference", "no reference_solution"),
-    (_code(tests="assert True\n"), "null_answer_passes", "`pass`"),
-])
+@pytest.mark.parametrize(
+    "task,reason,says",
+    [
+        (_code(ref="def add(a, b):\n    return a - b\n"), "reference_fails", "wrong_answer"),
+        (_code(ref="def add(a, b):\n    while True:\n        pass\n"), "reference_fails", "timeout"),
+        (_code(tests="r = add(2, 1)\nassert r == 3 or r is None\n"), "null_answer_passes", "returning None"),
+        (_code(tests="assert isinstance(add(1, 2), (int, str))\n"), "null_answer_passes", "returning ''"),
+        (_code(tests="assert 'function' in str(add(1, 2)) or add(1, 2) == 3\n"), "null_answer_passes", "the prompt"),
+        (_code(tests="assert add(1, 2) == 3 +\n"), "tests_do_not_compile", "tests do not compile"),
+        (_code(ref="def add(a, b)\n    return a + b\n"), "reference_does_not_compile", "does not compile"),
+        (_code(ref="def plus(a, b):\n    return a + b\n"), "bad_entry_point", "does not define entry_point"),
+        (_code(ref=None), "no_reference", "no reference_solution"),
+        (_code(tests="assert True\n"), "null_answer_passes", "`pass`"),
+    ],
+)
 @pytest.mark.slow
 def test_broken_code_tasks_are_caught(task, reason, says):
     v = check_verifier(task)
@@ -59,12 +72,26 @@ def test_answer_and_rubric_domains():
 
 
 MATH_TASKS = [
-    {"domain": "math", "answer": a, "prompt": p} for a, p in [
-        ("8", "Calculate 5 + 3."), ("7", "Add 4 and 3. The answer is 7"), ("3/4", "What fraction is shaded?"),
-        ("\\frac{1}{2}", "Halve one."), ("x^2 + 1", "Expand."), ("-7", "What is 3 - 10?"), ("1,000", "Ten hundreds?"),
-        ("0.5", "A half as a decimal?"), ("hello", "Greet."), ("", "No answer given."), ("12", "Numbers 1 to 20: pick 12"),
-        ("{1, 2}", "Roots of (x-1)(x-2)?"), ("\\sqrt{2}", "Diagonal of a unit square?"), ("1e3", "Write a thousand."),
-        ("}{", "A broken reference."), ("???", "Another one.")]]
+    {"domain": "math", "answer": a, "prompt": p}
+    for a, p in [
+        ("8", "Calculate 5 + 3."),
+        ("7", "Add 4 and 3. The answer is 7"),
+        ("3/4", "What fraction is shaded?"),
+        ("\\frac{1}{2}", "Halve one."),
+        ("x^2 + 1", "Expand."),
+        ("-7", "What is 3 - 10?"),
+        ("1,000", "Ten hundreds?"),
+        ("0.5", "A half as a decimal?"),
+        ("hello", "Greet."),
+        ("", "No answer given."),
+        ("12", "Numbers 1 to 20: pick 12"),
+        ("{1, 2}", "Roots of (x-1)(x-2)?"),
+        ("\\sqrt{2}", "Diagonal of a unit square?"),
+        ("1e3", "Write a thousand."),
+        ("}{", "A broken reference."),
+        ("???", "Another one."),
+    ]
+]
 
 
 def _ask_many_counted(monkeypatch):
@@ -111,8 +138,12 @@ def test_answers_asked_ahead_stop_at_a_deadline_and_the_rest_are_asked_when_need
     with vm.answered_ahead("2^{0}", completions, "", timeout_s=1):
         assert calls == [3]  # the repeated candidate once
         got = [vm.verify_math("2^{0}", c, 1) for c in completions]
-    assert [(v["passed"], v["error"]) for v in got] == [(False, None), (False, "timeout (over 1s)"), (True, None),
-                                                         (False, None)]
+    assert [(v["passed"], v["error"]) for v in got] == [
+        (False, None),
+        (False, "timeout (over 1s)"),
+        (True, None),
+        (False, None),
+    ]
     assert calls == [3, 1]  # the third, asked alone after the worker was killed
     monkeypatch.setattr(vm, "AHEAD_MAX_BYTES", 100)  # one request fits, not two
     answer_memo.forget()  # "1" and "1" would be known from above
@@ -132,6 +163,7 @@ def test_sanity_route_marks_the_drop_with_evidence():
 
 # --- the stage in the graph ---------------------------------------------------------------
 
+
 def _row(task_id, **fields):
     return dict({"task_id": task_id, "source": "vendor_x", "license": "MIT", "expert_minutes": 2.0}, **fields)
 
@@ -141,21 +173,56 @@ DELIVERY = [
     _row("m-mixed", prompt="Calculate 9 - 4.", answer="5"),
     _row("m-fail", prompt="Calculate 4 * 5.", answer="20"),
     _row("m-echo", prompt="Add 4 and 3. The answer is 7", answer="7"),
-    _row("c-good", domain="code", prompt="Write a Python function add(a, b) that returns a + b.", entry_point="add",
-         tests=HE_TESTS, reference_solution="def add(a, b):\n    return a + b\n"),
-    _row("c-plain", domain="code", prompt="Write a Python function mul(a, b) that returns a * b.", entry_point="mul",
-         tests="assert mul(2, 3) == 6\nassert mul(0, 5) == 0\n", reference_solution="def mul(a, b):\n    return a * b\n"),
-    _row("c-badref", domain="code", prompt="Write a Python function sub(a, b) that returns a - b.", entry_point="sub",
-         tests="assert sub(3, 1) == 2\n", reference_solution="def sub(a, b):\n    return b - a\n"),
-    _row("c-none", domain="code", prompt="Write a Python function neg(a, b) that returns a - b.", entry_point="neg",
-         tests="r = neg(3, 1)\nassert r == 2 or r is None\n", reference_solution="def neg(a, b):\n    return a - b\n"),
-    _row("c-nocompile", domain="code", prompt="Write a Python function dup(a, b) that returns a + b.",
-         entry_point="dup", tests="assert dup(1, 2) == 3 +\n", reference_solution="def dup(a, b):\n    return a + b\n"),
+    _row(
+        "c-good",
+        domain="code",
+        prompt="Write a Python function add(a, b) that returns a + b.",
+        entry_point="add",
+        tests=HE_TESTS,
+        reference_solution="def add(a, b):\n    return a + b\n",
+    ),
+    _row(
+        "c-plain",
+        domain="code",
+        prompt="Write a Python function mul(a, b) that returns a * b.",
+        entry_point="mul",
+        tests="assert mul(2, 3) == 6\nassert mul(0, 5) == 0\n",
+        reference_solution="def mul(a, b):\n    return a * b\n",
+    ),
+    _row(
+        "c-badref",
+        domain="code",
+        prompt="Write a Python function sub(a, b) that returns a - b.",
+        entry_point="sub",
+        tests="assert sub(3, 1) == 2\n",
+        reference_solution="def sub(a, b):\n    return b - a\n",
+    ),
+    _row(
+        "c-none",
+        domain="code",
+        prompt="Write a Python function neg(a, b) that returns a - b.",
+        entry_point="neg",
+        tests="r = neg(3, 1)\nassert r == 2 or r is None\n",
+        reference_solution="def neg(a, b):\n    return a - b\n",
+    ),
+    _row(
+        "c-nocompile",
+        domain="code",
+        prompt="Write a Python function dup(a, b) that returns a + b.",
+        entry_point="dup",
+        tests="assert dup(1, 2) == 3 +\n",
+        reference_solution="def dup(a, b):\n    return a + b\n",
+    ),
     _row("r-good", domain="rubric", prompt="Write a haiku about rain.", rubric=["three lines", "mentions rain"]),
     _row("r-blank", domain="rubric", prompt="Write a limerick about cats.", rubric=[" "]),
 ]
-BROKEN = {"m-echo": "null_answer_passes", "c-badref": "reference_fails", "c-none": "null_answer_passes",
-          "c-nocompile": "tests_do_not_compile", "r-blank": "no_criteria"}
+BROKEN = {
+    "m-echo": "null_answer_passes",
+    "c-badref": "reference_fails",
+    "c-none": "null_answer_passes",
+    "c-nocompile": "tests_do_not_compile",
+    "r-blank": "no_criteria",
+}
 
 
 @pytest.fixture(scope="module")
@@ -198,10 +265,17 @@ def test_judge_tokens_recorded_and_costed_and_funnel_has_the_stage(curated):
     con = duckdb.connect(str(out / "curation.duckdb"), read_only=True)
     judged = con.execute("select count(*), sum(judge_prompt_tokens) from attempts where verifier = 'rubric'").fetchone()
     assert judged[0] > 0 and judged[1] > 0
-    assert con.execute("select count(*) from attempts where verifier <> 'rubric' and judge_model_id is not null").fetchone()[0] == 0
+    assert (
+        con.execute(
+            "select count(*) from attempts where verifier <> 'rubric' and judge_model_id is not null"
+        ).fetchone()[0]
+        == 0
+    )
     judge_rows = con.execute("select count(*), sum(usd) from costs where component = 'judge'").fetchone()
     assert judge_rows[0] == judged[0] and judge_rows[1] > 0
-    funnel = con.execute("select stage, rows_in, removed, dropped, rows_out from funnel order by stage_order").fetchall()
+    funnel = con.execute(
+        "select stage, rows_in, removed, dropped, rows_out from funnel order by stage_order"
+    ).fetchall()
     stages = [f[0] for f in funnel]
     assert stages.index("decontaminate") < stages.index("verifier_sanity") < stages.index("sample")
     sanity = funnel[stages.index("verifier_sanity")]
@@ -223,14 +297,16 @@ def test_code_attempts_are_extracted_and_run(curated):
 
 # --- `tasksieve validate`: the sanity check over worker processes --------------------------
 
+
 def _mixed_tasks() -> list[dict]:
     """Math (good, broken, hostile), code (good and broken), exact and rubric tasks."""
     tasks = [dict(t, task_id=f"m{i}") for i, t in enumerate(MATH_TASKS)]
-    tasks += [_code(), _code(entry="sub", ref="def sub(a, b):\n    return 0\n"),
-              _code(entry="bad", tests="assert (")]
-    tasks += [{"task_id": "e1", "domain": "exact", "answer": "Paris", "prompt": "Capital of France?"},
-              {"task_id": "e2", "domain": "exact", "answer": "/(a+)+$/", "prompt": "A regex."},
-              {"task_id": "r1", "domain": "rubric", "rubric": ["mentions rain"], "prompt": "p"}]
+    tasks += [_code(), _code(entry="sub", ref="def sub(a, b):\n    return 0\n"), _code(entry="bad", tests="assert (")]
+    tasks += [
+        {"task_id": "e1", "domain": "exact", "answer": "Paris", "prompt": "Capital of France?"},
+        {"task_id": "e2", "domain": "exact", "answer": "/(a+)+$/", "prompt": "A regex."},
+        {"task_id": "r1", "domain": "rubric", "rubric": ["mentions rain"], "prompt": "p"},
+    ]
     return tasks
 
 
@@ -256,8 +332,10 @@ def test_sanity_checks_here_when_worker_processes_cannot_start(monkeypatch, caps
     assert "checking here instead" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cores,tasks,want", [(8, 100, 1), (8, 8_000, 2), (8, 1_000_000, 8), (2, 1_000_000, 2),
-                                              (1, 1_000_000, 1), (64, 1_000_000, 8)])
+@pytest.mark.parametrize(
+    "cores,tasks,want",
+    [(8, 100, 1), (8, 8_000, 2), (8, 1_000_000, 8), (2, 1_000_000, 2), (1, 1_000_000, 1), (64, 1_000_000, 8)],
+)
 def test_sanity_processes_follow_the_cores_and_the_delivery(monkeypatch, cores, tasks, want):
     from tasksieve.pipeline.validate import delivery_checks as dc
 

@@ -8,26 +8,47 @@ from tasksieve.schemas.config import VerifyConfig
 from tasksieve.schemas.rates import Rates
 from tasksieve.transforms.backends.base import GenResult
 from tasksieve.transforms.costs import attempt_cost_rows
-from tasksieve.transforms.verify.verifiers import (extract_code, parse_judgement, verify_attempts, verify_code,
-                                            verify_exact, verify_one)
+from tasksieve.transforms.verify.verifiers import (
+    extract_code,
+    parse_judgement,
+    verify_attempts,
+    verify_code,
+    verify_exact,
+    verify_one,
+)
 
 FAST = VerifyConfig(code_cpu_seconds=2, code_wall_seconds=3, code_memory_mb=256, math_timeout_s=2)
 
-HUMANEVAL = {"domain": "code", "entry_point": "add", "prompt": "Write add(a, b).", "content_hash": "he",
-             "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"}
+HUMANEVAL = {
+    "domain": "code",
+    "entry_point": "add",
+    "prompt": "Write add(a, b).",
+    "content_hash": "he",
+    "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n",
+}
 PLAIN = dict(HUMANEVAL, tests="assert add(1, 2) == 3\nassert add(0, 0) == 0\n", content_hash="pl")
-RUBRIC = {"domain": "rubric", "prompt": "Write a haiku about rain.", "content_hash": "rb",
-          "rubric": ["is three lines", "mentions rain", "5-7-5 syllables"]}
+RUBRIC = {
+    "domain": "rubric",
+    "prompt": "Write a haiku about rain.",
+    "content_hash": "rb",
+    "rubric": ["is three lines", "mentions rain", "5-7-5 syllables"],
+}
 
 
-@pytest.mark.parametrize("completion,expected", [
-    ("Sure:\n```python\ndef add(a, b):\n    return a + b\n```\nThis adds.", "def add(a, b):\n    return a + b"),
-    ("```py\nimport math\n```\ntext\n```python\ndef add(a, b):\n    return a + b\n```", "def add(a, b):\n    return a + b"),
-    ("```python\ndef add(a, b):\n    return a + b\n", "def add(a, b):\n    return a + b"),  # unclosed fence
-    ("def add(a, b):\n    return a + b\n\nThis function returns the sum.", "def add(a, b):\n    return a + b\n"),
-    ("The function is: def add(a, b): return a + b", "def add(a, b): return a + b"),
-    ("I cannot write that.", ""),
-])
+@pytest.mark.parametrize(
+    "completion,expected",
+    [
+        ("Sure:\n```python\ndef add(a, b):\n    return a + b\n```\nThis adds.", "def add(a, b):\n    return a + b"),
+        (
+            "```py\nimport math\n```\ntext\n```python\ndef add(a, b):\n    return a + b\n```",
+            "def add(a, b):\n    return a + b",
+        ),
+        ("```python\ndef add(a, b):\n    return a + b\n", "def add(a, b):\n    return a + b"),  # unclosed fence
+        ("def add(a, b):\n    return a + b\n\nThis function returns the sum.", "def add(a, b):\n    return a + b\n"),
+        ("The function is: def add(a, b): return a + b", "def add(a, b): return a + b"),
+        ("I cannot write that.", ""),
+    ],
+)
 def test_code_extraction(completion, expected):
     assert extract_code(completion, "add").strip() == expected.strip()
 
@@ -45,12 +66,15 @@ def test_code_verifier_pass_fail_and_syntax(task):
     assert not none["passed"] and none["error"] == "no_code"
 
 
-@pytest.mark.parametrize("body,reason", [
-    ("import socket\n    socket.create_connection(('8.8.8.8', 53))", "blocked: network"),
-    ("open('/etc/passwd', 'a').write('x')", "blocked: write"),
-    ("while True: pass", "timeout"),
-    ("import os\n    return os.environ['HOME']", "KeyError"),
-])
+@pytest.mark.parametrize(
+    "body,reason",
+    [
+        ("import socket\n    socket.create_connection(('8.8.8.8', 53))", "blocked: network"),
+        ("open('/etc/passwd', 'a').write('x')", "blocked: write"),
+        ("while True: pass", "timeout"),
+        ("import os\n    return os.environ['HOME']", "KeyError"),
+    ],
+)
 def test_code_verifier_contains_hostile_attempts(body, reason):
     v = verify_code(PLAIN, f"```python\ndef add(a, b):\n    {body}\n    return a + b\n```", FAST)
     assert not v["passed"] and reason in v["error"]
@@ -96,8 +120,14 @@ class _Judge:
 def test_verify_attempts_runs_a_wave_with_one_judge_call():
     judge = _Judge(["1: YES\n2: YES\n3: NO", "1: NO\n2: NO\n3: NO", "I refuse to grade."])
     code_ok = "```python\ndef add(a, b):\n    return a + b\n```"
-    items = [(RUBRIC, "Rain falls..."), (PLAIN, code_ok), (HUMANEVAL, code_ok.replace("+", "*")),
-             (RUBRIC, "Sunshine."), ({"domain": "math", "answer": "8", "content_hash": "m"}, "= 8"), (RUBRIC, "x")]
+    items = [
+        (RUBRIC, "Rain falls..."),
+        (PLAIN, code_ok),
+        (HUMANEVAL, code_ok.replace("+", "*")),
+        (RUBRIC, "Sunshine."),
+        ({"domain": "math", "answer": "8", "content_hash": "m"}, "= 8"),
+        (RUBRIC, "x"),
+    ]
     v = verify_attempts(items, judge, FAST, seeds=[1, 2, 3, 4, 5, 6])
     assert judge.calls == 1 and len(judge.seen) == 3  # every rubric attempt of the wave, one call
     assert "Criteria:\n1. is three lines" in dict(judge.seen[0].messages)["user"]
@@ -130,15 +160,29 @@ def test_scripted_backend_as_judge():
 
 
 def test_judge_tokens_are_costed_at_the_judge_models_rate():
-    rates = Rates.model_validate({
-        "expert": {"usd_per_hour": 60},
-        "generation": [{"model": "policy", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0},
-                       {"model": "judge-model", "unit": "tokens", "usd_per_m_input": 10.0, "usd_per_m_output": 20.0}],
-        "verification": {"usd_per_cpu_hour": 3.6},
-    })
-    a = {"content_hash": "h", "attempt_idx": 0, "model_id": "policy@1", "prompt_tokens": 1000, "completion_tokens": 1000,
-         "gen_seconds": 1.0, "verify_seconds": 1.0, "judge_model_id": "judge-model@1", "judge_prompt_tokens": 100_000,
-         "judge_completion_tokens": 50_000, "judge_seconds": 2.0}
+    rates = Rates.model_validate(
+        {
+            "expert": {"usd_per_hour": 60},
+            "generation": [
+                {"model": "policy", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0},
+                {"model": "judge-model", "unit": "tokens", "usd_per_m_input": 10.0, "usd_per_m_output": 20.0},
+            ],
+            "verification": {"usd_per_cpu_hour": 3.6},
+        }
+    )
+    a = {
+        "content_hash": "h",
+        "attempt_idx": 0,
+        "model_id": "policy@1",
+        "prompt_tokens": 1000,
+        "completion_tokens": 1000,
+        "gen_seconds": 1.0,
+        "verify_seconds": 1.0,
+        "judge_model_id": "judge-model@1",
+        "judge_prompt_tokens": 100_000,
+        "judge_completion_tokens": 50_000,
+        "judge_seconds": 2.0,
+    }
     rows = {r["component"]: r for r in attempt_cost_rows(a, ("v", "t"), rates, "r")}
     assert rows["judge"]["usd"] == pytest.approx(100_000 / 1e6 * 10 + 50_000 / 1e6 * 20)
     assert rows["judge"]["quantity"] == 150_000 and rows["judge"]["unit"] == "token"

@@ -11,31 +11,37 @@ from tasksieve.transforms.verify.verifiers import verify_exact, verifier_for
 from tasksieve.transforms.verify.math_answers import extract_final_answer, verify_math
 
 
-@pytest.mark.parametrize("completion,expected,rule", [
-    ("so we get \\boxed{\\frac{1}{2}} done", "\\frac{1}{2}", "boxed"),
-    ("\\boxed{4} first, then \\boxed{4} again", "4", "boxed"),
-    ("\\boxed{3} first, then \\boxed{4}", None, "several"),  # two distinct final answers
-    ("Adding them, the final answer is 12.", "12", "phrase"),
-    ("Answer: 1,234", "1,234", "phrase"),
-    ("The answer is 3 or 4.", None, "several"),
-    ("5 + 3 = 8. So there are 8 apples.", "8", "last_number"),
-    ("4 + 4 = 8, the result of adding 4 to itself once.", "8", "last_number"),
-    ("6 and 8 together, which equals 14, for 2 kids", "14", "last_number"),
-    ("2 + 6 = 8. So the answer is straightforward.", "8", "last_number"),
-    ("There are 3 cats and 5 dogs, so 8 pets.", None, "none"),  # three numbers: which one is the answer?
-    ("1 2 3 5 8 13 21 34 42", None, "none"),
-    ("I cannot tell.", None, "none"),
-    ("", None, "empty"),
-])
+@pytest.mark.parametrize(
+    "completion,expected,rule",
+    [
+        ("so we get \\boxed{\\frac{1}{2}} done", "\\frac{1}{2}", "boxed"),
+        ("\\boxed{4} first, then \\boxed{4} again", "4", "boxed"),
+        ("\\boxed{3} first, then \\boxed{4}", None, "several"),  # two distinct final answers
+        ("Adding them, the final answer is 12.", "12", "phrase"),
+        ("Answer: 1,234", "1,234", "phrase"),
+        ("The answer is 3 or 4.", None, "several"),
+        ("5 + 3 = 8. So there are 8 apples.", "8", "last_number"),
+        ("4 + 4 = 8, the result of adding 4 to itself once.", "8", "last_number"),
+        ("6 and 8 together, which equals 14, for 2 kids", "14", "last_number"),
+        ("2 + 6 = 8. So the answer is straightforward.", "8", "last_number"),
+        ("There are 3 cats and 5 dogs, so 8 pets.", None, "none"),  # three numbers: which one is the answer?
+        ("1 2 3 5 8 13 21 34 42", None, "none"),
+        ("I cannot tell.", None, "none"),
+        ("", None, "empty"),
+    ],
+)
 def test_answer_extraction_rules(completion, expected, rule):
     assert extract_final_answer(completion) == (expected, rule)
 
 
-@pytest.mark.parametrize("prompt,completion,expected", [
-    ("Add 5 and 0.", "So it is 5.", None),  # the prompt states 5: an echo could win it
-    ("Add 5 and 1.", "So it is 6.", "6"),
-    ("Minimise a^2+ab+b^2-3a-3b.", "Minimise a^2+ab+b^2-3a-3b.", None),
-])
+@pytest.mark.parametrize(
+    "prompt,completion,expected",
+    [
+        ("Add 5 and 0.", "So it is 5.", None),  # the prompt states 5: an echo could win it
+        ("Add 5 and 1.", "So it is 6.", "6"),
+        ("Minimise a^2+ab+b^2-3a-3b.", "Minimise a^2+ab+b^2-3a-3b.", None),
+    ],
+)
 def test_last_number_rule_ignores_numbers_the_prompt_states(prompt, completion, expected):
     assert extract_final_answer(completion, prompt=prompt)[0] == expected
 
@@ -72,8 +78,31 @@ def test_last_number_rule_reads_at_most_what_it_needs_and_decides_the_same():
     from tasksieve.transforms.verify.math_answers import _last_number_answer
 
     rng = random.Random(7)
-    tokens = ["5", "-3", "1,234", "2/3", "0.5", "12", "=", "equals", "is equal to", "$", "x", "so", "cats", ".", "!",
-              "?", "\n", ",", "and", "7.", "8!", "1,000,000", "3/4."]
+    tokens = [
+        "5",
+        "-3",
+        "1,234",
+        "2/3",
+        "0.5",
+        "12",
+        "=",
+        "equals",
+        "is equal to",
+        "$",
+        "x",
+        "so",
+        "cats",
+        ".",
+        "!",
+        "?",
+        "\n",
+        ",",
+        "and",
+        "7.",
+        "8!",
+        "1,000,000",
+        "3/4.",
+    ]
     prompts = ["", "Add 5 and 12.", "What is 2/3 of 1,234?", "Compute 0.5 + 7.", "No numbers here."]
     cases = 0
     for _ in range(4000):
@@ -87,16 +116,19 @@ def test_last_number_rule_reads_at_most_what_it_needs_and_decides_the_same():
     assert _last_number_answer(many + " So it is 60000.", "") == "60000"
 
 
-@pytest.mark.parametrize("reference,completion,ok", [
-    ("8", "5 + 3 = 8", True),
-    ("8", "The answer is \\boxed{8}", True),
-    ("0.5", "\\boxed{\\frac{1}{2}}", True),
-    ("-7", "so it is -7.", True),
-    ("1234", "the final answer is 1,234", True),
-    ("8", "5 + 3 = 9", False),
-    ("8", "no idea", False),
-    ("8", "8 is wrong, it is 9", False),
-])
+@pytest.mark.parametrize(
+    "reference,completion,ok",
+    [
+        ("8", "5 + 3 = 8", True),
+        ("8", "The answer is \\boxed{8}", True),
+        ("0.5", "\\boxed{\\frac{1}{2}}", True),
+        ("-7", "so it is -7.", True),
+        ("1234", "the final answer is 1,234", True),
+        ("8", "5 + 3 = 9", False),
+        ("8", "no idea", False),
+        ("8", "8 is wrong, it is 9", False),
+    ],
+)
 def test_math_verifier(reference, completion, ok):
     v = verify_math(reference, completion)
     assert v["passed"] is ok and v["score"] == (1.0 if ok else 0.0)
@@ -120,11 +152,13 @@ def test_exact_verifier_and_registry():
 
 
 def _rates(**gen):
-    return Rates.model_validate({
-        "expert": {"usd_per_hour": 60, "usd_per_hour_by_source": {"vip": 120}},
-        "generation": [gen or {"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
-        "verification": {"usd_per_cpu_hour": 3.6},
-    })
+    return Rates.model_validate(
+        {
+            "expert": {"usd_per_hour": 60, "usd_per_hour_by_source": {"vip": 120}},
+            "generation": [gen or {"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
+            "verification": {"usd_per_cpu_hour": 3.6},
+        }
+    )
 
 
 def test_expert_cost_prefers_own_cost_then_minutes_then_unpriced():
@@ -143,15 +177,26 @@ def test_expert_cost_table_is_expert_cost_row_of_every_task():
     must be what expert_cost_row says of that task, bit for bit (floats
     compared exactly: minutes / 60 * rate in that order)."""
     rng = random.Random(7)
-    rates = Rates.model_validate({
-        "expert": {"usd_per_hour": 61.3, "usd_per_hour_by_source": {"vip": 127.9, "cheap": 0.0}},
-        "generation": [{"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
-        "verification": {"usd_per_cpu_hour": 3.6},
-    })
+    rates = Rates.model_validate(
+        {
+            "expert": {"usd_per_hour": 61.3, "usd_per_hour_by_source": {"vip": 127.9, "cheap": 0.0}},
+            "generation": [{"model": "*", "unit": "tokens", "usd_per_m_input": 1.0, "usd_per_m_output": 2.0}],
+            "verification": {"usd_per_cpu_hour": 3.6},
+        }
+    )
     amounts = [None, None, 0.0, 1e-9, 0.1, 7.0, 33.333, 1e6]
-    tasks = [{"source": rng.choice(["v", "vip", "cheap", "other", "vïp\x1f"]), "task_id": f"t{i}",
-              "content_hash": rng.choice([None, f"h{i}"]), "prompt": "p", "domain": "math",
-              "expert_cost_usd": rng.choice(amounts), "expert_minutes": rng.choice(amounts)} for i in range(400)]
+    tasks = [
+        {
+            "source": rng.choice(["v", "vip", "cheap", "other", "vïp\x1f"]),
+            "task_id": f"t{i}",
+            "content_hash": rng.choice([None, f"h{i}"]),
+            "prompt": "p",
+            "domain": "math",
+            "expert_cost_usd": rng.choice(amounts),
+            "expert_minutes": rng.choice(amounts),
+        }
+        for i in range(400)
+    ]
     results = pa.Table.from_pylist(tasks, schema=RESULT_SCHEMA)
     got = expert_cost_table(results, rates, "run-1", COST_SCHEMA)
     want = pa.Table.from_pylist([expert_cost_row(t, rates, "run-1") for t in tasks], schema=COST_SCHEMA)
@@ -162,8 +207,15 @@ def test_expert_cost_table_is_expert_cost_row_of_every_task():
 
 
 def test_attempt_costs_from_tokens_or_gpu_time_and_verifier_seconds():
-    a = {"content_hash": "h", "attempt_idx": 2, "model_id": "m@1", "prompt_tokens": 1_000_000,
-         "completion_tokens": 500_000, "gen_seconds": 36.0, "verify_seconds": 10.0}
+    a = {
+        "content_hash": "h",
+        "attempt_idx": 2,
+        "model_id": "m@1",
+        "prompt_tokens": 1_000_000,
+        "completion_tokens": 500_000,
+        "gen_seconds": 36.0,
+        "verify_seconds": 10.0,
+    }
     gen, ver = attempt_cost_rows(a, ("v", "t"), _rates(), "r")
     assert gen["component"] == "generation" and gen["usd"] == pytest.approx(2.0) and gen["quantity"] == 1_500_000
     assert ver["component"] == "verification" and ver["usd"] == pytest.approx(0.01)

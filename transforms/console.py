@@ -65,9 +65,12 @@ def quiet_engine_start() -> None:
     loads): torch's warnings that vLLM's start-up triggers."""
     if verbose():
         return
-    warnings.filterwarnings("ignore", category=FutureWarning,
-                            message=r"`torch\.distributed\.reduce_op` is deprecated",
-                            module=r"vllm\.triton_utils\.dispatcher")
+    warnings.filterwarnings(
+        "ignore",
+        category=FutureWarning,
+        message=r"`torch\.distributed\.reduce_op` is deprecated",
+        module=r"vllm\.triton_utils\.dispatcher",
+    )
     logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
 
 

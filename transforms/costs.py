@@ -28,14 +28,23 @@ import pyarrow.compute as pc
 
 from tasksieve.transforms.backends.base import REPLAY_PREFIX
 
+
 def expert_cost_row(task: dict, rates, run_id: str) -> dict:
-    base = {"run_id": run_id, "content_hash": task.get("content_hash"), "source": task["source"],
-            "task_id": task["task_id"], "component": "expert", "attempt_idx": None}
+    base = {
+        "run_id": run_id,
+        "content_hash": task.get("content_hash"),
+        "source": task["source"],
+        "task_id": task["task_id"],
+        "component": "expert",
+        "attempt_idx": None,
+    }
     if task.get("expert_cost_usd") is not None:
         return dict(base, quantity=task["expert_cost_usd"], unit="usd", usd=task["expert_cost_usd"])
     if task.get("expert_minutes") is not None:
         minutes = task["expert_minutes"]
-        return dict(base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert.hourly(task["source"]))
+        return dict(
+            base, quantity=minutes, unit="expert_minute", usd=minutes / 60.0 * rates.expert.hourly(task["source"])
+        )
     return dict(base, quantity=0.0, unit="unpriced", usd=0.0)
 
 
@@ -58,7 +67,9 @@ def expert_cost_table(results: pa.Table, rates, run_id: str, schema: pa.Schema) 
     zero = pa.scalar(0.0)
     columns = {
         "run_id": pa.repeat(pa.scalar(run_id, pa.string()), n),
-        "content_hash": results["content_hash"], "source": source, "task_id": results["task_id"],
+        "content_hash": results["content_hash"],
+        "source": source,
+        "task_id": results["task_id"],
         "component": pa.repeat(pa.scalar("expert", pa.string()), n),
         "quantity": pc.if_else(has_usd, given, pc.if_else(has_minutes, minutes, zero)),
         "unit": pc.if_else(has_usd, "usd", pc.if_else(has_minutes, "expert_minute", "unpriced")),
@@ -68,27 +79,41 @@ def expert_cost_table(results: pa.Table, rates, run_id: str, schema: pa.Schema) 
     return pa.table([columns[f.name] for f in schema], schema=schema)
 
 
-def attempt_cost_rows(attempt: dict, task_key: tuple[str, str], rates, run_id: str,
-                      finished_runs: frozenset = frozenset()) -> list[dict]:
+def attempt_cost_rows(
+    attempt: dict, task_key: tuple[str, str], rates, run_id: str, finished_runs: frozenset = frozenset()
+) -> list[dict]:
     source, task_id = task_key
-    base = {"run_id": run_id, "content_hash": attempt["content_hash"], "source": source, "task_id": task_id,
-            "attempt_idx": attempt["attempt_idx"]}
+    base = {
+        "run_id": run_id,
+        "content_hash": attempt["content_hash"],
+        "source": source,
+        "task_id": task_id,
+        "attempt_idx": attempt["attempt_idx"],
+    }
     model_rate = rates.for_model(attempt["model_id"])
     gen_usd, gen_qty, gen_unit = model_rate.usd(
-        attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0, attempt["gen_seconds"] or 0.0)
+        attempt["prompt_tokens"] or 0, attempt["completion_tokens"] or 0, attempt["gen_seconds"] or 0.0
+    )
     origin = attempt.get("reused_from_run")
     if origin is not None and (origin in finished_runs or origin.startswith(REPLAY_PREFIX)):
         gen_usd, gen_unit = 0.0, "reused"
     vsec = attempt["verify_seconds"] or 0.0
     rows = [
         dict(base, component="generation", quantity=gen_qty, unit=gen_unit, usd=gen_usd),
-        dict(base, component="verification", quantity=vsec, unit="cpu_second",
-             usd=vsec / 3600.0 * rates.verification.usd_per_cpu_hour),
+        dict(
+            base,
+            component="verification",
+            quantity=vsec,
+            unit="cpu_second",
+            usd=vsec / 3600.0 * rates.verification.usd_per_cpu_hour,
+        ),
     ]
     if attempt.get("judge_model_id"):
         usd, qty, unit = rates.for_model(attempt["judge_model_id"]).usd(
-            attempt.get("judge_prompt_tokens") or 0, attempt.get("judge_completion_tokens") or 0,
-            attempt.get("judge_seconds") or 0.0)
+            attempt.get("judge_prompt_tokens") or 0,
+            attempt.get("judge_completion_tokens") or 0,
+            attempt.get("judge_seconds") or 0.0,
+        )
         rows.append(dict(base, component="judge", quantity=qty, unit=unit, usd=usd))
     return rows
 

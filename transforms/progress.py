@@ -46,8 +46,11 @@ class Ticker:
             print(progress_line(self.label, seen, now - self.t0, self.total, self.unit), file=sys.stderr, flush=True)
 
     def done(self) -> None:
-        print(progress_line(self.label + " (done)", self.seen, time.time() - self.t0, None, self.unit),
-              file=sys.stderr, flush=True)
+        print(
+            progress_line(self.label + " (done)", self.seen, time.time() - self.t0, None, self.unit),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class Progress(beam.DoFn):
@@ -56,8 +59,15 @@ class Progress(beam.DoFn):
     `unit` names what is counted: the steps between reading and the end of
     dedup count the shards they have finished ("shards", of a known total)."""
 
-    def __init__(self, label: str, total: int | None = None, chunks: bool = True, every_s: float = 2.0,
-                 count: bool = False, unit: str = "rows"):
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        chunks: bool = True,
+        every_s: float = 2.0,
+        count: bool = False,
+        unit: str = "rows",
+    ):
         self.label, self.total, self.chunks, self.every_s, self.count = label, total, chunks, every_s, count
         self.unit = unit
         self.built = time.time()  # when the graph was built (wall clock: the same on every worker)
@@ -73,8 +83,9 @@ class Progress(beam.DoFn):
         self.seen += element if self.count else element[0] if self.chunks else 1
         if now - self.last >= self.every_s:
             self.last = now
-            print(progress_line(self.label, self.seen, now - self.t0, self.total, self.unit), file=sys.stderr,
-                  flush=True)
+            print(
+                progress_line(self.label, self.seen, now - self.t0, self.total, self.unit), file=sys.stderr, flush=True
+            )
         yield element
 
     def teardown(self):
@@ -87,5 +98,6 @@ class Progress(beam.DoFn):
             elapsed = self.latest - self.t0
             if elapsed < self.every_s:
                 elapsed = self.latest - self.built
-            print(progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit), file=sys.stderr,
-                  flush=True)
+            print(
+                progress_line(self.label + " (done)", self.seen, elapsed, None, self.unit), file=sys.stderr, flush=True
+            )

@@ -33,20 +33,44 @@ from typing import Iterator
 
 import apache_beam as beam
 
-from tasksieve.transforms.sources.inputs import (COMPRESSIONS, JSONL_SUFFIXES, READABLE, TABLE_SUFFIXES,  # noqa: F401
-                                         UNREAD_COMPRESSIONS, InputError, delivery_kind, expand_inputs,
-                                         is_datasets_folder)
-from tasksieve.transforms.sources.values import (MAX_DEPTH, MAX_NUMBER_DIGITS, RAW_KEEP_CHARS,  # noqa: F401
-                                                 REASON_MAX_CHARS, LongNumber, RowLimitError, cap, check_value,
-                                                 loads_limited)
+from tasksieve.transforms.sources.inputs import (
+    COMPRESSIONS,
+    JSONL_SUFFIXES,
+    READABLE,
+    TABLE_SUFFIXES,  # noqa: F401
+    UNREAD_COMPRESSIONS,
+    InputError,
+    delivery_kind,
+    expand_inputs,
+    is_datasets_folder,
+)
+from tasksieve.transforms.sources.values import (
+    MAX_DEPTH,
+    MAX_NUMBER_DIGITS,
+    RAW_KEEP_CHARS,  # noqa: F401
+    REASON_MAX_CHARS,
+    LongNumber,
+    RowLimitError,
+    cap,
+    check_value,
+    loads_limited,
+)
 from tasksieve.transforms.sources.values import raw_row as _raw_row
-from tasksieve.transforms.sources.guard import (Capped, SourceRefused, budget_for, expansion_reason, open_regular,  # noqa: F401
-                                             rows_reason, verdict)
+from tasksieve.transforms.sources.guard import (
+    Capped,
+    SourceRefused,
+    budget_for,
+    expansion_reason,
+    open_regular,  # noqa: F401
+    rows_reason,
+    verdict,
+)
 
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
 
 # --- opening files safely ------------------------------------------------------------------
+
 
 def _open_jsonl(path: str):
     """A binary reader of a JSONL file's text: a plain file read up to its
@@ -58,13 +82,22 @@ def _open_jsonl(path: str):
     for comp, opener in COMPRESSIONS.items():
         if low.endswith(comp):
             budget = budget_for(size)
-            return Capped(opener(fh, "rb"), budget.bytes, lambda: expansion_reason("it decompresses to", size, budget),
-                          size, compressed=True)
+            return Capped(
+                opener(fh, "rb"),
+                budget.bytes,
+                lambda: expansion_reason("it decompresses to", size, budget),
+                size,
+                compressed=True,
+            )
     return Capped(fh, size, lambda: f"the file grew past its {size:,} bytes while it was read", size)
 
 
-_UTF16_32_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16",
-                  b"\xfe\xff": "UTF-16"}
+_UTF16_32_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
 
 
 def _not_utf8_text(head: bytes) -> str | None:
@@ -109,14 +142,17 @@ def source_verdict(path: str) -> tuple[str | None, int | None]:
     p = Path(path)
     if p.is_dir():
         from tasksieve.transforms.sources.tables import check_datasets_folder
+
         return verdict(path, check_datasets_folder)
     if delivery_kind(p.name) == "parquet":
         from tasksieve.transforms.sources.tables import check_parquet
+
         return verdict(path, check_parquet)
     return verdict(path, check_jsonl)
 
 
 # --- physical lines ----------------------------------------------------------------------
+
 
 def _line_end(chunk: bytes) -> bytes | None:
     """The line end of a file, from the first stretch of it with one: CR
@@ -144,7 +180,7 @@ def physical_lines(fh, max_row_bytes: int) -> Iterator[tuple[int, bytes, int, bo
         if collecting:
             kept.extend(part)
             if length > max_row_bytes:  # over the limit: keep only a preview
-                del kept[RAW_KEEP_CHARS * 4:]
+                del kept[RAW_KEEP_CHARS * 4 :]
 
     def emit(terminated: bool):
         nonlocal kept, length, lineno
@@ -196,6 +232,7 @@ def is_blank(data: bytes, full_length: int) -> bool:
 
 # --- counting, independently of parsing ---------------------------------------------------
 
+
 def count_rows(path: str, max_row_bytes: int = 1 << 62) -> int:
     """How many raw rows `read_source` must yield for this source, counted
     without parsing any row: non-blank physical lines of a JSONL file,
@@ -221,18 +258,20 @@ def count_rows(path: str, max_row_bytes: int = 1 << 62) -> int:
 
 # --- JSONL ----------------------------------------------------------------------------------
 
+
 def _parse_line(path: str, i: int, bline: bytes, full: int, terminated: bool, max_row_bytes: int) -> dict:
     """One non-blank physical line as a raw row; never raises."""
     preview = bline[: RAW_KEEP_CHARS * 4].decode("utf-8", "replace")
     if full > max_row_bytes:
         return _raw_row(path, i, None, preview, f"row is {full} bytes, over the {max_row_bytes}-byte limit")
     if bline.startswith(_BOM):
-        bline = bline[len(_BOM):]
+        bline = bline[len(_BOM) :]
     try:
         text = bline.decode("utf-8")
     except UnicodeDecodeError as e:
-        return _raw_row(path, i, None, preview,
-                        f"invalid UTF-8 at byte {e.start} of the line; re-export the file as UTF-8")
+        return _raw_row(
+            path, i, None, preview, f"invalid UTF-8 at byte {e.start} of the line; re-export the file as UTF-8"
+        )
     try:
         record = loads_limited(text)
     except json.JSONDecodeError as e:
@@ -264,6 +303,7 @@ def read_jsonl(path: str, max_row_bytes: int) -> Iterator[dict]:
 
 # --- every source --------------------------------------------------------------------------
 
+
 def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
     """Every raw row of one source. An unreadable file becomes one raw row
     with an error rather than an exception, so one bad file among many is
@@ -288,7 +328,9 @@ def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
         if yielded:
             # Rows already read stay; what is left is one error row (the
             # count then differs and the accounting check says so).
-            yield _raw_row(path, 0, None, "", f"cannot read the rest of the file: {type(e).__name__}: {cap(str(e), 150)}")
+            yield _raw_row(
+                path, 0, None, "", f"cannot read the rest of the file: {type(e).__name__}: {cap(str(e), 150)}"
+            )
         else:
             yield _raw_row(path, 0, None, "", f"cannot read file: {type(e).__name__}: {cap(str(e), 150)}")
 

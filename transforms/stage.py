@@ -34,8 +34,12 @@ def drop_record(task: Task, stage: str, reason: str, detail: dict, sort_keys: bo
     evidence (non-ASCII kept readable). `sort_keys=False` keeps the order
     the stage wrote its evidence in (verifier sanity lists what it checked
     in the order it checked it)."""
-    return dict(task, drop_stage=stage, drop_reason=reason,
-                drop_detail=json.dumps(detail, sort_keys=sort_keys, ensure_ascii=False))
+    return dict(
+        task,
+        drop_stage=stage,
+        drop_reason=reason,
+        drop_detail=json.dumps(detail, sort_keys=sort_keys, ensure_ascii=False),
+    )
 
 
 def _select(tagged, tag):

@@ -25,8 +25,18 @@ from tasksieve.transforms.verify.judge.labels import LabelError, graded_json, pa
 QUARANTINE_TAG = "quarantine"
 TASK_TAG = "task"
 
-_TEXT_FIELDS = ("task_id", "source", "batch_id", "prompt", "answer", "tests", "entry_point",
-                "reference_solution", "license", "created_at")
+_TEXT_FIELDS = (
+    "task_id",
+    "source",
+    "batch_id",
+    "prompt",
+    "answer",
+    "tests",
+    "entry_point",
+    "reference_solution",
+    "license",
+    "created_at",
+)
 _KNOWN = set(TASK_SCHEMA.names) - {"content_hash", "source_file", "line"}
 
 # Defaults of [limits] max_expert_minutes / max_expert_cost_usd: above them a
@@ -122,8 +132,12 @@ def _graded(value, domain: str, rubric: list[str] | None, max_chars: int) -> str
         raise RowError(str(e)) from None
 
 
-def validate_row(raw: dict, max_field_chars: int, max_expert_minutes: float = MAX_EXPERT_MINUTES,
-                 max_expert_cost_usd: float = MAX_EXPERT_COST_USD) -> tuple[dict | None, str | None]:
+def validate_row(
+    raw: dict,
+    max_field_chars: int,
+    max_expert_minutes: float = MAX_EXPERT_MINUTES,
+    max_expert_cost_usd: float = MAX_EXPERT_COST_USD,
+) -> tuple[dict | None, str | None]:
     """(task, None) for a usable row, (None, reason) for one to quarantine.
     Never raises: whatever a row holds, the answer is a task or a reason."""
     try:
@@ -178,7 +192,9 @@ def _validate(raw: dict, max_field_chars: int, max_minutes: float, max_cost: flo
             try:
                 datetime.fromisoformat(task["created_at"].replace("Z", "+00:00"))
             except (ValueError, OverflowError):
-                raise RowError(f"field 'created_at' is {_show(task['created_at'])}, expected an ISO 8601 date") from None
+                raise RowError(
+                    f"field 'created_at' is {_show(task['created_at'])}, expected an ISO 8601 date"
+                ) from None
         meta = _meta(rec.get("meta"), max_field_chars)
         if meta is not None and not isinstance(meta, dict):
             raise RowError(f"field 'meta' is a {type(meta).__name__}, expected an object")
@@ -187,10 +203,13 @@ def _validate(raw: dict, max_field_chars: int, max_minutes: float, max_cost: flo
         if extra:
             meta = dict(meta or {}, extra=extra)
         try:
-            meta_json = json.dumps(meta, sort_keys=True, default=str, ensure_ascii=False, allow_nan=False) \
-                if meta else None
+            meta_json = (
+                json.dumps(meta, sort_keys=True, default=str, ensure_ascii=False, allow_nan=False) if meta else None
+            )
         except ValueError:
-            raise RowError("field 'meta' holds a non-finite number (NaN or Infinity), which JSON cannot store") from None
+            raise RowError(
+                "field 'meta' holds a non-finite number (NaN or Infinity), which JSON cannot store"
+            ) from None
         except TypeError:  # keys of mixed types cannot be sorted
             raise RowError("field 'meta' has keys that are not text") from None
         if meta_json and len(meta_json) > max_field_chars:
@@ -253,10 +272,13 @@ def repeat_entry(first: dict, t: dict) -> dict:
     shared by the row path and the batch path (transforms/batch/dedup.py)."""
     source, task_id = first["source"], first["task_id"]
     return {
-        "source": source, "source_file": t["source_file"], "line": t["line"], "task_id": task_id,
+        "source": source,
+        "source_file": t["source_file"],
+        "line": t["line"],
+        "task_id": task_id,
         "stage": "validate",
         "reason": f"task_id '{task_id}' repeats within source '{source}' "
-                  f"(first at {first['source_file']}:{first['line']})",
+        f"(first at {first['source_file']}:{first['line']})",
         "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
     }
 
@@ -265,8 +287,12 @@ class ValidateRows(beam.PTransform):
     """Raw rows in; (valid tasks, quarantine entries) out. A task_id repeated within one source is quarantined
     after its first occurrence: results are keyed by (source, task_id)."""
 
-    def __init__(self, max_field_chars: int, max_expert_minutes: float = MAX_EXPERT_MINUTES,
-                 max_expert_cost_usd: float = MAX_EXPERT_COST_USD):
+    def __init__(
+        self,
+        max_field_chars: int,
+        max_expert_minutes: float = MAX_EXPERT_MINUTES,
+        max_expert_cost_usd: float = MAX_EXPERT_COST_USD,
+    ):
         super().__init__()
         self.limits = (max_field_chars, max_expert_minutes, max_expert_cost_usd)
 
@@ -299,6 +325,8 @@ class ValidateRows(beam.PTransform):
             | "KeyById" >> beam.Map(lambda t: ((t["source"], t["task_id"]), t))
             | "GroupById" >> beam.GroupByKey()
             | "FirstOfId" >> beam.FlatMap(unique),
-            "FirstOfIdSplit", (TASK_TAG, QUARANTINE_TAG))
+            "FirstOfIdSplit",
+            (TASK_TAG, QUARANTINE_TAG),
+        )
         quarantine = (checked[QUARANTINE_TAG], uniq[QUARANTINE_TAG]) | "AllQuarantine" >> beam.Flatten()
         return uniq[TASK_TAG], quarantine

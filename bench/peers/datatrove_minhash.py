@@ -51,16 +51,34 @@ def removed_ids(data: str, work: str, shards: int) -> list[str]:
         return JsonlReader(data, text_key="prompt", id_key="task_id", glob_pattern="*.jsonl")
 
     kw = dict(workers=1, logging_dir=str(w / "logs"), skip_completed=False)  # not the cwd
-    LocalPipelineExecutor(pipeline=[reader(), MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg,
-                                                                         language=SplitTokenizer())],
-                          tasks=shards, **kw).run()
-    LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(input_folder=str(w / "sigs"), output_folder=str(w / "buckets"),
-                                                        config=cfg)], tasks=cfg.num_buckets, **kw).run()
-    LocalPipelineExecutor(pipeline=[MinhashDedupCluster(input_folder=str(w / "buckets"), output_folder=str(w / "remove"),
-                                                        config=cfg)], tasks=1, **kw).run()
-    LocalPipelineExecutor(pipeline=[reader(), MinhashDedupFilter(input_folder=str(w / "remove"),
-                                                                 exclusion_writer=JsonlWriter(str(w / "removed"), compression=None))],
-                          tasks=shards, **kw).run()
+    LocalPipelineExecutor(
+        pipeline=[
+            reader(),
+            MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg, language=SplitTokenizer()),
+        ],
+        tasks=shards,
+        **kw,
+    ).run()
+    LocalPipelineExecutor(
+        pipeline=[MinhashDedupBuckets(input_folder=str(w / "sigs"), output_folder=str(w / "buckets"), config=cfg)],
+        tasks=cfg.num_buckets,
+        **kw,
+    ).run()
+    LocalPipelineExecutor(
+        pipeline=[MinhashDedupCluster(input_folder=str(w / "buckets"), output_folder=str(w / "remove"), config=cfg)],
+        tasks=1,
+        **kw,
+    ).run()
+    LocalPipelineExecutor(
+        pipeline=[
+            reader(),
+            MinhashDedupFilter(
+                input_folder=str(w / "remove"), exclusion_writer=JsonlWriter(str(w / "removed"), compression=None)
+            ),
+        ],
+        tasks=shards,
+        **kw,
+    ).run()
     removed = []
     for f in sorted((w / "removed").glob("*.jsonl")):
         removed += [json.loads(line)["id"] for line in f.open()]

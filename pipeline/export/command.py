@@ -61,13 +61,16 @@ def _write_parquet_rows(rows: list[dict], path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def _write(staging: Path, fmt: str, groups: dict[str, list[dict]], src: ExportSource,
-           system_prompt: str | None) -> list[str]:
+def _write(
+    staging: Path, fmt: str, groups: dict[str, list[dict]], src: ExportSource, system_prompt: str | None
+) -> list[str]:
     build = ROW_BUILDERS[fmt]
     built = {}
     for name, rows in groups.items():
-        built[name] = [build(r, i, system_prompt if system_prompt is not None else src.system_prompts.get(r["domain"]))
-                       for i, r in enumerate(rows)]
+        built[name] = [
+            build(r, i, system_prompt if system_prompt is not None else src.system_prompts.get(r["domain"]))
+            for i, r in enumerate(rows)
+        ]
     if fmt != "hf":
         files = []
         for name, rows in built.items():
@@ -98,9 +101,18 @@ def _swap_into_place(staging: Path, to: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def export(out: Path, fmt: str, to: Path, *, run_id: str | None = None, selection_id: str | None = None,
-           split_by: str = "none", system_prompt: str | None = None, licenses: list[str] | None = None,
-           force: bool = False) -> dict:
+def export(
+    out: Path,
+    fmt: str,
+    to: Path,
+    *,
+    run_id: str | None = None,
+    selection_id: str | None = None,
+    split_by: str = "none",
+    system_prompt: str | None = None,
+    licenses: list[str] | None = None,
+    force: bool = False,
+) -> dict:
     """Write the export; returns its manifest (counts per domain, files)."""
     from tasksieve.pipeline.run.errors import RunError
     from tasksieve.pipeline.run.folders import hold_output
@@ -119,12 +131,22 @@ def export(out: Path, fmt: str, to: Path, *, run_id: str | None = None, selectio
     refused = len(src.rows) - len(rows)
     if not rows:
         what = f"selection {selection_id}" if selection_id else f"run {src.run_id}"
-        raise ExportError(f"nothing to export: {what} has {len(src.rows)} learnable tasks"
-                          + (f", all refused by --licenses {' '.join(licenses)}" if licenses else ""))
-    manifest = {"format": fmt, "run_id": src.run_id, "model_id": src.model_id, "selection_id": selection_id,
-                "rows": len(rows), "refused_by_license": refused, "licenses_filter": licenses or None,
-                "split_by": split_by, "by_domain": dict(sorted(Counter(r["domain"] for r in rows).items())),
-                "system_prompt": system_prompt if system_prompt is not None else "the curation run's, per domain"}
+        raise ExportError(
+            f"nothing to export: {what} has {len(src.rows)} learnable tasks"
+            + (f", all refused by --licenses {' '.join(licenses)}" if licenses else "")
+        )
+    manifest = {
+        "format": fmt,
+        "run_id": src.run_id,
+        "model_id": src.model_id,
+        "selection_id": selection_id,
+        "rows": len(rows),
+        "refused_by_license": refused,
+        "licenses_filter": licenses or None,
+        "split_by": split_by,
+        "by_domain": dict(sorted(Counter(r["domain"] for r in rows).items())),
+        "system_prompt": system_prompt if system_prompt is not None else "the curation run's, per domain",
+    }
     to.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{to.name}.export-", dir=to.parent))
     try:
@@ -143,9 +165,12 @@ def export(out: Path, fmt: str, to: Path, *, run_id: str | None = None, selectio
 
 
 def summary_lines(manifest: dict, to: Path) -> list[str]:
-    lines = [f"exported {manifest['rows']} tasks as {manifest['format']} to {to} "
-             f"(run {manifest['run_id']}, model {manifest['model_id']}"
-             + (f", selection {manifest['selection_id']}" if manifest["selection_id"] else "") + ")"]
+    lines = [
+        f"exported {manifest['rows']} tasks as {manifest['format']} to {to} "
+        f"(run {manifest['run_id']}, model {manifest['model_id']}"
+        + (f", selection {manifest['selection_id']}" if manifest["selection_id"] else "")
+        + ")"
+    ]
     lines += [f"  {domain:<8} {n}" for domain, n in manifest["by_domain"].items()]
     if manifest["refused_by_license"]:
         lines.append(f"  refused by --licenses: {manifest['refused_by_license']}")
@@ -157,9 +182,17 @@ def command(args) -> int:
     import sys
 
     try:
-        manifest = export(Path(args.out), args.format, Path(args.to), run_id=args.run_id,
-                          selection_id=args.selection, split_by=args.split_by, system_prompt=args.system_prompt,
-                          licenses=args.licenses, force=args.force)
+        manifest = export(
+            Path(args.out),
+            args.format,
+            Path(args.to),
+            run_id=args.run_id,
+            selection_id=args.selection,
+            split_by=args.split_by,
+            system_prompt=args.system_prompt,
+            licenses=args.licenses,
+            force=args.force,
+        )
     except ExportUsageError as e:
         print(f"tasksieve: error: {e}", file=sys.stderr)
         return EXIT_USAGE

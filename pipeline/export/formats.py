@@ -26,8 +26,7 @@ import json
 
 FORMATS = ("verl", "trl", "openrlhf", "hf")
 # Fields of the verifier spec: all a verifier reads of a task.
-VERIFIER_FIELDS = ("domain", "prompt", "answer", "tests", "entry_point", "reference_solution", "rubric",
-                   "content_hash")
+VERIFIER_FIELDS = ("domain", "prompt", "answer", "tests", "entry_point", "reference_solution", "rubric", "content_hash")
 # Provenance every exported row keeps, whatever the format.
 PROVENANCE = ("task_id", "source", "license", "content_hash", "run_id", "model_id")
 STATS = ("pass_rate", "n_attempts", "n_pass", "difficulty")
@@ -62,30 +61,67 @@ def _provenance(task: dict) -> dict:
 
 
 def verl_row(task: dict, index: int, system_prompt: str | None) -> dict:
-    extra = {"split": "train", "index": index, "domain": task.get("domain"),
-             "tests": task.get("tests"), "entry_point": task.get("entry_point"),
-             "criteria": list(task.get("rubric") or []), "verifier": verifier_spec(task), **_provenance(task)}
-    return {"data_source": f"tasksieve/{task.get('source') or 'unknown'}", "prompt": chat(task, system_prompt),
-            "ability": task.get("domain"),
-            "reward_model": {"style": "model" if task.get("domain") == "rubric" else "rule",
-                             "ground_truth": ground_truth(task)},
-            "extra_info": extra}
+    extra = {
+        "split": "train",
+        "index": index,
+        "domain": task.get("domain"),
+        "tests": task.get("tests"),
+        "entry_point": task.get("entry_point"),
+        "criteria": list(task.get("rubric") or []),
+        "verifier": verifier_spec(task),
+        **_provenance(task),
+    }
+    return {
+        "data_source": f"tasksieve/{task.get('source') or 'unknown'}",
+        "prompt": chat(task, system_prompt),
+        "ability": task.get("domain"),
+        "reward_model": {
+            "style": "model" if task.get("domain") == "rubric" else "rule",
+            "ground_truth": ground_truth(task),
+        },
+        "extra_info": extra,
+    }
 
 
 def trl_row(task: dict, index: int, system_prompt: str | None) -> dict:
-    return {"prompt": chat(task, system_prompt), "domain": task.get("domain"), "answer": task.get("answer"),
-            "tests": task.get("tests"), "entry_point": task.get("entry_point"),
-            "criteria": list(task.get("rubric") or []), "verifier": verifier_spec(task), **_provenance(task)}
+    return {
+        "prompt": chat(task, system_prompt),
+        "domain": task.get("domain"),
+        "answer": task.get("answer"),
+        "tests": task.get("tests"),
+        "entry_point": task.get("entry_point"),
+        "criteria": list(task.get("rubric") or []),
+        "verifier": verifier_spec(task),
+        **_provenance(task),
+    }
 
 
 def openrlhf_row(task: dict, index: int, system_prompt: str | None) -> dict:
-    return {"prompt": chat(task, system_prompt), "label": verifier_spec(task), "domain": task.get("domain"),
-            **_provenance(task)}
+    return {
+        "prompt": chat(task, system_prompt),
+        "label": verifier_spec(task),
+        "domain": task.get("domain"),
+        **_provenance(task),
+    }
 
 
 def hf_row(task: dict, index: int, system_prompt: str | None) -> dict:
-    keep = ("task_id", "source", "batch_id", "domain", "prompt", "answer", "tests", "entry_point",
-            "reference_solution", "rubric", "license", "created_at", "meta", "content_hash")
+    keep = (
+        "task_id",
+        "source",
+        "batch_id",
+        "domain",
+        "prompt",
+        "answer",
+        "tests",
+        "entry_point",
+        "reference_solution",
+        "rubric",
+        "license",
+        "created_at",
+        "meta",
+        "content_hash",
+    )
     row = {f: task.get(f) for f in keep}
     row["rubric"] = list(row["rubric"] or [])
     return {**row, "messages": chat(task, system_prompt), "verifier": verifier_spec(task), **_provenance(task)}

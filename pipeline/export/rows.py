@@ -71,8 +71,11 @@ def read_export_source(out: Path, run_id: str | None = None, selection_id: str |
         if selection_id is not None:
             return _selection(con, db, selection_id)
         run = _run(con, db, run_id)
-        rows = dict_rows(con, f"SELECT t.*, ? AS model_id FROM tasks t WHERE t.run_id = ? AND t.status = 'learnable' "
-                           f"{_ORDER}", [run["model_id"], run["run_id"]])
+        rows = dict_rows(
+            con,
+            f"SELECT t.*, ? AS model_id FROM tasks t WHERE t.run_id = ? AND t.status = 'learnable' {_ORDER}",
+            [run["model_id"], run["run_id"]],
+        )
         return ExportSource(rows, run["run_id"], run["model_id"], system_prompts_of(run["config"]), None)
     finally:
         con.close()
@@ -87,8 +90,12 @@ def _selection(con, db: Path, selection_id: str) -> ExportSource:
         raise ExportError(f"selection {selection_id} is not in {db}")
     run = _run(con, db, known[0]["run_id"])
     # Each chosen task as measured by the run its selection row names.
-    rows = dict_rows(con, f"""SELECT t.*, s.model_id AS model_id, s.rank AS selection_rank FROM selection s
+    rows = dict_rows(
+        con,
+        f"""SELECT t.*, s.model_id AS model_id, s.rank AS selection_rank FROM selection s
         JOIN tasks t ON t.run_id = s.run_id AND t.source IS NOT DISTINCT FROM s.source
              AND t.task_id IS NOT DISTINCT FROM s.task_id AND t.content_hash = s.content_hash
-        WHERE s.selection_id = ? AND s.selected {_ORDER}""", [selection_id])
+        WHERE s.selection_id = ? AND s.selected {_ORDER}""",
+        [selection_id],
+    )
     return ExportSource(rows, run["run_id"], run["model_id"], system_prompts_of(run["config"]), selection_id)

@@ -38,7 +38,12 @@ SORT_KEYS = {
     "results": [("source", "ascending"), ("task_id", "ascending"), ("source_file", "ascending"), ("line", "ascending")],
     "attempts": [("content_hash", "ascending"), ("attempt_idx", "ascending")],
     "quarantine": [("source_file", "ascending"), ("line", "ascending")],
-    "costs": [("source", "ascending"), ("task_id", "ascending"), ("component", "ascending"), ("attempt_idx", "ascending")],
+    "costs": [
+        ("source", "ascending"),
+        ("task_id", "ascending"),
+        ("component", "ascending"),
+        ("attempt_idx", "ascending"),
+    ],
 }
 
 
@@ -69,8 +74,9 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
-def write_files(out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None,
-                learnable_file: bool = True) -> pa.Table:
+def write_files(
+    out: Path, tables: dict[str, pa.Table], names: tuple[str, ...] | None = None, learnable_file: bool = True
+) -> pa.Table:
     """Write the tables named in `names` (default: all) as OUT/<name>.parquet,
     and learnable.parquet unless `learnable_file` is false (`dedup` leaves a
     run's training set alone)."""
@@ -95,7 +101,9 @@ def status_counts(results: pa.Table) -> dict[str, int]:
     return counts
 
 
-def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table, rows_read: int | None = None) -> dict[str, int]:
+def check_accounting(
+    rows_in: int, results: pa.Table, quarantine: pa.Table, rows_read: int | None = None
+) -> dict[str, int]:
     """rows_in == learnable + all_pass + all_fail + dropped + quarantined,
     where rows_in is counted from the inputs without parsing them (physical
     lines, row-group row counts), independently of the reader and results.
@@ -115,7 +123,9 @@ def check_accounting(rows_in: int, results: pa.Table, quarantine: pa.Table, rows
             f"({', '.join(f'{k}={v}' for k, v in counts.items())}){where}"
         )
     if quarantine.num_rows != counts["quarantined"]:
-        raise AccountingError(f"quarantine.parquet has {quarantine.num_rows} rows but {counts['quarantined']} are quarantined")
+        raise AccountingError(
+            f"quarantine.parquet has {quarantine.num_rows} rows but {counts['quarantined']} are quarantined"
+        )
     return counts
 
 
@@ -184,7 +194,9 @@ def load_duckdb(out: Path, run_row: dict, tables: dict[str, pa.Table] | None = N
         con.execute("CREATE TABLE IF NOT EXISTS drops AS SELECT * FROM tasks LIMIT 0")
         _add_new_columns(con, "drops", "tasks")
         con.execute("DELETE FROM drops WHERE run_id = ?", [run_row["run_id"]])
-        con.execute("INSERT INTO drops BY NAME SELECT * FROM tasks WHERE run_id = ? AND status = 'dropped'", [run_row["run_id"]])
+        con.execute(
+            "INSERT INTO drops BY NAME SELECT * FROM tasks WHERE run_id = ? AND status = 'dropped'", [run_row["run_id"]]
+        )
         run_tbl = pa.Table.from_pylist([conform(run_row, RUN_SCHEMA)], schema=RUN_SCHEMA)
         con.register("run_row", run_tbl)
         con.execute("CREATE TABLE IF NOT EXISTS runs AS SELECT * FROM run_row LIMIT 0")
@@ -203,8 +215,17 @@ def read_rows_in(staging_dir: Path, name: str) -> int:
     return int(path.read_text().strip() or 0)
 
 
-def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, run_row: dict, k: int,
-             rows_read: int | None = None, files: tuple[str, ...] | None = None, learnable_file: bool = True) -> dict:
+def finalize(
+    dest: Path,
+    staging_dir: Path,
+    staged_schemas: dict,
+    rows_in: int,
+    run_row: dict,
+    k: int,
+    rows_read: int | None = None,
+    files: tuple[str, ...] | None = None,
+    learnable_file: bool = True,
+) -> dict:
     """Consolidate, check, load into `dest`, the new output set's folder
     (output_set.OutputSet: nothing is current until it commits); returns
     the figures for the summary.
@@ -220,13 +241,24 @@ def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, 
     total_usd = pc.sum(costs["usd"]).as_py() or 0.0
     unpriced = pc.sum(pc.equal(costs["unit"], "unpriced")).as_py() or 0
     figures = {
-        "rows_in": rows_in, **counts, "learnable_rows": learnable.num_rows,
-        "sampled_tasks": sampled_tasks, "attempts": attempts.num_rows, "attempts_fixed_k": sampled_tasks * k,
-        "total_usd": total_usd, "unpriced_tasks": unpriced,
+        "rows_in": rows_in,
+        **counts,
+        "learnable_rows": learnable.num_rows,
+        "sampled_tasks": sampled_tasks,
+        "attempts": attempts.num_rows,
+        "attempts_fixed_k": sampled_tasks * k,
+        "total_usd": total_usd,
+        "unpriced_tasks": unpriced,
         "usd_per_learnable": (total_usd / counts["learnable"]) if counts["learnable"] else None,
     }
-    run_row = dict(run_row, **{f"n_{k_}": v for k_, v in counts.items()}, rows_in=rows_in,
-                   attempts=attempts.num_rows, total_usd=total_usd, figures=json.dumps(figures))
+    run_row = dict(
+        run_row,
+        **{f"n_{k_}": v for k_, v in counts.items()},
+        rows_in=rows_in,
+        attempts=attempts.num_rows,
+        total_usd=total_usd,
+        figures=json.dumps(figures),
+    )
     load_duckdb(dest, run_row, tables)
     shutil.rmtree(staging_dir, ignore_errors=True)
     return figures, tables
@@ -235,7 +267,9 @@ def finalize(dest: Path, staging_dir: Path, staged_schemas: dict, rows_in: int, 
 def funnel_rows(out: Path, run_id: str) -> list[dict]:
     con = duckdb.connect(str(visible(out, "curation.duckdb")), read_only=True)
     try:
-        cur = con.execute("SELECT stage, rows_in, removed, rows_out FROM funnel WHERE run_id = ? ORDER BY stage_order", [run_id])
+        cur = con.execute(
+            "SELECT stage, rows_in, removed, rows_out FROM funnel WHERE run_id = ? ORDER BY stage_order", [run_id]
+        )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
     finally:
@@ -265,7 +299,7 @@ def dedup_summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"quarantined {fig['quarantined']}  OK",
         "",
         f"outputs in {out}: results.parquet quarantine.parquet costs.parquet curation.duckdb",
-        f"evidence: duckdb {out}/curation.duckdb -c \"select drop_stage, drop_reason, task_id, drop_detail from drops\"",
+        f'evidence: duckdb {out}/curation.duckdb -c "select drop_stage, drop_reason, task_id, drop_detail from drops"',
     ]
     return "\n".join(lines)
 
@@ -279,10 +313,16 @@ def summary_text(out: Path, run_id: str, fig: dict) -> str:
         f"learnable {fig['learnable']}  all_pass {fig['all_pass']}  all_fail {fig['all_fail']}  "
         f"dropped {fig['dropped']}  quarantined {fig['quarantined']}",
         f"attempts used {fig['attempts']} vs {fig['attempts_fixed_k']} with fixed k (saved {saved})"
-        + (f"; {fig['attempts_reused']} re-used from the attempt cache, {fig['attempts_generated']} generated"
-           if fig.get("attempts_reused") else "")
-        + (f"; engine busy {fig['engine_busy_fraction']:.0%} of the sampling stage"
-           if fig.get("engine_busy_fraction") is not None else ""),
+        + (
+            f"; {fig['attempts_reused']} re-used from the attempt cache, {fig['attempts_generated']} generated"
+            if fig.get("attempts_reused")
+            else ""
+        )
+        + (
+            f"; engine busy {fig['engine_busy_fraction']:.0%} of the sampling stage"
+            if fig.get("engine_busy_fraction") is not None
+            else ""
+        ),
         f"total spend ${fig['total_usd']:.4f}  cost per learnable task {per}"
         + (f"  ({fig['unpriced_tasks']} tasks unpriced)" if fig["unpriced_tasks"] else ""),
         *([f"code sandbox: {fig['sandbox']}"] if fig.get("sandbox") else []),

@@ -22,10 +22,46 @@ from pathlib import Path
 EXIT_DISK_FULL = 6
 
 SYSTEM_FOLDERS = (
-    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt", "/opt",
-    "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/include", "/usr/lib",
-    "/usr/lib64", "/usr/libexec", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/sbin", "/usr/share",
-    "/usr/src", "/var", "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/spool", "/var/tmp", "/snap",
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/include",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/libexec",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/lib",
+    "/usr/sbin",
+    "/usr/share",
+    "/usr/src",
+    "/var",
+    "/var/cache",
+    "/var/lib",
+    "/var/log",
+    "/var/mail",
+    "/var/spool",
+    "/var/tmp",
+    "/snap",
 )
 
 
@@ -57,12 +93,16 @@ def refuse_dangerous(path: str | Path, flag: str) -> None:
     homes = _homes()
     for candidate in (given, real):
         if candidate in homes:
-            raise Refused(f"{flag} {path} is a home folder ({candidate}); tasksieve will not fill it with its "
-                          "outputs; give a new folder, e.g. {}/tasksieve-out".format(candidate.rstrip("/")))
+            raise Refused(
+                f"{flag} {path} is a home folder ({candidate}); tasksieve will not fill it with its "
+                "outputs; give a new folder, e.g. {}/tasksieve-out".format(candidate.rstrip("/"))
+            )
         if candidate in system:
             shown = candidate if candidate == given else f"{given}, which is {candidate}"
-            raise Refused(f"{flag} {path} is a system folder ({shown}); tasksieve will not write its outputs there; "
-                          "give a new folder")
+            raise Refused(
+                f"{flag} {path} is a system folder ({shown}); tasksieve will not write its outputs there; "
+                "give a new folder"
+            )
 
 
 def refusal(path: str | Path, flag: str) -> str | None:
@@ -76,19 +116,42 @@ def refusal(path: str | Path, flag: str) -> str | None:
 
 # Names a command writes in OUT (outputs, its own folders, the lock, the
 # report, the caches). A folder holding only these is tasksieve's.
-OWN_NAMES = frozenset({
-    ".tasksieve.lock", "current", "runs", "_staging", "attempt_cache", "select_cache", "report.html",
-    "learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet", "costs.parquet",
-    "selected.parquet", "curation.duckdb", "curation.duckdb.wal",
-})
+OWN_NAMES = frozenset(
+    {
+        ".tasksieve.lock",
+        "current",
+        "runs",
+        "_staging",
+        "attempt_cache",
+        "select_cache",
+        "report.html",
+        "learnable.parquet",
+        "results.parquet",
+        "attempts.parquet",
+        "quarantine.parquet",
+        "costs.parquet",
+        "selected.parquet",
+        "curation.duckdb",
+        "curation.duckdb.wal",
+    }
+)
 # Names that say a tasksieve run was written here.
 RUN_MARKERS = frozenset({"current", "runs", "curation.duckdb"})
 _OWN_TEMP = re.compile(r"\.(" + "|".join(re.escape(n.lstrip(".")) for n in OWN_NAMES) + r")\..*")
 
 
 # Names tasksieve replaces with a link or a file (rename(2) cannot put one over a folder).
-FILE_NAMES = ("current", "learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet",
-              "costs.parquet", "selected.parquet", "curation.duckdb", "report.html")
+FILE_NAMES = (
+    "current",
+    "learnable.parquet",
+    "results.parquet",
+    "attempts.parquet",
+    "quarantine.parquet",
+    "costs.parquet",
+    "selected.parquet",
+    "curation.duckdb",
+    "report.html",
+)
 
 
 def refuse_folders_at_file_names(out: Path) -> None:
@@ -114,8 +177,10 @@ def refuse_foreign_folder(out: Path, force: bool) -> None:
     foreign = sorted(n for n in names if n not in OWN_NAMES and not _OWN_TEMP.fullmatch(n))
     if foreign:
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-        raise Refused(f"--out {out} is not empty ({foreign[0]!r}{more}) and holds no tasksieve run; tasksieve "
-                      "writes and replaces files there: choose a new or empty folder, or pass --force")
+        raise Refused(
+            f"--out {out} is not empty ({foreign[0]!r}{more}) and holds no tasksieve run; tasksieve "
+            "writes and replaces files there: choose a new or empty folder, or pass --force"
+        )
 
 
 # --- a full disk -----------------------------------------------------------------
@@ -186,5 +251,7 @@ def disk_full_line(e: BaseException, folders: list, after: str = "") -> str | No
     if not hits and real_where:
         hits = [("folder", Path(os.path.dirname(real_where)))]
     named = ", ".join(f"{w} {p} ({_free(p)})" for w, p in (hits or folders))
-    return f"no space left on device (or disk quota exceeded) writing to {named}{after}; free some space and " \
-           "start the same command again"
+    return (
+        f"no space left on device (or disk quota exceeded) writing to {named}{after}; free some space and "
+        "start the same command again"
+    )

@@ -40,8 +40,15 @@ CURRENT = "current"
 UNFINISHED = ".unfinished"
 DB = "curation.duckdb"
 # The files of a set, each shown in OUT as a link through `current`.
-SET_FILES = ("learnable.parquet", "results.parquet", "attempts.parquet", "quarantine.parquet", "costs.parquet",
-             "selected.parquet", DB)
+SET_FILES = (
+    "learnable.parquet",
+    "results.parquet",
+    "attempts.parquet",
+    "quarantine.parquet",
+    "costs.parquet",
+    "selected.parquet",
+    DB,
+)
 # Copied, not linked, into a new set: the command appends to them.
 _COPIED = (DB, DB + ".wal")
 _SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")

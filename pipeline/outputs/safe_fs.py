@@ -53,6 +53,7 @@ def step(name: str) -> None:
 
 # --- files -----------------------------------------------------------------------
 
+
 def temp_path(folder: Path, name: str, suffix: str = ".tmp") -> Path:
     """A new, empty file in `folder` under a fresh private name (never a
     link's target): write it, then `os.replace` it over its final name."""
@@ -164,6 +165,7 @@ def link_or_copy(src: Path, dst: Path) -> bool:
 
 
 # --- folders -----------------------------------------------------------------
+
 
 def is_real_dir(path: Path) -> bool:
     try:

@@ -51,8 +51,13 @@ LEFT JOIN task_spend s ON s.run_id = t.run_id AND s.source = t.source AND s.task
 # One row per (run, dimension, value): the same slices for yield and cost.
 _SLICES = " UNION ALL ".join(
     f"SELECT *, '{dim}' AS dimension, coalesce({expr}, '(none)') AS value FROM task_facts"
-    for dim, expr in [("overall", "'all'"), ("source", "source"), ("batch", "batch_id"),
-                      ("domain", "domain"), ("difficulty", "difficulty")]
+    for dim, expr in [
+        ("overall", "'all'"),
+        ("source", "source"),
+        ("batch", "batch_id"),
+        ("domain", "domain"),
+        ("difficulty", "difficulty"),
+    ]
 )
 
 FUNNEL = f"""
@@ -164,8 +169,17 @@ LEFT JOIN (SELECT run_id, content_hash, count(*) FILTER (WHERE reused_from_run I
 WHERE t.n_attempts > 0
 """
 
-ALL_VIEWS = [TASK_SPEND, TASK_FACTS, FUNNEL, YIELD, COST_PER_USEFUL_SIGNAL, WASTE, PASS_RATE_HIST, ATTEMPTS_SAVED,
-             TASK_HISTORY]
+ALL_VIEWS = [
+    TASK_SPEND,
+    TASK_FACTS,
+    FUNNEL,
+    YIELD,
+    COST_PER_USEFUL_SIGNAL,
+    WASTE,
+    PASS_RATE_HIST,
+    ATTEMPTS_SAVED,
+    TASK_HISTORY,
+]
 
 
 def create_views(con) -> None:

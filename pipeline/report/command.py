@@ -57,18 +57,30 @@ def load_report_data(db_path: Path, run_id: str | None = None) -> dict:
             "yield": _rows(con, "select * from yield where run_id = ? order by dimension, value", [rid]),
             "cps": cps,
             "overall": next(r for r in cps if r["dimension"] == "overall"),
-            "by_component": _rows(con, "select component, sum(usd) as usd, count(*) as rows from costs where run_id = ? "
-                                       "group by component order by usd desc", [rid]),
+            "by_component": _rows(
+                con,
+                "select component, sum(usd) as usd, count(*) as rows from costs where run_id = ? "
+                "group by component order by usd desc",
+                [rid],
+            ),
             "total_usd": con.execute("select coalesce(sum(usd), 0) from costs where run_id = ?", [rid]).fetchone()[0],
             "waste": _rows(con, "select * from waste where run_id = ?", [rid]),
             "saved": _rows(con, "select * from attempts_saved where run_id = ?", [rid])[0],
-            "dropped": _rows(con, "select source, task_id, drop_stage, drop_reason, drop_detail, status from tasks "
-                                  "where run_id = ? and status in ('dropped', 'quarantined') "
-                                  "order by drop_stage, drop_reason, source, task_id limit ?", [rid, MAX_DROPPED_ROWS]),
-            "n_dropped": con.execute("select count(*) from tasks where run_id = ? and status in ('dropped', 'quarantined')",
-                                     [rid]).fetchone()[0],
-            "compare": _rows(con, "select run_id, model_id, learnable, spend_usd, usd_per_learnable from cost_per_useful_signal "
-                                  "where dimension = 'overall' order by run_id"),
+            "dropped": _rows(
+                con,
+                "select source, task_id, drop_stage, drop_reason, drop_detail, status from tasks "
+                "where run_id = ? and status in ('dropped', 'quarantined') "
+                "order by drop_stage, drop_reason, source, task_id limit ?",
+                [rid, MAX_DROPPED_ROWS],
+            ),
+            "n_dropped": con.execute(
+                "select count(*) from tasks where run_id = ? and status in ('dropped', 'quarantined')", [rid]
+            ).fetchone()[0],
+            "compare": _rows(
+                con,
+                "select run_id, model_id, learnable, spend_usd, usd_per_learnable from cost_per_useful_signal "
+                "where dimension = 'overall' order by run_id",
+            ),
             "selection": load_selection(con, rid),  # the run's latest `tasksieve select`, or None
             "judge": load_judge(con, rid),  # rubric judge agreement (report_judge.py), or None
         }
@@ -95,6 +107,7 @@ def _pct(x) -> str:
 
 # --- terminal -------------------------------------------------------------
 
+
 def _table(headers: list[str], rows: list[list]) -> list[str]:
     cells = [headers] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
@@ -104,24 +117,47 @@ def _table(headers: list[str], rows: list[list]) -> list[str]:
 
 def render_terminal(d: dict) -> str:
     o, s = d["overall"], d["saved"]
-    out = [f"run {d['run']['run_id']}  model {d['run']['model_id']}", "",
-           f"total spend {_usd(d['total_usd'])}   learnable {o['learnable']}   cost per useful signal "
-           f"{_usd(o['usd_per_learnable'])} per learnable task, {_usd(o['usd_per_useful_pair'])} per pass/fail pair"
-           + (f"   ({o['unpriced_tasks']} tasks unpriced)" if o["unpriced_tasks"] else ""), ""]
-    out += _table(["stage", "in", "removed", "out", "spent on removed"],
-                  [[f["stage"], f["rows_in"], f["removed"], f["rows_out"], _usd(f["usd_removed"])] for f in d["funnel"]])
-    out += [""] + _table(["source", "tasks", "learnable", "yield", "spend", "per learnable"], [
-        [c["value"], y["tasks"], c["learnable"], _pct(y["learnable_share"]), _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
-        for c in d["cps"] if c["dimension"] == "source"
-        for y in d["yield"] if y["dimension"] == "source" and y["value"] == c["value"]])
+    out = [
+        f"run {d['run']['run_id']}  model {d['run']['model_id']}",
+        "",
+        f"total spend {_usd(d['total_usd'])}   learnable {o['learnable']}   cost per useful signal "
+        f"{_usd(o['usd_per_learnable'])} per learnable task, {_usd(o['usd_per_useful_pair'])} per pass/fail pair"
+        + (f"   ({o['unpriced_tasks']} tasks unpriced)" if o["unpriced_tasks"] else ""),
+        "",
+    ]
+    out += _table(
+        ["stage", "in", "removed", "out", "spent on removed"],
+        [[f["stage"], f["rows_in"], f["removed"], f["rows_out"], _usd(f["usd_removed"])] for f in d["funnel"]],
+    )
+    out += [""] + _table(
+        ["source", "tasks", "learnable", "yield", "spend", "per learnable"],
+        [
+            [
+                c["value"],
+                y["tasks"],
+                c["learnable"],
+                _pct(y["learnable_share"]),
+                _usd(c["spend_usd"]),
+                _usd(c["usd_per_learnable"]),
+            ]
+            for c in d["cps"]
+            if c["dimension"] == "source"
+            for y in d["yield"]
+            if y["dimension"] == "source" and y["value"] == c["value"]
+        ],
+    )
     out += [""] + _table(["component", "spend"], [[c["component"], _usd(c["usd"])] for c in d["by_component"]])
-    out += ["", f"attempts used {s['attempts_used']} of {s['attempts_fixed_k']} with fixed k ({_pct(s['saved_share'])} saved)"]
+    out += [
+        "",
+        f"attempts used {s['attempts_used']} of {s['attempts_fixed_k']} with fixed k ({_pct(s['saved_share'])} saved)",
+    ]
     out += selection_terminal(d["selection"]) if d.get("selection") else []
     out += judge_terminal(d["judge"]) if d.get("judge") else []
     return "\n".join(out)
 
 
 # --- HTML -------------------------------------------------------------------
+
 
 def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertical: bool = False) -> str:
     """A bar chart as inline SVG; one <rect class="bar"> per item."""
@@ -134,10 +170,12 @@ def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertic
         for i, (label, v) in enumerate(items):
             bh = max((h - 2 * pad) * v / peak, 1.0 if v > 0 else 0.0)  # a non-zero value stays visible
             x, y = pad + i * bw, h - pad - bh
-            parts.append(f'<rect class="bar" x="{x + 2:.1f}" y="{y:.1f}" width="{bw - 4:.1f}" height="{bh:.1f}" '
-                         f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
-                         f'<text x="{x + bw / 2:.1f}" y="{h - 10}" text-anchor="middle">{e(label)}</text>'
-                         f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">{e(fmt(v))}</text>')
+            parts.append(
+                f'<rect class="bar" x="{x + 2:.1f}" y="{y:.1f}" width="{bw - 4:.1f}" height="{bh:.1f}" '
+                f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
+                f'<text x="{x + bw / 2:.1f}" y="{h - 10}" text-anchor="middle">{e(label)}</text>'
+                f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">{e(fmt(v))}</text>'
+            )
     else:
         w, row, left = 560, 26, 150
         h = 10 + row * len(items)
@@ -145,13 +183,17 @@ def _bars(chart_id: str, title: str, items: list[tuple[str, float]], fmt, vertic
         for i, (label, v) in enumerate(items):
             bw = max((w - left - 110) * v / peak, 1.0 if v > 0 else 0.0)
             y = 5 + i * row
-            parts.append(f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{e(label)}</text>'
-                         f'<rect class="bar" x="{left}" y="{y + 3}" width="{bw:.1f}" height="{row - 8}" '
-                         f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
-                         f'<text x="{left + bw + 6:.1f}" y="{y + 16}">{e(fmt(v))}</text>')
-    return (f'<figure><figcaption>{e(title)}</figcaption>'
-            f'<svg class="chart" id="{chart_id}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-            f'aria-label="{e(title)}">{"".join(parts)}</svg></figure>')
+            parts.append(
+                f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{e(label)}</text>'
+                f'<rect class="bar" x="{left}" y="{y + 3}" width="{bw:.1f}" height="{row - 8}" '
+                f'data-label="{e(label)}" data-value="{e(v)}"><title>{e(label)}: {e(fmt(v))}</title></rect>'
+                f'<text x="{left + bw + 6:.1f}" y="{y + 16}">{e(fmt(v))}</text>'
+            )
+    return (
+        f"<figure><figcaption>{e(title)}</figcaption>"
+        f'<svg class="chart" id="{chart_id}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        f'aria-label="{e(title)}">{"".join(parts)}</svg></figure>'
+    )
 
 
 def _html_table(headers: list[str], rows: list[list], table_id: str) -> str:
@@ -211,28 +253,48 @@ document.body.setAttribute('data-report-ready', 'yes');
 # Defence in depth: were a value ever to reach the page unescaped, the
 # browser would still run no script but the probe above (by its hash), load
 # nothing and submit nothing.
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'; "
-       f"script-src 'sha256-{base64.b64encode(hashlib.sha256(RENDER_PROBE.encode()).digest()).decode()}'")
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'; "
+    f"script-src 'sha256-{base64.b64encode(hashlib.sha256(RENDER_PROBE.encode()).digest()).decode()}'"
+)
 
 
 def _card(key: str, label: str, value, text: str) -> str:
-    return (f'<div class="card"><span class="figure" data-key="{_esc(key)}" data-value="{_esc(value)}">'
-            f'{_esc(text)}</span><span class="muted">{_esc(label)}</span></div>')
+    return (
+        f'<div class="card"><span class="figure" data-key="{_esc(key)}" data-value="{_esc(value)}">'
+        f'{_esc(text)}</span><span class="muted">{_esc(label)}</span></div>'
+    )
 
 
 def render_html(d: dict) -> str:
     e = _esc
     run, o, s = d["run"], d["overall"], d["saved"]
     counts = {k: run.get(f"n_{k}") for k in ("learnable", "all_pass", "all_fail", "dropped", "quarantined")}
-    cards = "".join([
-        _card("total_usd", "total spend", d["total_usd"], _usd(d["total_usd"])),
-        _card("learnable", "learnable tasks", o["learnable"], str(o["learnable"])),
-        _card("usd_per_learnable", "cost per useful signal (per learnable task)", o["usd_per_learnable"], _usd(o["usd_per_learnable"])),
-        _card("usd_per_useful_pair", "per pass/fail pair", o["usd_per_useful_pair"], _usd(o["usd_per_useful_pair"])),
-        _card("rows_in", "rows in", run["rows_in"], str(run["rows_in"])),
-        _card("attempts_saved", "attempts saved vs fixed k", s["attempts_saved"], f"{s['attempts_saved']} ({_pct(s['saved_share'])})"),
-        _card("unpriced_tasks", "tasks without any cost information", o["unpriced_tasks"], str(o["unpriced_tasks"])),
-    ])
+    cards = "".join(
+        [
+            _card("total_usd", "total spend", d["total_usd"], _usd(d["total_usd"])),
+            _card("learnable", "learnable tasks", o["learnable"], str(o["learnable"])),
+            _card(
+                "usd_per_learnable",
+                "cost per useful signal (per learnable task)",
+                o["usd_per_learnable"],
+                _usd(o["usd_per_learnable"]),
+            ),
+            _card(
+                "usd_per_useful_pair", "per pass/fail pair", o["usd_per_useful_pair"], _usd(o["usd_per_useful_pair"])
+            ),
+            _card("rows_in", "rows in", run["rows_in"], str(run["rows_in"])),
+            _card(
+                "attempts_saved",
+                "attempts saved vs fixed k",
+                s["attempts_saved"],
+                f"{s['attempts_saved']} ({_pct(s['saved_share'])})",
+            ),
+            _card(
+                "unpriced_tasks", "tasks without any cost information", o["unpriced_tasks"], str(o["unpriced_tasks"])
+            ),
+        ]
+    )
     by_source = [(c["value"], c) for c in d["cps"] if c["dimension"] == "source"]
     by_batch = [(c["value"], c) for c in d["cps"] if c["dimension"] == "batch"]
     yield_of = {(y["dimension"], y["value"]): y for y in d["yield"]}
@@ -240,39 +302,89 @@ def render_html(d: dict) -> str:
     for w in d["waste"]:
         stage = w["stage"] or w["status"]  # `dedup` runs: kept tasks have no drop stage
         waste_by_stage[stage] = waste_by_stage.get(stage, 0.0) + (w["usd"] or 0.0)
-    charts = "".join([
-        _bars("chart-funnel", "Funnel: tasks left after each stage", [(f["stage"], f["rows_out"]) for f in d["funnel"]], str),
-        _bars("chart-pass-rate", "Pass rate of sampled tasks", [(f"{h['bin_lo']:.1f}", h["tasks"]) for h in d["hist"]], str, vertical=True),
-        _bars("chart-cost-component", "Spend by component", [(c["component"], c["usd"]) for c in d["by_component"]], _usd),
-        _bars("chart-cost-stage", "Spend on tasks removed, by stage", list(waste_by_stage.items()), _usd),
-        _bars("chart-cps-source", "Cost per learnable task, by source", [(k, c["usd_per_learnable"] or 0.0) for k, c in by_source], _usd),
-        _bars("chart-yield-source", "Learnable share, by source", [(k, yield_of[("source", k)]["learnable_share"] or 0.0) for k, _ in by_source], _pct),
-    ])
+    charts = "".join(
+        [
+            _bars(
+                "chart-funnel",
+                "Funnel: tasks left after each stage",
+                [(f["stage"], f["rows_out"]) for f in d["funnel"]],
+                str,
+            ),
+            _bars(
+                "chart-pass-rate",
+                "Pass rate of sampled tasks",
+                [(f"{h['bin_lo']:.1f}", h["tasks"]) for h in d["hist"]],
+                str,
+                vertical=True,
+            ),
+            _bars(
+                "chart-cost-component",
+                "Spend by component",
+                [(c["component"], c["usd"]) for c in d["by_component"]],
+                _usd,
+            ),
+            _bars("chart-cost-stage", "Spend on tasks removed, by stage", list(waste_by_stage.items()), _usd),
+            _bars(
+                "chart-cps-source",
+                "Cost per learnable task, by source",
+                [(k, c["usd_per_learnable"] or 0.0) for k, c in by_source],
+                _usd,
+            ),
+            _bars(
+                "chart-yield-source",
+                "Learnable share, by source",
+                [(k, yield_of[("source", k)]["learnable_share"] or 0.0) for k, _ in by_source],
+                _pct,
+            ),
+        ]
+    )
     # Slices with no task (e.g. the batch of rows quarantined before they had one) are left out.
-    slice_rows = lambda items, dim: [[k, yield_of[(dim, k)]["tasks"], c["learnable"], _pct(yield_of[(dim, k)]["learnable_share"]),
-                                      _usd(c["spend_usd"]), _usd(c["usd_per_learnable"]), _usd(c["usd_per_useful_pair"])]
-                                     for k, c in items if yield_of[(dim, k)]["tasks"]]
+    slice_rows = lambda items, dim: [
+        [
+            k,
+            yield_of[(dim, k)]["tasks"],
+            c["learnable"],
+            _pct(yield_of[(dim, k)]["learnable_share"]),
+            _usd(c["spend_usd"]),
+            _usd(c["usd_per_learnable"]),
+            _usd(c["usd_per_useful_pair"]),
+        ]
+        for k, c in items
+        if yield_of[(dim, k)]["tasks"]
+    ]
     headers = ["", "tasks", "learnable", "yield", "spend", "per learnable", "per pass/fail pair"]
     waste_rows = [[w["stage"], w["reason"] or "", w["status"], w["tasks"], _usd(w["usd"])] for w in d["waste"]]
-    dropped_rows = [[r["drop_stage"], r["drop_reason"], f"{r['source'] or ''}/{r['task_id'] or '(no id)'}", _evidence(r["drop_detail"])]
-                    for r in d["dropped"]]
+    dropped_rows = [
+        [
+            r["drop_stage"],
+            r["drop_reason"],
+            f"{r['source'] or ''}/{r['task_id'] or '(no id)'}",
+            _evidence(r["drop_detail"]),
+        ]
+        for r in d["dropped"]
+    ]
     more = d["n_dropped"] - len(d["dropped"])
-    compare = _html_table(["run", "model", "learnable", "spend", "per learnable"],
-                          [[c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
-                           for c in d["compare"]], "table-runs")
+    compare = _html_table(
+        ["run", "model", "learnable", "spend", "per learnable"],
+        [
+            [c["run_id"], c["model_id"], c["learnable"], _usd(c["spend_usd"]), _usd(c["usd_per_learnable"])]
+            for c in d["compare"]
+        ],
+        "table-runs",
+    )
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run['run_id'])}</title>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{e(CSP)}"><title>tasksieve report {e(run["run_id"])}</title>
 <style>{CSS}</style></head><body>
 <h1>Where the money went</h1>
-<div class="muted">run {e(run['run_id'])} &middot; model {e(run['model_id'])} &middot; {e(str(run['started_at']))} &middot;
-{e(counts['learnable'])} learnable, {e(counts['all_pass'])} all-pass, {e(counts['all_fail'])} all-fail, {e(counts['dropped'])} dropped, {e(counts['quarantined'])} quarantined</div>
+<div class="muted">run {e(run["run_id"])} &middot; model {e(run["model_id"])} &middot; {e(str(run["started_at"]))} &middot;
+{e(counts["learnable"])} learnable, {e(counts["all_pass"])} all-pass, {e(counts["all_fail"])} all-fail, {e(counts["dropped"])} dropped, {e(counts["quarantined"])} quarantined</div>
 <div class="cards">{cards}</div>
 <div class="grid">{charts}</div>
 <h2>Yield and cost per useful signal, by source</h2>{_html_table(["source"] + headers[1:], slice_rows(by_source, "source"), "table-source")}
 <h2>By batch</h2>{_html_table(["batch"] + headers[1:], slice_rows(by_batch, "batch"), "table-batch")}
 <h2>Waste: spend on tasks that did not become learnable</h2>{_html_table(["stage", "reason", "status", "tasks", "spend"], waste_rows, "table-waste")}
 <h2>Dropped and quarantined items, with evidence</h2>{_html_table(["stage", "reason", "task", "evidence"], dropped_rows, "table-dropped")}
-{f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ''}
+{f'<p class="muted">and {more} more: see the drops and quarantine tables.</p>' if more > 0 else ""}
 {selection_html(d["selection"], _bars, _html_table, _card) if d.get("selection") else ""}{judge_section(d)}
 <h2>Runs in this database</h2>{compare}
 <p class="muted">Spend = every cost row of the run (expert cost of every task that entered, dropped ones included;

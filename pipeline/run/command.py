@@ -26,10 +26,20 @@ from tasksieve.transforms.sample.cache_auth import CacheKeyError, cache_key
 from tasksieve.transforms.sample.stage import read_stats
 
 
-def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, beam_args: list[str],
-        config_path: str | None = None, backend_factory: Callable[[], Backend] | None = None,
-        rates_path: str | None = None, dask_address: str | None = None, dask_workers: int = 2,
-        judge_factory: Callable[[], Backend] | None = None, force: bool = False) -> dict:
+def run(
+    inputs: list[str],
+    out_dir: str,
+    cfg: RunConfig,
+    runner: str | None,
+    beam_args: list[str],
+    config_path: str | None = None,
+    backend_factory: Callable[[], Backend] | None = None,
+    rates_path: str | None = None,
+    dask_address: str | None = None,
+    dask_workers: int = 2,
+    judge_factory: Callable[[], Backend] | None = None,
+    force: bool = False,
+) -> dict:
     """Run the funnel; returns the summary figures. `backend_factory`
     replaces the configured engine (tests use a scripted one);
     `judge_factory` the rubric judge (default: the sampling engine)."""
@@ -39,14 +49,24 @@ def run(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None, bea
     refuse_foreign(out, force)  # before the lock: a refused folder is left as it was
     with hold_output(out, "run"):
         with claimed_staging(out, "run") as staging:
-            done = _execute_and_finish(prepare_run(paths, out, cfg, how, backend_factory, judge_factory,
-                                                      staging=staging), staging)
+            done = _execute_and_finish(
+                prepare_run(paths, out, cfg, how, backend_factory, judge_factory, staging=staging), staging
+            )
         return summarise(*done)
 
 
-def dedup(inputs: list[str], out_dir: str, cfg: RunConfig, runner: str | None = None, beam_args: list[str] | None = None,
-          config_path: str | None = None, rates_path: str | None = None, dask_address: str | None = None,
-          dask_workers: int = 2, force: bool = False) -> dict:
+def dedup(
+    inputs: list[str],
+    out_dir: str,
+    cfg: RunConfig,
+    runner: str | None = None,
+    beam_args: list[str] | None = None,
+    config_path: str | None = None,
+    rates_path: str | None = None,
+    dask_address: str | None = None,
+    dask_workers: int = 2,
+    force: bool = False,
+) -> dict:
     """Only the cheap stages (read to decontaminate) on a pool: the graph of
     `run` stopped after decontamination. No model is loaded."""
     how = Invocation(runner, tuple(beam_args or ()), config_path, rates_path, dask_address, dask_workers)
@@ -66,24 +86,39 @@ def _graph_spec(ctx: RunContext, staging) -> RunSpec:
             cache_key()  # made or checked here, before any work: one line if it cannot be trusted
         except CacheKeyError as e:
             raise RunError(str(e)) from None
-    return RunSpec(run_id=ctx.run_id, inputs=list(ctx.paths), staging_dir=str(staging), config=ctx.cfg, plan=ctx.plan,
-                   rates=ctx.rates, cache_files=tuple(cache_files(ctx.cache_dir)),
-                   finished_runs=finished_runs(ctx.cache_dir), pool_indexes=ctx.pools)
+    return RunSpec(
+        run_id=ctx.run_id,
+        inputs=list(ctx.paths),
+        staging_dir=str(staging),
+        config=ctx.cfg,
+        plan=ctx.plan,
+        rates=ctx.rates,
+        cache_files=tuple(cache_files(ctx.cache_dir)),
+        finished_runs=finished_runs(ctx.cache_dir),
+        pool_indexes=ctx.pools,
+    )
 
 
 def _announce(ctx: RunContext, spec: RunSpec) -> None:
     if ctx.plan is not None:
         if spec.cache_files:
-            print(f"attempt cache: {ctx.cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
-                  file=sys.stderr)
+            print(
+                f"attempt cache: {ctx.cache_dir} ({len(spec.cache_files)} files); finished attempts are re-used",
+                file=sys.stderr,
+            )
         return
     kept_files = [n for n in ("learnable.parquet", "attempts.parquet") if (ctx.out / n).exists()]
     if kept_files:
-        print(f"dedup: {ctx.out} holds {' and '.join(kept_files)} of an earlier run; they are left as they are",
-              file=sys.stderr)
+        print(
+            f"dedup: {ctx.out} holds {' and '.join(kept_files)} of an earlier run; they are left as they are",
+            file=sys.stderr,
+        )
     d = ctx.cfg.dedup
-    print(f"dedup: {len(ctx.paths)} input file(s) -> read, validate, exact, "
-          f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...", file=sys.stderr)
+    print(
+        f"dedup: {len(ctx.paths)} input file(s) -> read, validate, exact, "
+        f"{'near, ' if d.near else ''}{'against pool, ' if ctx.pools else ''}decontaminate ...",
+        file=sys.stderr,
+    )
 
 
 def _execute_and_finish(ctx: RunContext, staging) -> tuple:
@@ -110,4 +145,5 @@ def _check_failed_share(ctx: RunContext, spec: RunSpec) -> None:
             f"{stats.failed} of {asked} requests to the model failed ({stats.failed / asked:.0%}, over the "
             f"{share:.0%} allowed by model.max_failed_share), first: {stats.first_failure}; the results are not "
             "complete and no output was written. Generations that succeeded are saved in the attempt cache; fix "
-            "the cause and the same command resumes.")
+            "the cause and the same command resumes."
+        )

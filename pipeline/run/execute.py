@@ -22,6 +22,7 @@ from tasksieve.pipeline.run.preflight import DASK, IN_PROCESS, RunContext
 from tasksieve.transforms.backends.base import BackendUnavailable, ServerRefused
 from tasksieve.transforms.batch.chunks import spill_folder
 
+
 def _runner(name: str | None):
     if name in (None, IN_PROCESS):
         # The FnApiRunner runs the whole graph in this process: no runner
@@ -47,8 +48,9 @@ def dask_cluster(address: str | None, workers: int):
 
     from distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    )
     try:
         yield cluster.scheduler_address
     finally:
@@ -66,8 +68,13 @@ def _without_type_check(beam_args: list[str]) -> list[str]:
     return ["--no_pipeline_type_check", *beam_args]
 
 
-def execute(build_graph: Callable[[beam.Pipeline], None], runner: str | None, beam_args: list[str],
-            dask_address: str | None, dask_workers: int) -> None:
+def execute(
+    build_graph: Callable[[beam.Pipeline], None],
+    runner: str | None,
+    beam_args: list[str],
+    dask_address: str | None,
+    dask_workers: int,
+) -> None:
     """Build the graph on the chosen runner and run it to completion."""
     with contextlib.ExitStack() as stack:
         if runner == DASK:
@@ -131,17 +138,22 @@ def _interrupted_message(cache_dir: str | None, run_id: str) -> str:
             except OSError:
                 pass
     if saved:
-        return (f"interrupted: the {saved} attempts this run finished are saved in {cache_dir}; start the same "
-                "command again to resume (they are re-used, none is paid for twice)")
-    return ("interrupted before any attempt was finished; nothing was written to the outputs; start the same "
-            "command again to run it")
-
+        return (
+            f"interrupted: the {saved} attempts this run finished are saved in {cache_dir}; start the same "
+            "command again to resume (they are re-used, none is paid for twice)"
+        )
+    return (
+        "interrupted before any attempt was finished; nothing was written to the outputs; start the same "
+        "command again to run it"
+    )
 
 
 def _dedup_interrupted(staging: Path) -> RunInterrupted:
     shutil.rmtree(staging, ignore_errors=True)
-    return RunInterrupted("interrupted: dedup keeps nothing of an unfinished pass and the output files are as "
-                          "they were; start the same command again to run it")
+    return RunInterrupted(
+        "interrupted: dedup keeps nothing of an unfinished pass and the output files are as "
+        "they were; start the same command again to run it"
+    )
 
 
 def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
@@ -151,15 +163,18 @@ def _run_failed(ctx: RunContext, e: BaseException) -> BaseException:
         return RunInterrupted(_interrupted_message(ctx.cache_dir, ctx.run_id))
     refused = _backend_stop(e, ServerRefused)
     if refused is not None:
-        return RunRefused(f"{refused}. Nothing was judged from the failed requests and none is cached; attempts "
-                          "finished before are saved, and the same command resumes once this is fixed.")
+        return RunRefused(
+            f"{refused}. Nothing was judged from the failed requests and none is cached; attempts "
+            "finished before are saved, and the same command resumes once this is fixed."
+        )
     stop = _backend_stop(e)
     if stop is None:
         return e
     return RunStopped(
         f"the model backend stopped answering: {stop}. Every attempt finished before that is saved in "
         f"{ctx.cache_dir}; start the same command again to resume: finished attempts are re-used, none is "
-        "paid for twice.")
+        "paid for twice."
+    )
 
 
 @contextlib.contextmanager

@@ -33,19 +33,32 @@ DEDUP_FILES = ("results", "quarantine", "costs")
 def run_record(ctx: RunContext, started: datetime, wall: float, sampling=None) -> dict:
     """The row of the `runs` table (figures are added by finalize)."""
     row = {
-        "run_id": ctx.run_id, "started_at": started.isoformat(), "finished_at": datetime.now(timezone.utc).isoformat(),
-        "wall_seconds": wall, "tasksieve_version": __version__, "runner": ctx.how.runner or IN_PROCESS,
-        "inputs": json.dumps(list(ctx.paths)), "config_path": ctx.how.config_path, "config": ctx.cfg.to_json(),
-        "rates": ctx.rates.to_json(), "warnings": json.dumps(list(ctx.warnings)),
+        "run_id": ctx.run_id,
+        "started_at": started.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "wall_seconds": wall,
+        "tasksieve_version": __version__,
+        "runner": ctx.how.runner or IN_PROCESS,
+        "inputs": json.dumps(list(ctx.paths)),
+        "config_path": ctx.how.config_path,
+        "config": ctx.cfg.to_json(),
+        "rates": ctx.rates.to_json(),
+        "warnings": json.dumps(list(ctx.warnings)),
     }
     if ctx.plan is None:
         # No model in this mode: empty strings, not nulls, so the column types
         # match those of `run` rows in the same database.
         return dict(row, model_id="", sampler_key="", sampling_mode=DEDUP_MODE, k=0)
     return dict(
-        row, model_id=ctx.model_id, sampler_key=ctx.plan.sampler_key, sampling_mode=ctx.plan.mode, k=ctx.plan.k,
-        attempts_generated=sampling.generated, attempts_reused=sampling.reused,
-        engine_seconds=sampling.engine_seconds, sampling_wall_seconds=sampling.wall_seconds,
+        row,
+        model_id=ctx.model_id,
+        sampler_key=ctx.plan.sampler_key,
+        sampling_mode=ctx.plan.mode,
+        k=ctx.plan.k,
+        attempts_generated=sampling.generated,
+        attempts_reused=sampling.reused,
+        engine_seconds=sampling.engine_seconds,
+        sampling_wall_seconds=sampling.wall_seconds,
         # Share of the sampling stage's time spent inside the engine (the
         # rest: verification, waiting on stragglers of a wave, bookkeeping).
         engine_busy_fraction=sampling.engine_seconds / sampling.wall_seconds if sampling.wall_seconds else None,
@@ -59,11 +72,22 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
     rows_read = read_rows_in(staging, ROWS_READ_FILE)
     wall = time.perf_counter() - t0
     if ctx.plan is None:
-        print(f"dedup: {rows_in} rows in {wall:.1f}s ({rows_in / wall if wall else 0:.0f} rows/s); writing outputs ...",
-              file=sys.stderr)
+        print(
+            f"dedup: {rows_in} rows in {wall:.1f}s ({rows_in / wall if wall else 0:.0f} rows/s); writing outputs ...",
+            file=sys.stderr,
+        )
         with OutputSet(out, ctx.run_id) as outset:
-            figures, _ = finalize(outset.dir, staging, STAGED, rows_in, run_record(ctx, started, wall), 0,
-                                  rows_read=rows_read, files=DEDUP_FILES, learnable_file=False)
+            figures, _ = finalize(
+                outset.dir,
+                staging,
+                STAGED,
+                rows_in,
+                run_record(ctx, started, wall),
+                0,
+                rows_read=rows_read,
+                files=DEDUP_FILES,
+                learnable_file=False,
+            )
             outset.commit()
     else:
         sampling = read_stats(spec.stats_dir)
@@ -73,17 +97,25 @@ def finish(ctx: RunContext, spec: RunSpec, started: datetime, t0: float) -> dict
         with OutputSet(out, ctx.run_id) as outset:
             figures, tables = finalize(outset.dir, staging, STAGED, rows_in, run_row, ctx.plan.k, rows_read=rows_read)
             if gate:
-                judge_store.load_table(outset.dir / "curation.duckdb", ctx.run_id,
-                                       judge_store.agreement_table(gate, ctx.cfg.judge))
+                judge_store.load_table(
+                    outset.dir / "curation.duckdb", ctx.run_id, judge_store.agreement_table(gate, ctx.cfg.judge)
+                )
             outset.commit()
         if gate:
-            figures.update(judge_store.judge_figures(gate, ctx.cfg.judge, tables["results"], tables["attempts"],
-                                                     tables["costs"], ctx.plan.k))
+            figures.update(
+                judge_store.judge_figures(
+                    gate, ctx.cfg.judge, tables["results"], tables["attempts"], tables["costs"], ctx.plan.k
+                )
+            )
             figures["judge_line"] = judge_store.judge_line(figures)
         if ctx.cache_dir:
             settle_run(ctx.cache_dir, ctx.run_id, tables["attempts"], spec.finished_runs)
-        figures.update(attempts_generated=sampling.generated, attempts_reused=sampling.reused,
-                       engine_seconds=sampling.engine_seconds, engine_busy_fraction=run_row["engine_busy_fraction"])
+        figures.update(
+            attempts_generated=sampling.generated,
+            attempts_reused=sampling.reused,
+            engine_seconds=sampling.engine_seconds,
+            engine_busy_fraction=run_row["engine_busy_fraction"],
+        )
     return figures
 
 

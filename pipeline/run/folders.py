@@ -28,8 +28,10 @@ def refuse_inside_inputs(path: str | Path | None, inputs: list[str], flag: str) 
     for raw in inputs:
         real_in = Path(os.path.realpath(raw))
         if real_in.is_dir() and _inside(real, real_in):
-            raise RunError(f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
-                           f"written there as deliveries; choose a folder outside the inputs")
+            raise RunError(
+                f"{flag} {path} is inside the --input folder {raw}: a later run would read what is "
+                f"written there as deliveries; choose a folder outside the inputs"
+            )
 
 
 def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]:
@@ -99,15 +101,18 @@ def hold_output(out: Path, command: str):
         except BlockingIOError:
             fh.seek(0)
             holder = " ".join(fh.read(200).split()) or "another tasksieve command"
-            raise RunError(f"output folder {out} is in use by {holder}; wait for it to finish or choose another "
-                           "--out") from None
+            raise RunError(
+                f"output folder {out} is in use by {holder}; wait for it to finish or choose another --out"
+            ) from None
         except OSError as e:
             raise RunError(f"cannot lock output folder {out}: {e.strerror or e}") from None
         try:
             fh.seek(0)
             fh.truncate()
-            fh.write(f"tasksieve {command} (pid {os.getpid()}, since "
-                     f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n")
+            fh.write(
+                f"tasksieve {command} (pid {os.getpid()}, since "
+                f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')})\n"
+            )
             fh.flush()
         except OSError as e:
             reraise_disk_full(e)

@@ -63,6 +63,7 @@ class RunSpec:
     @property
     def stats_dir(self) -> str:
         return str(Path(self.staging_dir) / SAMPLING_STATS_DIR)
+
     # Saved reference-pool indexes (`--dedup-against`), built before the run.
     pool_indexes: tuple = ()
     # Where the batch path keeps its chunks between stages (chunks.py); None: in memory.
@@ -70,8 +71,17 @@ class RunSpec:
 
 
 def quarantine_result(q: dict, run_id: str) -> dict:
-    return {"run_id": run_id, "source": q["source"], "source_file": q["source_file"], "line": q["line"], "task_id": q.get("task_id"),
-            "status": "quarantined", "drop_stage": q["stage"], "drop_reason": q["reason"], "raw": q["raw"]}
+    return {
+        "run_id": run_id,
+        "source": q["source"],
+        "source_file": q["source_file"],
+        "line": q["line"],
+        "task_id": q.get("task_id"),
+        "status": "quarantined",
+        "drop_stage": q["stage"],
+        "drop_reason": q["reason"],
+        "raw": q["raw"],
+    }
 
 
 def dropped_result(task: dict, run_id: str) -> dict:
@@ -134,8 +144,12 @@ def _row_cheap_stages(p: beam.Pipeline, spec: RunSpec):
     return tasks, [*dropped, contaminated], quarantined, rows_read
 
 
-def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend] | None = None,
-          judge_factory: Callable[[], Backend] | None = None) -> None:
+def build(
+    p: beam.Pipeline,
+    spec: RunSpec,
+    backend_factory: Callable[[], Backend] | None = None,
+    judge_factory: Callable[[], Backend] | None = None,
+) -> None:
     """The funnel, stage by stage. `judge_factory` gives the rubric judge
     (None: the sampler judges). Without `spec.plan` the graph stops after
     decontamination (`tasksieve dedup`)."""
@@ -143,8 +157,11 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     result_chunks = None
     if cfg.dedup.batch:  # the same decisions on chunks of tasks (transforms/batch/stages.py)
         chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
-        result_chunks = (tuple(dropped_chunks) | "AllDroppedChunks" >> beam.Flatten()
-                         | "DroppedResults" >> beam.Map(_with_status, "dropped"))
+        result_chunks = (
+            tuple(dropped_chunks)
+            | "AllDroppedChunks" >> beam.Flatten()
+            | "DroppedResults" >> beam.Map(_with_status, "dropped")
+        )
         dropped = []
         if spec.plan is None:
             kept = chunks | "KeptResults" >> beam.Map(_with_status, "kept")
@@ -155,22 +172,31 @@ def build(p: beam.Pipeline, spec: RunSpec, backend_factory: Callable[[], Backend
     else:
         tasks, dropped, quarantined, rows_read = _row_cheap_stages(p, spec)
         if spec.plan is None:
-            kept = tasks | "Progress" >> beam.ParDo(_Progress("kept after dedup")) \
+            kept = (
+                tasks
+                | "Progress" >> beam.ParDo(_Progress("kept after dedup"))
                 | "KeptResult" >> beam.Map(kept_result, run_id)
+            )
             _write_outputs(p, spec, kept, dropped, quarantined, None, rows_read)
             return
     # Before any attempt is paid for: drop tasks whose verifier is broken.
     tasks, broken = tasks | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
     classified, attempts, unsampled = tasks | "Sample" >> SampleAndClassify(
-        spec.plan, backend_factory, cfg.sampling.tasks_per_batch, cfg.sampling.groups,
-        spec.cache_files, spec.finished_runs, spec.stats_dir, judge_factory,
+        spec.plan,
+        backend_factory,
+        cfg.sampling.tasks_per_batch,
+        cfg.sampling.groups,
+        spec.cache_files,
+        spec.finished_runs,
+        spec.stats_dir,
+        judge_factory,
     )
-    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read,
-                   result_chunks)
+    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read, result_chunks)
 
 
-def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, quarantined, attempts,
-                   rows_read, result_chunks=None) -> None:
+def _write_outputs(
+    p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, quarantined, attempts, rows_read, result_chunks=None
+) -> None:
     """Results, attempts (None: `dedup`, which writes none), quarantine and
     costs, staged; one terminal step depends on every sink. `result_chunks`:
     (status, chunk of results) pairs (the batch path, chunks.as_chunk), written and priced
@@ -191,8 +217,11 @@ def _write_outputs(p: beam.Pipeline, spec: RunSpec, kept, dropped_parts: list, q
         written += _write_chunks(result_chunks, spec)
     if attempts is not None:
         written.append(_write(attempts, "attempts", spec.staging_dir))
-    written += [_write(quarantined, "quarantine", spec.staging_dir), _write(costs, "costs", spec.staging_dir),
-                rows_read]
+    written += [
+        _write(quarantined, "quarantine", spec.staging_dir),
+        _write(costs, "costs", spec.staging_dir),
+        rows_read,
+    ]
     # One terminal step that depends on every sink. Beam 2.77's DaskRunner
     # computes only the graph behind the last transform applied; ending on
     # this join makes it run every write (other runners are unaffected).
@@ -208,8 +237,10 @@ def _with_status(chunk, status: str) -> tuple:
 def _write_chunks(result_chunks, spec: RunSpec) -> list:
     """Results (none sampled, none quarantined) and their expert cost rows,
     one staged file of each per chunk."""
-    return [result_chunks | "WriteResultChunks" >> beam.Map(
-        _write_result_chunk, str(Path(spec.staging_dir)), spec.rates, spec.run_id)]
+    return [
+        result_chunks
+        | "WriteResultChunks" >> beam.Map(_write_result_chunk, str(Path(spec.staging_dir)), spec.rates, spec.run_id)
+    ]
 
 
 def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -> str:

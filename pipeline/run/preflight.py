@@ -23,7 +23,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.run.errors import RunError, UsageError
-from tasksieve.pipeline.run.folders import (check_writable_folder, refuse_inside_inputs, refuse_system_folder)
+from tasksieve.pipeline.run.folders import check_writable_folder, refuse_inside_inputs, refuse_system_folder
 from tasksieve.pipeline.setup.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs.safe_fs import NotAFolder, real_subdir
 from tasksieve.schemas.config import RunConfig, config_warnings
@@ -68,8 +68,11 @@ def prepare_pools(cfg: RunConfig, work_dir: Path) -> tuple[str, ...]:
             print(f"reference pool: hashing {len(raw)} path(s) into {target} ...", file=sys.stderr)
             t0 = time.perf_counter()
             meta = build_index(raw, params, target)
-            print(f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
-                  + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""), file=sys.stderr)
+            print(
+                f"reference pool: {meta['rows']} tasks indexed in {time.perf_counter() - t0:.1f}s"
+                + (f" ({meta['unusable']} rows without a prompt skipped)" if meta["unusable"] else ""),
+                file=sys.stderr,
+            )
             indexes.append(str(target))
     except PoolIndexError as e:
         raise RunError(str(e)) from None
@@ -94,7 +97,8 @@ def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
         return None, cfg.model.model_id or f"{served}@{urlparse(cfg.model.openai.base_url).netloc}"
     if cfg.model.backend == "replay":
         return None, cfg.model.model_id or "replay@" + hashlib.sha256(
-            json.dumps(sorted(cfg.model.replay_paths)).encode()).hexdigest()[:12]
+            json.dumps(sorted(cfg.model.replay_paths)).encode()
+        ).hexdigest()[:12]
     if cfg.model.path is None:
         try:
             path = ensure_default_model()
@@ -116,9 +120,17 @@ def resolve_model(cfg: RunConfig) -> tuple[str | None, str]:
 
 def make_plan(cfg: RunConfig, run_id: str, model_id: str, cache_dir: str | None = None) -> SamplePlan:
     """The sampling stage's plan: the run's config sections, keyed for the cache."""
-    return SamplePlan(run_id=run_id, model_id=model_id, sampler_key=cfg.sampling.sampler_key(),
-                      sampling=cfg.sampling, band=cfg.band, verify=cfg.verify, cache_dir=cache_dir,
-                      judge=cfg.judge, graded=_graded_file(cfg))
+    return SamplePlan(
+        run_id=run_id,
+        model_id=model_id,
+        sampler_key=cfg.sampling.sampler_key(),
+        sampling=cfg.sampling,
+        band=cfg.band,
+        verify=cfg.verify,
+        cache_dir=cache_dir,
+        judge=cfg.judge,
+        graded=_graded_file(cfg),
+    )
 
 
 def _graded_file(cfg: RunConfig) -> dict | None:
@@ -142,13 +154,21 @@ def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | Non
     if judge_factory is not None:
         return judge_factory
     judge = cfg.judge
-    sampling = cfg.sampling if judge.temperature is None else cfg.sampling.model_copy(
-        update={"temperature": judge.temperature})
+    sampling = (
+        cfg.sampling
+        if judge.temperature is None
+        else cfg.sampling.model_copy(update={"temperature": judge.temperature})
+    )
     if judge.backend == "openai":
         # The sampler's own OpenAI client and retries (backends/openai.py), pointed at the judge's server.
         judge_id = judge.model_id or f"{judge.openai.model or 'served'}@{judge.openai.base_url}"
-        factory = functools.partial(get_backend, None, judge_id, sampling,
-                                    cfg.model.model_copy(update={"backend": "openai", "openai": judge.openai}))
+        factory = functools.partial(
+            get_backend,
+            None,
+            judge_id,
+            sampling,
+            cfg.model.model_copy(update={"backend": "openai", "openai": judge.openai}),
+        )
         factory.model_id = judge_id
         return factory
     if judge.path is None:
@@ -158,8 +178,9 @@ def judge_factory_for(cfg: RunConfig, judge_factory: Callable[[], Backend] | Non
         raise RunError(f"judge path {path} is not a Hugging Face model folder (no config.json)")
     judge_id = judge.model_id or f"{path.name}@judge"
     # A local vLLM model whatever backend samples.
-    factory = functools.partial(get_backend, str(path), judge_id, sampling,
-                                cfg.model.model_copy(update={"backend": "vllm"}))
+    factory = functools.partial(
+        get_backend, str(path), judge_id, sampling, cfg.model.model_copy(update={"backend": "vllm"})
+    )
     factory.model_id = judge_id  # named without loading it
     return factory
 
@@ -196,8 +217,10 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
         except ImportError as e:
             raise RunError(f"--runner {runner} is not available here: {' '.join(str(e).split())[:200]}") from None
         except Exception:
-            raise RunError(f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
-                           "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner") from None
+            raise RunError(
+                f"unknown --runner {runner!r}: use {IN_PROCESS} (the default), {DASK}, or a Beam runner "
+                "such as DirectRunner, FlinkRunner, SparkRunner or DataflowRunner"
+            ) from None
     if not beam_args:
         return
     parser = _beam_option_parser()
@@ -206,14 +229,31 @@ def check_runner_and_flags(runner: str | None, beam_args: list[str]) -> None:
         flag = next((a for a in unknown if a.startswith("-")), unknown[0])
         known = [o for a in parser._actions for o in a.option_strings]
         close = difflib.get_close_matches(flag.split("=", 1)[0], known + TASKSIEVE_FLAGS, n=1)
-        raise UsageError(f"unrecognized argument {flag!r}: neither a tasksieve option nor an Apache Beam "
-                         "pipeline option" + (f" (did you mean {close[0]}?)" if close else ""))
+        raise UsageError(
+            f"unrecognized argument {flag!r}: neither a tasksieve option nor an Apache Beam "
+            "pipeline option" + (f" (did you mean {close[0]}?)" if close else "")
+        )
 
 
 # The command line's own options, for "did you mean" (cli.py is the source).
-TASKSIEVE_FLAGS = ["--input", "--out", "--config", "--rates", "--model", "--sampling", "--backend", "--base-url",
-                   "--replay", "--attempt-cache", "--runner", "--dask-address", "--dask-workers", "--dedup-against",
-                   "--save-index", "--graded"]
+TASKSIEVE_FLAGS = [
+    "--input",
+    "--out",
+    "--config",
+    "--rates",
+    "--model",
+    "--sampling",
+    "--backend",
+    "--base-url",
+    "--replay",
+    "--attempt-cache",
+    "--runner",
+    "--dask-address",
+    "--dask-workers",
+    "--dedup-against",
+    "--save-index",
+    "--graded",
+]
 
 
 def _sandbox_preflight(cfg: RunConfig) -> str:
@@ -302,8 +342,17 @@ def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation, 
     run_id = new_run_id()
     rates = load_rates(how.rates_path or cfg.rates)
     pools = prepare_pools(cfg, staging)
-    return RunContext(command="dedup", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
-                      pools=pools, warnings=warn_about_config(cfg))
+    return RunContext(
+        command="dedup",
+        run_id=run_id,
+        paths=tuple(paths),
+        out=out,
+        cfg=cfg,
+        rates=rates,
+        how=how,
+        pools=pools,
+        warnings=warn_about_config(cfg),
+    )
 
 
 def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
@@ -317,8 +366,9 @@ def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
         try:
             real_subdir(out, "attempt_cache")
         except (NotAFolder, OSError) as e:
-            raise RunError(f"attempt cache {out / 'attempt_cache'} is not a writable folder: {e.strerror or e}") \
-                from None
+            raise RunError(
+                f"attempt cache {out / 'attempt_cache'} is not a writable folder: {e.strerror or e}"
+            ) from None
     cache_dir = str(Path(cfg.attempt_cache) if cfg.attempt_cache else out / "attempt_cache")
     check_writable_folder(Path(cache_dir), "--attempt-cache" if cfg.attempt_cache else "attempt cache")
     try:  # the folder the cache marks finished runs in: a real one, never a planted link's target
@@ -347,9 +397,16 @@ def _load_engine(factory: Callable, model_id: str) -> None:
         raise RunError(str(e)) from None
 
 
-def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
-                backend_factory: Callable[[], Backend] | None = None,
-                judge_factory: Callable[[], Backend] | None = None, *, staging: Path) -> RunContext:
+def prepare_run(
+    paths: list[str],
+    out: Path,
+    cfg: RunConfig,
+    how: Invocation,
+    backend_factory: Callable[[], Backend] | None = None,
+    judge_factory: Callable[[], Backend] | None = None,
+    *,
+    staging: Path,
+) -> RunContext:
     """`tasksieve run`: the cache, rates, model, sandbox, judge and pools, in
     the order that fails cheapest first."""
     run_id = new_run_id()
@@ -372,6 +429,20 @@ def prepare_run(paths: list[str], out: Path, cfg: RunConfig, how: Invocation,
     if how.runner == DASK and cfg.sampling.groups == 1:
         # One group per worker, or a single worker would do all the sampling.
         cfg = cfg.model_copy(update={"sampling": cfg.sampling.model_copy(update={"groups": how.dask_workers})})
-    return RunContext(command="run", run_id=run_id, paths=tuple(paths), out=out, cfg=cfg, rates=rates, how=how,
-                      pools=pools, model_id=model_id, plan=plan, cache_dir=cache_dir, backend_factory=factory,
-                      judge_factory=judge_factory, sandbox_note=sandbox_note, warnings=warnings)
+    return RunContext(
+        command="run",
+        run_id=run_id,
+        paths=tuple(paths),
+        out=out,
+        cfg=cfg,
+        rates=rates,
+        how=how,
+        pools=pools,
+        model_id=model_id,
+        plan=plan,
+        cache_dir=cache_dir,
+        backend_factory=factory,
+        judge_factory=judge_factory,
+        sandbox_note=sandbox_note,
+        warnings=warnings,
+    )

@@ -32,8 +32,14 @@ import numpy as np
 import pyarrow as pa
 
 from tasksieve.pipeline.outputs.output_set import DB, visible
-from tasksieve.pipeline.outputs.out_guard import (EXIT_DISK_FULL, Refused, disk_full, disk_full_line, refuse_dangerous,
-                                          refuse_folders_at_file_names)
+from tasksieve.pipeline.outputs.out_guard import (
+    EXIT_DISK_FULL,
+    Refused,
+    disk_full,
+    disk_full_line,
+    refuse_dangerous,
+    refuse_folders_at_file_names,
+)
 from tasksieve.pipeline.outputs.safe_fs import real_subdir, write_atomic
 from tasksieve.pipeline.select.write import held, write_selection
 from tasksieve.schemas.config import SelectConfig
@@ -131,12 +137,16 @@ def load_pool(db_path: Path, run_id: str | None = None) -> Pool:
     try:
         run = current_run(con, db_path, run_id)
         key = [run["model_id"], run["started_at"]]
-        tasks = dict_rows(con, f"""
+        tasks = dict_rows(
+            con,
+            f"""
             WITH now AS ({_MEASURED}), means AS ({_ATTEMPT_MEANS}), expert AS ({_EXPERT})
             SELECT now.*, means.attempt_model, means.prompt_tokens, means.completion_tokens, means.gen_seconds,
                    expert.expert_usd
             FROM now LEFT JOIN means USING (run_id, content_hash) LEFT JOIN expert USING (run_id, source, task_id)
-            WHERE now.status = 'learnable' ORDER BY task_id, source, content_hash""", key)
+            WHERE now.status = 'learnable' ORDER BY task_id, source, content_hash""",
+            key,
+        )
         graduated = dict_rows(con, _GRADUATED + " ORDER BY task_id, source", key)
         unmeasured = con.execute(_UNMEASURED, key + [run["model_id"]]).fetchone()[0]
     finally:
@@ -183,8 +193,13 @@ def _load_cache(path: Path, model: str) -> dict:
             keys, vecs = z["keys"], z["vecs"]
             # OUT may be shared: a cache from another model, or one that is
             # not a clean (keys, finite float vectors) pair, is ignored.
-            if (str(z["model"]) != model or vecs.ndim != 2 or len(keys) != len(vecs)
-                    or vecs.dtype.kind != "f" or not np.isfinite(vecs).all()):
+            if (
+                str(z["model"]) != model
+                or vecs.ndim != 2
+                or len(keys) != len(vecs)
+                or vecs.dtype.kind != "f"
+                or not np.isfinite(vecs).all()
+            ):
                 return {}
             return dict(zip(keys.tolist(), vecs))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
@@ -206,10 +221,12 @@ def cached_embeddings(out: Path, prompts: list[str]) -> np.ndarray:
         fresh = embed_prompts(missing)
         fresh_keys = [hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() for p in missing]
         known.update(zip(fresh_keys, fresh))
+
         def save(tmp: Path) -> None:
             with open(tmp, "wb") as fh:  # a file object: np.savez would add ".npz" to a name
-                np.savez(fh, model=np.array(MODEL_NAME), keys=np.array(list(known)),
-                         vecs=np.stack(list(known.values())))
+                np.savez(
+                    fh, model=np.array(MODEL_NAME), keys=np.array(list(known)), vecs=np.stack(list(known.values()))
+                )
 
         try:
             # A real folder of OUT's (a link planted there is removed, not
@@ -222,11 +239,14 @@ def cached_embeddings(out: Path, prompts: list[str]) -> np.ndarray:
 
 def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
     if not pool.tasks:
-        raise SelectError(f"run {pool.run['run_id']} (model {pool.run['model_id']}) has no learnable task to select from")
+        raise SelectError(
+            f"run {pool.run['run_id']} (model {pool.run['model_id']}) has no learnable task to select from"
+        )
     group = cfg.group_size or int(pool.run.get("k") or 8)
     t = pool.tasks
-    value, p, m = task_values([r["n_pass"] for r in t], [r["n_attempts"] for r in t], cfg.value,
-                              cfg.prior_strength, group)
+    value, p, m = task_values(
+        [r["n_pass"] for r in t], [r["n_attempts"] for r in t], cfg.value, cfg.prior_strength, group
+    )
     vecs, cluster = None, np.zeros(len(t), dtype=np.int64)
     if cfg.diversity:
         from tasksieve.transforms.same_problem.embed import EmbeddingUnavailable
@@ -236,9 +256,15 @@ def prepare(pool: Pool, cfg: SelectConfig, out: Path) -> Prepared:
         except EmbeddingUnavailable as e:
             raise SelectError(f"{e}; or set [select] diversity = false") from None
         cluster = kmeans(vecs, cfg.clusters or auto_k(len(t)), seed=cfg.seed)
-    cand = Candidates(task_id=[r["task_id"] for r in t], value=value, price=_prices(pool, group), cluster=cluster,
-                      source=[r["source"] or "(none)" for r in t], domain=[r["domain"] or "(none)" for r in t],
-                      vecs=vecs)
+    cand = Candidates(
+        task_id=[r["task_id"] for r in t],
+        value=value,
+        price=_prices(pool, group),
+        cluster=cluster,
+        source=[r["source"] or "(none)" for r in t],
+        domain=[r["domain"] or "(none)" for r in t],
+        vecs=vecs,
+    )
     expert = np.array([np.nan if r["expert_usd"] is None else r["expert_usd"] for r in t], dtype=np.float64)
     return Prepared(pool, cand, p, m, expert, group, vecs)
 
@@ -255,12 +281,21 @@ def figures(prep: Prepared, choice: Choice, budget: Budget, cfg: SelectConfig) -
     usd = float(prep.cand.price[chosen].sum())
     rnd = random_baseline(prep.cand.value, prep.cand.price, n, cfg.random_draws, cfg.seed)
     clusters = np.unique(prep.cand.cluster)
-    return {"n_pool": len(prep.cand), "n_selected": n, "spent": choice.spent, "selected_value": value,
-            "selected_usd": usd, "random_value": rnd["value"], "random_usd": rnd["usd"],
-            "value_ratio": value / rnd["value"] if rnd["value"] > 0 else None,
-            "signal_per_usd": per_dollar(value, usd), "random_signal_per_usd": per_dollar(rnd["value"], rnd["usd"]),
-            "clusters": int(clusters.size), "clusters_covered": int(np.unique(prep.cand.cluster[chosen]).size),
-            "stopped": _stopped(choice, budget, n)}
+    return {
+        "n_pool": len(prep.cand),
+        "n_selected": n,
+        "spent": choice.spent,
+        "selected_value": value,
+        "selected_usd": usd,
+        "random_value": rnd["value"],
+        "random_usd": rnd["usd"],
+        "value_ratio": value / rnd["value"] if rnd["value"] > 0 else None,
+        "signal_per_usd": per_dollar(value, usd),
+        "random_signal_per_usd": per_dollar(rnd["value"], rnd["usd"]),
+        "clusters": int(clusters.size),
+        "clusters_covered": int(np.unique(prep.cand.cluster[chosen]).size),
+        "stopped": _stopped(choice, budget, n),
+    }
 
 
 def _stopped(choice: Choice, budget: Budget, n: int) -> str:
@@ -277,53 +312,120 @@ def _stopped(choice: Choice, budget: Budget, n: int) -> str:
 def dry_run_lines(prep: Prepared, budget: Budget, cfg: SelectConfig) -> list[str]:
     from tasksieve.transforms.select.budget import dry_run_levels
 
-    lines = [f"{'budget':>16}{'tasks':>7}{'spend':>13}{'signal':>9}{'random':>9}{'per $':>10}{'clusters':>10}  stops because"]
+    lines = [
+        f"{'budget':>16}{'tasks':>7}{'spend':>13}{'signal':>9}{'random':>9}{'per $':>10}{'clusters':>10}  stops because"
+    ]
     for level in dry_run_levels(budget):
         f = figures(prep, choose(prep.cand, level, _caps(cfg), cfg.redundancy), level, cfg)
         per = "n/a" if f["signal_per_usd"] is None else f"{f['signal_per_usd']:.4g}"
-        lines.append(f"{level.text():>16}{f['n_selected']:>7}{'$' + format(f['selected_usd'], ',.4f'):>13}"
-                     f"{f['selected_value']:>9.3f}{f['random_value']:>9.3f}{per:>10}"
-                     f"{str(f['clusters_covered']) + '/' + str(f['clusters']):>10}  {f['stopped']}")
+        lines.append(
+            f"{level.text():>16}{f['n_selected']:>7}{'$' + format(f['selected_usd'], ',.4f'):>13}"
+            f"{f['selected_value']:>9.3f}{f['random_value']:>9.3f}{per:>10}"
+            f"{str(f['clusters_covered']) + '/' + str(f['clusters']):>10}  {f['stopped']}"
+        )
     return lines
 
 
 # --- the tables written --------------------------------------------------
+
 
 def _selection_rows(prep: Prepared, choice: Choice, sid: str) -> list[dict]:
     """One row per candidate (chosen or not, with why) and per graduated task."""
     c, rows = prep.cand, []
     for i, t in enumerate(prep.pool.tasks):
         like = int(choice.nearest[i])
-        rows.append({"selection_id": sid, "run_id": t["run_id"], "model_id": t["model_id"], "source": t["source"],
-                     "task_id": t["task_id"], "content_hash": t["content_hash"], "batch_id": t["batch_id"],
-                     "domain": t["domain"], "difficulty": t["difficulty"], "n_attempts": t["n_attempts"],
-                     "n_pass": t["n_pass"], "pass_rate": t["pass_rate"], "p_shrunk": float(prep.p_shrunk[i]),
-                     "value": float(c.value[i]), "price_usd": float(c.price[i]), "cluster": int(c.cluster[i]),
-                     "selected": bool(choice.rank[i] > 0), "rank": int(choice.rank[i]) or None,
-                     "marginal_value": float(choice.marginal[i]), "similarity": float(choice.similarity[i]),
-                     "like_task_id": c.task_id[like] if like >= 0 else None, "reason": choice.reason[i],
-                     "graduated": False})
+        rows.append(
+            {
+                "selection_id": sid,
+                "run_id": t["run_id"],
+                "model_id": t["model_id"],
+                "source": t["source"],
+                "task_id": t["task_id"],
+                "content_hash": t["content_hash"],
+                "batch_id": t["batch_id"],
+                "domain": t["domain"],
+                "difficulty": t["difficulty"],
+                "n_attempts": t["n_attempts"],
+                "n_pass": t["n_pass"],
+                "pass_rate": t["pass_rate"],
+                "p_shrunk": float(prep.p_shrunk[i]),
+                "value": float(c.value[i]),
+                "price_usd": float(c.price[i]),
+                "cluster": int(c.cluster[i]),
+                "selected": bool(choice.rank[i] > 0),
+                "rank": int(choice.rank[i]) or None,
+                "marginal_value": float(choice.marginal[i]),
+                "similarity": float(choice.similarity[i]),
+                "like_task_id": c.task_id[like] if like >= 0 else None,
+                "reason": choice.reason[i],
+                "graduated": False,
+            }
+        )
     for g in prep.pool.graduated:
-        rows.append({"selection_id": sid, "run_id": g["run_id"], "model_id": g["model_id"], "source": g["source"],
-                     "task_id": g["task_id"], "content_hash": g["content_hash"], "batch_id": g["batch_id"],
-                     "domain": g["domain"], "difficulty": g["difficulty"], "n_attempts": g["n_attempts"],
-                     "n_pass": g["n_pass"], "pass_rate": g["pass_rate"], "selected": False, "graduated": True,
-                     "reason": f"graduated: all_pass under {g['model_id']} (learnable under {g['was_learnable_under']})"})
+        rows.append(
+            {
+                "selection_id": sid,
+                "run_id": g["run_id"],
+                "model_id": g["model_id"],
+                "source": g["source"],
+                "task_id": g["task_id"],
+                "content_hash": g["content_hash"],
+                "batch_id": g["batch_id"],
+                "domain": g["domain"],
+                "difficulty": g["difficulty"],
+                "n_attempts": g["n_attempts"],
+                "n_pass": g["n_pass"],
+                "pass_rate": g["pass_rate"],
+                "selected": False,
+                "graduated": True,
+                "reason": f"graduated: all_pass under {g['model_id']} (learnable under {g['was_learnable_under']})",
+            }
+        )
     return rows
 
 
 SELECTION_SCHEMA = pa.schema(
-    [pa.field(n, pa.string()) for n in ("selection_id", "run_id", "model_id", "source", "task_id", "content_hash",
-                                         "batch_id", "domain", "difficulty")]
+    [
+        pa.field(n, pa.string())
+        for n in (
+            "selection_id",
+            "run_id",
+            "model_id",
+            "source",
+            "task_id",
+            "content_hash",
+            "batch_id",
+            "domain",
+            "difficulty",
+        )
+    ]
     + [pa.field("n_attempts", pa.int64()), pa.field("n_pass", pa.int64())]
     + [pa.field(n, pa.float64()) for n in ("pass_rate", "p_shrunk", "value", "price_usd")]
-    + [pa.field("cluster", pa.int64()), pa.field("selected", pa.bool_()), pa.field("rank", pa.int64()),
-       pa.field("marginal_value", pa.float64()), pa.field("similarity", pa.float64()),
-       pa.field("like_task_id", pa.string()), pa.field("reason", pa.string()), pa.field("graduated", pa.bool_())])
+    + [
+        pa.field("cluster", pa.int64()),
+        pa.field("selected", pa.bool_()),
+        pa.field("rank", pa.int64()),
+        pa.field("marginal_value", pa.float64()),
+        pa.field("similarity", pa.float64()),
+        pa.field("like_task_id", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("graduated", pa.bool_()),
+    ]
+)
 
 # selected.parquet: what a trainer loads (the learnable set's fields) plus why each row is there.
-SELECTED_EXTRA = ("selection_id", "rank", "value", "p_shrunk", "marginal_value", "price_usd", "cluster", "reason",
-                  "run_id", "model_id")
+SELECTED_EXTRA = (
+    "selection_id",
+    "rank",
+    "value",
+    "p_shrunk",
+    "marginal_value",
+    "price_usd",
+    "cluster",
+    "reason",
+    "run_id",
+    "model_id",
+)
 
 
 def _selected_table(prep: Prepared, rows: list[dict]) -> pa.Table:
@@ -339,16 +441,25 @@ def _selected_table(prep: Prepared, rows: list[dict]) -> pa.Table:
 
 def _cluster_rows(prep: Prepared, choice: Choice, sid: str, cfg: SelectConfig) -> list[dict]:
     rows = cluster_table(prep.cand.cluster, prep.cand.value, choice.rank > 0, prep.expert_usd)
-    reps = representatives(prep.vecs, prep.cand.cluster, cfg.representatives) if prep.vecs is not None else \
-        {0: list(range(min(cfg.representatives, len(prep.cand))))}
+    reps = (
+        representatives(prep.vecs, prep.cand.cluster, cfg.representatives)
+        if prep.vecs is not None
+        else {0: list(range(min(cfg.representatives, len(prep.cand))))}
+    )
     for r in rows:
         r["selection_id"] = sid
-        r["representatives"] = json.dumps([{"task_id": prep.cand.task_id[i], "prompt": (prep.pool.tasks[i]["prompt"]
-                                            or "")[:200]} for i in reps[r["cluster"]]], ensure_ascii=False)
+        r["representatives"] = json.dumps(
+            [
+                {"task_id": prep.cand.task_id[i], "prompt": (prep.pool.tasks[i]["prompt"] or "")[:200]}
+                for i in reps[r["cluster"]]
+            ],
+            ensure_ascii=False,
+        )
     return rows
 
 
 # --- the command -----------------------------------------------------------
+
 
 def new_selection_id() -> str:
     return "select-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
@@ -356,16 +467,31 @@ def new_selection_id() -> str:
 
 def _summary_row(prep: Prepared, fig: dict, budget: Budget, cfg: SelectConfig, sid: str) -> dict:
     run = prep.pool.run
-    return {"selection_id": sid, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "run_id": run["run_id"], "model_id": run["model_id"], "budget_kind": budget.kind,
-            "budget": budget.amount, **fig, "n_graduated": len(prep.pool.graduated),
-            "n_unmeasured": prep.pool.unmeasured, "value_formula": describe(cfg.value, cfg.prior_strength),
-            "prior_mean": prep.prior_mean, "group_size": prep.group_size,
-            "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True)}
+    return {
+        "selection_id": sid,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "run_id": run["run_id"],
+        "model_id": run["model_id"],
+        "budget_kind": budget.kind,
+        "budget": budget.amount,
+        **fig,
+        "n_graduated": len(prep.pool.graduated),
+        "n_unmeasured": prep.pool.unmeasured,
+        "value_formula": describe(cfg.value, cfg.prior_strength),
+        "prior_mean": prep.prior_mean,
+        "group_size": prep.group_size,
+        "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
+    }
 
 
-def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str | None = None,
-           dry_run: bool = False, by: tuple[str, ...] = ("cluster", "source")) -> str:
+def select(
+    out_dir: str | Path,
+    budget: Budget,
+    cfg: SelectConfig,
+    run_id: str | None = None,
+    dry_run: bool = False,
+    by: tuple[str, ...] = ("cluster", "source"),
+) -> str:
     """Choose (or, with dry_run, price every budget level); returns the text to print."""
     out = Path(out_dir)
     if not out.is_dir():
@@ -381,8 +507,9 @@ def select(out_dir: str | Path, budget: Budget, cfg: SelectConfig, run_id: str |
         return _select_held(out, budget, cfg, run_id, dry_run, by)
 
 
-def _select_held(out: Path, budget: Budget, cfg: SelectConfig, run_id: str | None, dry_run: bool,
-                 by: tuple[str, ...]) -> str:
+def _select_held(
+    out: Path, budget: Budget, cfg: SelectConfig, run_id: str | None, dry_run: bool, by: tuple[str, ...]
+) -> str:
     prep = prepare(load_pool(visible(out, DB), run_id), cfg, out)
     head = _head_lines(prep, budget, cfg)
     if dry_run:
@@ -392,32 +519,48 @@ def _select_held(out: Path, budget: Budget, cfg: SelectConfig, run_id: str | Non
     sid = new_selection_id()
     rows = _selection_rows(prep, choice, sid)
     clusters = _cluster_rows(prep, choice, sid, cfg)
-    tables = {"selection": pa.Table.from_pylist(rows, schema=SELECTION_SCHEMA),
-              "selection_clusters": pa.Table.from_pylist(clusters),
-              "selections": pa.Table.from_pylist([_summary_row(prep, fig, budget, cfg, sid)])}
+    tables = {
+        "selection": pa.Table.from_pylist(rows, schema=SELECTION_SCHEMA),
+        "selection_clusters": pa.Table.from_pylist(clusters),
+        "selections": pa.Table.from_pylist([_summary_row(prep, fig, budget, cfg, sid)]),
+    }
     try:
         write_selection(out, _selected_table(prep, rows), tables, sid)
     except (OSError, duckdb.Error) as e:
         if disk_full(e)[0]:
             raise
         raise SelectError(f"cannot write the selection into {out}: {' '.join(str(e).split())[:300]}") from None
-    return "\n".join(head + [""] + summary_lines(prep, fig, rows, clusters, by) + [
-        "", f"outputs in {out}: selected.parquet; tables selection, selection_clusters, selections in curation.duckdb "
-            f"(selection_id {sid})", f"report: tasksieve report {out}"])
+    return "\n".join(
+        head
+        + [""]
+        + summary_lines(prep, fig, rows, clusters, by)
+        + [
+            "",
+            f"outputs in {out}: selected.parquet; tables selection, selection_clusters, selections in curation.duckdb "
+            f"(selection_id {sid})",
+            f"report: tasksieve report {out}",
+        ]
+    )
 
 
 def _head_lines(prep: Prepared, budget: Budget, cfg: SelectConfig) -> list[str]:
     run, pool = prep.pool.run, prep.pool
-    lines = [f"selecting from run {run['run_id']} (model {run['model_id']}): {len(prep.cand)} learnable tasks, "
-             f"budget {budget.text()}",
-             f"{describe(cfg.value, cfg.prior_strength)}; pool mean m = {prep.prior_mean:.3f}; "
-             f"price = {prep.group_size} rollouts at the run's rates"]
+    lines = [
+        f"selecting from run {run['run_id']} (model {run['model_id']}): {len(prep.cand)} learnable tasks, "
+        f"budget {budget.text()}",
+        f"{describe(cfg.value, cfg.prior_strength)}; pool mean m = {prep.prior_mean:.3f}; "
+        f"price = {prep.group_size} rollouts at the run's rates",
+    ]
     if pool.graduated:
-        lines.append(f"graduated: {len(pool.graduated)} tasks learnable under an earlier model are all_pass under "
-                     f"{run['model_id']}; not drawn from")
+        lines.append(
+            f"graduated: {len(pool.graduated)} tasks learnable under an earlier model are all_pass under "
+            f"{run['model_id']}; not drawn from"
+        )
     if pool.unmeasured:
-        lines.append(f"not measured by {run['model_id']}: {pool.unmeasured} tasks learnable under an earlier model; "
-                     "run them with the current model to include them")
+        lines.append(
+            f"not measured by {run['model_id']}: {pool.unmeasured} tasks learnable under an earlier model; "
+            "run them with the current model to include them"
+        )
     return lines
 
 
@@ -439,20 +582,27 @@ def _breakdown(rows: list[dict], dim: str, clusters: list[dict]) -> list[str]:
 def summary_lines(prep: Prepared, fig: dict, rows: list[dict], clusters: list[dict], by: tuple[str, ...]) -> list[str]:
     per = lambda x: "n/a" if x is None else f"{x:,.4g}"
     ratio = "n/a" if fig["value_ratio"] is None else f"{fig['value_ratio']:.2f}x"
-    lines = [f"selected {fig['n_selected']} of {fig['n_pool']} ({fig['stopped']}); spend ${fig['selected_usd']:,.4f}",
-             f"signal {fig['selected_value']:.3f} vs {fig['random_value']:.3f} for random subsets of the same size "
-             f"({ratio}); signal per dollar {per(fig['signal_per_usd'])} vs {per(fig['random_signal_per_usd'])}",
-             f"clusters covered {fig['clusters_covered']} of {fig['clusters']}"]
+    lines = [
+        f"selected {fig['n_selected']} of {fig['n_pool']} ({fig['stopped']}); spend ${fig['selected_usd']:,.4f}",
+        f"signal {fig['selected_value']:.3f} vs {fig['random_value']:.3f} for random subsets of the same size "
+        f"({ratio}); signal per dollar {per(fig['signal_per_usd'])} vs {per(fig['random_signal_per_usd'])}",
+        f"clusters covered {fig['clusters_covered']} of {fig['clusters']}",
+    ]
     for dim in by:
         lines += [""] + _breakdown(rows, dim, clusters)
     buy = sorted((c for c in clusters if c["buy_next_rank"]), key=lambda c: c["buy_next_rank"])[:3]
     if buy:
         lines += ["", "where to buy next (clusters the selection exhausted, by signal per expert dollar):"]
         for c in buy:
-            cost = "expert cost unknown" if c["expert_usd_per_task"] is None else \
-                f"${c['expert_usd_per_task']:,.2f} per task from experts"
-            lines.append(f"  cluster {c['cluster']}: {c['selected']} of {c['tasks']} chosen, mean signal "
-                         f"{c['mean_value']:.3f}, {cost}")
+            cost = (
+                "expert cost unknown"
+                if c["expert_usd_per_task"] is None
+                else f"${c['expert_usd_per_task']:,.2f} per task from experts"
+            )
+            lines.append(
+                f"  cluster {c['cluster']}: {c['selected']} of {c['tasks']} chosen, mean signal "
+                f"{c['mean_value']:.3f}, {cost}"
+            )
     return lines
 
 

@@ -73,7 +73,9 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     dst.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
     (tmp / "tasksieve_source.json").write_text(
-        json.dumps({"gguf": str(gguf_path), "package": f"{GGUF_DIST}=={GGUF_DIST_VERSION}", "model_id": DEFAULT_MODEL_ID})
+        json.dumps(
+            {"gguf": str(gguf_path), "package": f"{GGUF_DIST}=={GGUF_DIST_VERSION}", "model_id": DEFAULT_MODEL_ID}
+        )
     )
     # Rename last: a half-written folder is never mistaken for a model.
     shutil.rmtree(out_dir, ignore_errors=True)

@@ -47,17 +47,31 @@ VENDOR_C_TIERS = [("add1", 4), ("add2", 4), ("hard", 4)]
 # in, and the easiest items for the model. Measured with SmolLM2-135M at
 # temperature 0.8: the best of them pass 7 times in 8, none 8 in 8, so with
 # this model they come out learnable; a stronger model makes them all_pass.
-WARMUP = [("1 * 1", 1), ("1 * 10", 10), ("10 * 10", 100), ("7 * 1", 7), ("2 * 1", 2), ("1 + 1", 2),
-          ("2 * 10", 20), ("5 * 1", 5)]
+WARMUP = [
+    ("1 * 1", 1),
+    ("1 * 10", 10),
+    ("10 * 10", 100),
+    ("7 * 1", 7),
+    ("2 * 1", 2),
+    ("1 + 1", 2),
+    ("2 * 10", 20),
+    ("5 * 1", 5),
+]
 GSM8K_ITEMS = (0, 7, 21, 42)  # test-set positions copied into deliveries
 # Hand-written word problems (vendor_a) and the near duplicates vendor_c
 # delivered later: a changed name, and an added sentence. Near dedup must
 # drop the copies and keep the originals (earlier created_at).
 WORD_PROBLEMS = [
-    ("Tom has 12 marbles. He gives 4 marbles to his sister and then buys 7 more at the shop. "
-     "How many marbles does Tom have now?", "15"),
-    ("A baker makes 24 rolls in the morning and 18 rolls in the afternoon. She sells 30 rolls. "
-     "How many rolls are left at the end of the day?", "12"),
+    (
+        "Tom has 12 marbles. He gives 4 marbles to his sister and then buys 7 more at the shop. "
+        "How many marbles does Tom have now?",
+        "15",
+    ),
+    (
+        "A baker makes 24 rolls in the morning and 18 rolls in the afternoon. She sells 30 rolls. "
+        "How many rolls are left at the end of the day?",
+        "12",
+    ),
 ]
 NEAR_COPIES = [
     WORD_PROBLEMS[0][0].replace("Tom", "Sam"),
@@ -69,22 +83,32 @@ def _generate(tier: str, cfg: dict, n: int, seed: int) -> list[dict]:
     import reasoning_gym as rg
 
     ds = rg.create_dataset("basic_arithmetic", size=n, seed=seed, **cfg, **COMMON)
-    return [{"question": x["question"], "answer": str(x["answer"]), "expression": x["metadata"]["expression"], "tier": tier}
-            for x in ds]
+    return [
+        {"question": x["question"], "answer": str(x["answer"]), "expression": x["metadata"]["expression"], "tier": tier}
+        for x in ds
+    ]
 
 
 def _gsm8k(positions) -> list[dict]:
     from tasksieve.transforms.decontam.benchmarks import bench_data_path, read_jsonl
 
     rows = list(read_jsonl(bench_data_path("gsm8k", "test.jsonl")))
-    return [{"question": rows[i]["question"], "answer": rows[i]["answer"].split("####")[-1].strip(), "pos": i} for i in positions]
+    return [
+        {"question": rows[i]["question"], "answer": rows[i]["answer"].split("####")[-1].strip(), "pos": i}
+        for i in positions
+    ]
 
 
 def _task(tid, source, batch, item, day, **cost) -> dict:
     return {
-        "task_id": tid, "source": source, "batch_id": batch, "domain": "math",
-        "prompt": item["question"], "answer": item["answer"],
-        "license": "CC-BY-4.0", "created_at": f"2026-10-{day:02d}T09:00:00Z",
+        "task_id": tid,
+        "source": source,
+        "batch_id": batch,
+        "domain": "math",
+        "prompt": item["question"],
+        "answer": item["answer"],
+        "license": "CC-BY-4.0",
+        "created_at": f"2026-10-{day:02d}T09:00:00Z",
         "meta": {"generator": "reasoning_gym/basic_arithmetic", "tier": item.get("tier", "gsm8k")},
         **cost,
     }
@@ -110,8 +134,12 @@ def build_tasks() -> dict[str, list[dict]]:
     # Planted exact duplicates: same problem, other spacing and case, later date.
     for src in (a[0], a[5]):
         n += 1
-        dup = dict(src, task_id=f"A-{n:03d}", prompt="  " + src["prompt"].upper().replace(" ", "  ") + " ",
-                   created_at="2026-10-25T09:00:00Z")
+        dup = dict(
+            src,
+            task_id=f"A-{n:03d}",
+            prompt="  " + src["prompt"].upper().replace(" ", "  ") + " ",
+            created_at="2026-10-25T09:00:00Z",
+        )
         a.append(dup)
     for question, answer in WORD_PROBLEMS:
         n += 1
@@ -127,11 +155,22 @@ def build_tasks() -> dict[str, list[dict]]:
         m += 1
         b.append(_task(f"B{m:04d}", "vendor_b", "b-week-43", dict(item, tier="gsm8k"), 22, expert_cost_usd=6.0))
     m += 1
-    b.append(dict(a[2], task_id=f"B{m:04d}", source="vendor_b", batch_id="b-week-43", expert_cost_usd=2.0,
-                  expert_minutes=None, created_at="2026-10-28T09:00:00Z"))
+    b.append(
+        dict(
+            a[2],
+            task_id=f"B{m:04d}",
+            source="vendor_b",
+            batch_id="b-week-43",
+            expert_cost_usd=2.0,
+            expert_minutes=None,
+            created_at="2026-10-28T09:00:00Z",
+        )
+    )
     c = []
-    extra = {name: _generate(name, dict(TIERS[[t[0] for t in TIERS].index(name)][1]), k, seed=2000 + i)
-             for i, (name, k) in enumerate(VENDOR_C_TIERS)}
+    extra = {
+        name: _generate(name, dict(TIERS[[t[0] for t in TIERS].index(name)][1]), k, seed=2000 + i)
+        for i, (name, k) in enumerate(VENDOR_C_TIERS)
+    }
     j = 0
     for name, _k in VENDOR_C_TIERS:
         for item in extra[name]:
@@ -148,6 +187,7 @@ def build_tasks() -> dict[str, list[dict]]:
 
 def malformed_lines() -> list[bytes]:
     """One line per kind of bad input; the last one is truncated."""
+
     def js(d):
         return json.dumps(d).encode()
 
@@ -156,8 +196,24 @@ def malformed_lines() -> list[bytes]:
         b'["a", "row", "that", "is", "not", "an", "object"]',
         js({"task_id": "A-no-prompt", "domain": "math", "answer": "5"}),
         js({"task_id": "A-bad-domain", "domain": "poetry", "prompt": "Write a haiku about rain.", "answer": "-"}),
-        js({"task_id": "A-neg-minutes", "domain": "math", "prompt": "What is 1 + 1?", "answer": "2", "expert_minutes": -3}),
-        js({"task_id": "A-text-minutes", "domain": "math", "prompt": "What is 1 + 2?", "answer": "3", "expert_minutes": "ten"}),
+        js(
+            {
+                "task_id": "A-neg-minutes",
+                "domain": "math",
+                "prompt": "What is 1 + 1?",
+                "answer": "2",
+                "expert_minutes": -3,
+            }
+        ),
+        js(
+            {
+                "task_id": "A-text-minutes",
+                "domain": "math",
+                "prompt": "What is 1 + 2?",
+                "answer": "3",
+                "expert_minutes": "ten",
+            }
+        ),
         js({"task_id": "A-int-prompt", "domain": "math", "prompt": 42, "answer": "42"}),
         js({"task_id": "A-no-answer", "domain": "math", "prompt": "What is 9 - 4?"}),
         js({"task_id": "A-huge", "domain": "math", "prompt": "Add these: " + "1 + " * 30000 + "1", "answer": "30001"}),

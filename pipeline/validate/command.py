@@ -45,7 +45,7 @@ from tasksieve.transforms.verify.verifiers import VERIFIABLE
 
 FIELD_CHECKS = {
     "schema": "rows unreadable, breaking the Task contract, or failing a field expectation "
-              "(types, required fields per domain, lengths, unique task_id, allowed domain)",
+    "(types, required fields per domain, lengths, unique task_id, allowed domain)",
     "license": "rows without an allowed license",
     "ranges": "rows with expert_minutes or expert_cost_usd outside the plausible range",
     "dates": "rows whose created_at is not an ISO 8601 date in the plausible range",
@@ -106,10 +106,17 @@ def _probe_backend(spec: ProbeSpec):
     return functools.partial(get_backend, model_path, model_id, cfg.sampling, cfg.model), model_id
 
 
-def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation", against: list[str] | None = None,
-                      profile_path: str | None = None, probe: ProbeSpec | None = None,
-                      backend_factory: Callable | None = None, data_docs: bool = True, echo: bool = True,
-                      limits=None) -> dict:
+def validate_delivery(
+    deliveries: list[str],
+    out_dir: str | Path = "validation",
+    against: list[str] | None = None,
+    profile_path: str | None = None,
+    probe: ProbeSpec | None = None,
+    backend_factory: Callable | None = None,
+    data_docs: bool = True,
+    echo: bool = True,
+    limits=None,
+) -> dict:
     """Run every check and write the outputs; returns the summary dict.
     `backend_factory` replaces the probe's engine (tests use a scripted one);
     `limits`, a run config's [limits], sets the expert_minutes/expert_cost_usd
@@ -121,14 +128,17 @@ def validate_delivery(deliveries: list[str], out_dir: str | Path = "validation",
     f = profile.fields
     amounts = (limits.max_expert_minutes, limits.max_expert_cost_usd) if limits is not None else None
     timed = _timed if echo else (lambda label, fn, *args: fn(*args))
-    raws, tasks, contract_failures = timed("read", dc.read_delivery, paths, f.max_row_bytes, f.max_field_chars,
-                                           amounts)
+    raws, tasks, contract_failures = timed("read", dc.read_delivery, paths, f.max_row_bytes, f.max_field_chars, amounts)
     tasks = [with_hash(t) for t in tasks]
     # The verifier sanity check, the longest, runs beside the field and
     # duplicate checks (in worker processes on a large delivery:
     # delivery_checks.sanity_verdicts); its result joins the others in order.
-    sanity = _Beside(_sanity, tasks, profile.thresholds.max_broken_verifiers,
-                     Ticker("validate: verifier sanity", len(tasks), unit="tasks") if echo else None)
+    sanity = _Beside(
+        _sanity,
+        tasks,
+        profile.thresholds.max_broken_verifiers,
+        Ticker("validate: verifier sanity", len(tasks), unit="tasks") if echo else None,
+    )
     docs_tmp = Path(tempfile.mkdtemp(prefix=".data_docs.", dir=out)) if data_docs else None
     if docs_tmp is not None:
         os.chmod(docs_tmp, 0o755)
@@ -220,8 +230,10 @@ def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
     for d in deliveries:
         real_in = Path(os.path.realpath(d))
         if real_in.is_dir() and (real_out == real_in or real_in in real_out.parents):
-            raise UsageError(f"--out {out} is inside the delivery folder {d}: the next validation would read its "
-                             "summary as a delivery; choose an output folder outside the delivery")
+            raise UsageError(
+                f"--out {out} is inside the delivery folder {d}: the next validation would read its "
+                "summary as a delivery; choose an output folder outside the delivery"
+            )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -255,8 +267,9 @@ def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_pat
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
         pool_rows = list(index_rows(pool_paths, params_from_config(dedup), f.max_row_bytes, f.max_field_chars))
-    checks.append(dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows,
-                                             dedup, rules))
+    checks.append(
+        dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows, dedup, rules)
+    )
     checks.append(_contamination(tasks, profile))
     checks.append(rubric_check(tasks, dc.check, dc.offender, dc.where))
     return checks
@@ -270,9 +283,13 @@ def _summary(paths, raws, tasks, pool_paths, profile: Profile, profile_path, che
         "failed_checks": failed,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "tasksieve_version": __version__,
-        "delivery": {"inputs": paths, "rows_read": len(raws),
-                     "rows_parsed": sum(1 for r in raws if r.get("record") is not None),
-                     "valid_tasks": len(tasks), "domains": _count(t["domain"] for t in tasks)},
+        "delivery": {
+            "inputs": paths,
+            "rows_read": len(raws),
+            "rows_parsed": sum(1 for r in raws if r.get("record") is not None),
+            "valid_tasks": len(tasks),
+            "domains": _count(t["domain"] for t in tasks),
+        },
         "against": pool_paths,
         "profile": {"path": str(profile_path or default_profile_path()), **profile.model_dump(mode="json")},
         "checks": checks,
@@ -302,8 +319,11 @@ def _run_gx(raws: list[dict], profile: Profile, docs_dir: Path | None) -> dict:
                 raise
             # Data Docs are a convenience: if GX cannot build them, say why and validate without.
             res = run_expectations(raws, profile, None)
-            res["data_docs"] = {"built": False, "index": None,
-                                "note": f"GX could not build Data Docs: {type(e).__name__}: {e}"[:300]}
+            res["data_docs"] = {
+                "built": False,
+                "index": None,
+                "note": f"GX could not build Data Docs: {type(e).__name__}: {e}"[:300],
+            }
             return res
 
 
@@ -319,8 +339,9 @@ def _contamination(tasks: list[dict], profile: Profile) -> dict:
         index = get_index(d.ngram, list(d.benchmarks), list(d.extra_paths), **index_options(d))
     except (ValueError, OSError) as e:
         raise UsageError(f"profile decontam: {e}") from None
-    return dc.contamination(tasks, index, list(d.benchmarks) + [Path(p).stem for p in d.extra_paths],
-                            profile.thresholds.max_contaminated)
+    return dc.contamination(
+        tasks, index, list(d.benchmarks) + [Path(p).stem for p in d.extra_paths], profile.thresholds.max_contaminated
+    )
 
 
 def _probe(tasks: list[dict], checks: list[dict], probe: ProbeSpec, backend_factory, min_share: float) -> dict:
@@ -328,9 +349,12 @@ def _probe(tasks: list[dict], checks: list[dict], probe: ProbeSpec, backend_fact
     duplicate, contaminated or broken (those fail their own checks)."""
     from tasksieve.pipeline.run.preflight import make_plan, new_run_id
 
-    excluded = {o["where"] for c in checks if c["name"] in
-                ("duplicates_within", "duplicates_against_pool", "contamination", "verifier_sanity")
-                for o in c["offenders"]}
+    excluded = {
+        o["where"]
+        for c in checks
+        if c["name"] in ("duplicates_within", "duplicates_against_pool", "contamination", "verifier_sanity")
+        for o in c["offenders"]
+    }
     eligible = [t for t in tasks if t["domain"] in VERIFIABLE and dc.where(t) not in excluded]
     backend = backend_factory()
     plan = make_plan(probe.config, "probe-" + new_run_id(), backend.model_id)

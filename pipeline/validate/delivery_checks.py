@@ -44,11 +44,19 @@ def offender(task_id, loc: str, reason: str, **evidence) -> dict:
     return {"task_id": task_id, "where": loc, "reason": reason, **evidence}
 
 
-def check(name: str, description: str, observed, threshold: str, passed: bool | None, offenders: list[dict],
-          **details) -> dict:
+def check(
+    name: str, description: str, observed, threshold: str, passed: bool | None, offenders: list[dict], **details
+) -> dict:
     status = "skipped" if passed is None else ("pass" if passed else "fail")
-    return {"name": name, "description": description, "observed": observed, "threshold": threshold,
-            "status": status, "offenders": offenders, "details": details}
+    return {
+        "name": name,
+        "description": description,
+        "observed": observed,
+        "threshold": threshold,
+        "status": status,
+        "offenders": offenders,
+        "details": details,
+    }
 
 
 def rate(n: int, total: int) -> float:
@@ -63,8 +71,9 @@ _FIELD_CHECK = {"created_at": "dates", "expert_minutes": "ranges", "expert_cost_
 _FIELD = re.compile(r"field '(\w+)'")
 
 
-def read_delivery(paths: list[str], max_row_bytes: int, max_field_chars: int,
-                  amount_limits: tuple[float, float] | None = None) -> tuple[list, list, list]:
+def read_delivery(
+    paths: list[str], max_row_bytes: int, max_field_chars: int, amount_limits: tuple[float, float] | None = None
+) -> tuple[list, list, list]:
     """(raw rows, valid tasks, contract failures). A row that cannot be read
     or breaks the Task contract (validate_row), or repeats a task_id within
     its source, is a failure with its file:line and reason, and the `check`
@@ -81,8 +90,11 @@ def read_delivery(paths: list[str], max_row_bytes: int, max_field_chars: int,
                 continue
             m = _FIELD.search(reason)
             kind = _FIELD_CHECK.get(m.group(1), "schema") if m and not raw.get("error") else "schema"
-            failures.append(offender(raw_task_id(raw), where(raw), reason, check=kind,
-                                     stage="read" if raw.get("error") else "validate"))
+            failures.append(
+                offender(
+                    raw_task_id(raw), where(raw), reason, check=kind, stage="read" if raw.get("error") else "validate"
+                )
+            )
     # As the pipeline does: a task_id repeated within a source is quarantined
     # after its first occurrence.
     by_id: dict[tuple, list[dict]] = defaultdict(list)
@@ -95,8 +107,15 @@ def read_delivery(paths: list[str], max_row_bytes: int, max_field_chars: int,
         first, rest = first_by_position(group)
         for t in rest:
             repeats.add(id(t))
-            failures.append(offender(task_id, where(t), f"task_id '{task_id}' repeats within source '{source}' "
-                                     f"(first at {where(first)})", check="schema", stage="validate"))
+            failures.append(
+                offender(
+                    task_id,
+                    where(t),
+                    f"task_id '{task_id}' repeats within source '{source}' (first at {where(first)})",
+                    check="schema",
+                    stage="validate",
+                )
+            )
     return raws, [t for t in tasks if id(t) not in repeats], failures
 
 
@@ -117,6 +136,7 @@ def read_pool(paths: list[str], max_row_bytes: int, max_field_chars: int) -> tup
 
 # --- duplicates ----------------------------------------------------------------------------
 
+
 def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) -> dict:
     """{task_id-where: dropped row} of the pipeline's near-dedup judgement
     (dedup/near.py find_near_duplicates: MinHash + quantity-grouped
@@ -126,10 +146,19 @@ def _near(tasks: list[dict], pool_rows: list[dict], within: bool, dedup, rules) 
     from tasksieve.transforms.dedup.minhash import params_from_config
 
     out = {}
-    for tag, row in find_near_duplicates(tasks, pool_rows, params_from_config(dedup), dedup.threshold,
-                                         dedup.number_overlap, dedup.number_guard_below, dedup.semantic, rules,
-                                         within=within, max_bucket_pairs=dedup.max_bucket_pairs,
-                                         candidates=band_edges):
+    for tag, row in find_near_duplicates(
+        tasks,
+        pool_rows,
+        params_from_config(dedup),
+        dedup.threshold,
+        dedup.number_overlap,
+        dedup.number_guard_below,
+        dedup.semantic,
+        rules,
+        within=within,
+        max_bucket_pairs=dedup.max_bucket_pairs,
+        candidates=band_edges,
+    ):
         if tag == "dropped":
             out[where(row)] = row
     return out
@@ -140,8 +169,9 @@ def _near_reason(d: dict, name_of) -> tuple[str, dict]:
     gen = ev.get("generator", "minhash")
     if gen == "semantic":
         sp = ev.get("same_problem", {})
-        how = (f"same meaning (cosine {sp.get('cosine')}) and the same quantities"
-               + (", equivalent answers" if sp.get("answer", {}).get("equivalent") else ""))
+        how = f"same meaning (cosine {sp.get('cosine')}) and the same quantities" + (
+            ", equivalent answers" if sp.get("answer", {}).get("equivalent") else ""
+        )
     else:
         how = f"{ev.get('matched_similarity', ev.get('similarity'))} of its 5-character shingles shared"
     return how, ev
@@ -163,9 +193,16 @@ def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None
         keep, dropped = pick_survivor(group)
         survivors.append(keep)
         for d in dropped:
-            offenders.append(offender(d["task_id"], where(d), f"same prompt and reference as {keep['task_id']} "
-                                      f"({where(keep)})", duplicate_of=keep["task_id"], duplicate_of_where=where(keep),
-                                      match="exact"))
+            offenders.append(
+                offender(
+                    d["task_id"],
+                    where(d),
+                    f"same prompt and reference as {keep['task_id']} ({where(keep)})",
+                    duplicate_of=keep["task_id"],
+                    duplicate_of_where=where(keep),
+                    match="exact",
+                )
+            )
     near = 0
     if dedup is not None and dedup.near:
         by_key = {(t["source"], t["task_id"]): t for t in survivors}
@@ -173,27 +210,57 @@ def duplicates_within(tasks: list[dict], max_rate: float, dedup=None, rules=None
             how, ev = _near_reason(d, None)
             keep = by_key.get((ev["duplicate_of_source"], ev["duplicate_of"]))
             kw = where(keep) if keep else "?"
-            offenders.append(offender(d["task_id"], loc, f"near copy of {ev['duplicate_of']} ({kw}): {how}",
-                                      duplicate_of=ev["duplicate_of"], duplicate_of_where=kw, match="near",
-                                      evidence=ev))
+            offenders.append(
+                offender(
+                    d["task_id"],
+                    loc,
+                    f"near copy of {ev['duplicate_of']} ({kw}): {how}",
+                    duplicate_of=ev["duplicate_of"],
+                    duplicate_of_where=kw,
+                    match="near",
+                    evidence=ev,
+                )
+            )
             near += 1
     observed = rate(len(offenders), len(tasks))
-    return check("duplicates_within", "tasks repeating another task of this delivery (normalised prompt + reference, "
-                 "or the same problem reworded: the pipeline's near-dedup judgement)",
-                 observed, f"<= {max_rate}", observed <= max_rate, offenders, duplicates=len(offenders),
-                 exact=len(offenders) - near, near=near, valid_tasks=len(tasks))
+    return check(
+        "duplicates_within",
+        "tasks repeating another task of this delivery (normalised prompt + reference, "
+        "or the same problem reworded: the pipeline's near-dedup judgement)",
+        observed,
+        f"<= {max_rate}",
+        observed <= max_rate,
+        offenders,
+        duplicates=len(offenders),
+        exact=len(offenders) - near,
+        near=near,
+        valid_tasks=len(tasks),
+    )
 
 
-def duplicates_against_pool(tasks: list[dict], pool: dict | None, pool_unusable: int, max_rate: float,
-                            pool_rows: list[dict] | None = None, dedup=None, rules=None) -> dict:
+def duplicates_against_pool(
+    tasks: list[dict],
+    pool: dict | None,
+    pool_unusable: int,
+    max_rate: float,
+    pool_rows: list[dict] | None = None,
+    dedup=None,
+    rules=None,
+) -> dict:
     name, desc = "duplicates_against_pool", "tasks already in the buyer's pool (--against), exact or reworded"
     if pool is None:
         return check(name, desc, None, f"<= {max_rate}", None, [], why="no --against pool given")
     offenders = [
-        offender(t["task_id"], where(t), f"already in the pool as {pool[t['content_hash']][0]} "
-                 f"({pool[t['content_hash']][1]})", duplicate_of=pool[t["content_hash"]][0],
-                 duplicate_of_where=pool[t["content_hash"]][1], match="exact")
-        for t in tasks if t["content_hash"] in pool
+        offender(
+            t["task_id"],
+            where(t),
+            f"already in the pool as {pool[t['content_hash']][0]} ({pool[t['content_hash']][1]})",
+            duplicate_of=pool[t["content_hash"]][0],
+            duplicate_of_where=pool[t["content_hash"]][1],
+            match="exact",
+        )
+        for t in tasks
+        if t["content_hash"] in pool
     ]
     near = 0
     if dedup is not None and pool_rows:
@@ -202,17 +269,36 @@ def duplicates_against_pool(tasks: list[dict], pool: dict | None, pool_unusable:
         for loc, d in sorted(_near(rest, pool_rows, False, dedup, rules).items()):
             ev = json.loads(d["drop_detail"])
             how, _ = _near_reason(d, None)
-            offenders.append(offender(d["task_id"], loc, f"near copy of pool task {ev['pool_task_id']} "
-                                      f"({ev.get('pool')}): {how}", duplicate_of=ev["pool_task_id"],
-                                      duplicate_of_where=ev.get("pool"), match="near", evidence=ev))
+            offenders.append(
+                offender(
+                    d["task_id"],
+                    loc,
+                    f"near copy of pool task {ev['pool_task_id']} ({ev.get('pool')}): {how}",
+                    duplicate_of=ev["pool_task_id"],
+                    duplicate_of_where=ev.get("pool"),
+                    match="near",
+                    evidence=ev,
+                )
+            )
             near += 1
     observed = rate(len(offenders), len(tasks))
-    return check(name, desc, observed, f"<= {max_rate}", observed <= max_rate, offenders,
-                 in_pool=len(offenders), exact=len(offenders) - near, near=near, pool_tasks=len(pool),
-                 pool_rows_unusable=pool_unusable)
+    return check(
+        name,
+        desc,
+        observed,
+        f"<= {max_rate}",
+        observed <= max_rate,
+        offenders,
+        in_pool=len(offenders),
+        exact=len(offenders) - near,
+        near=near,
+        pool_tasks=len(pool),
+        pool_rows_unusable=pool_unusable,
+    )
 
 
 # --- contamination and verifiers ---------------------------------------------------------------
+
 
 def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str], max_n: int) -> dict:
     offenders = []
@@ -222,21 +308,28 @@ def contamination(tasks: list[dict], index: BenchmarkIndex, benchmarks: list[str
             ev = json.loads(dropped["drop_detail"])
             item = f"{ev['benchmark']} item {ev['benchmark_item']}"
             if ev["check"] == "ngram":
-                why = f"shares {ev['n']} words with {item}: \"{ev['ngram']}\""
+                why = f'shares {ev["n"]} words with {item}: "{ev["ngram"]}"'
             elif ev["check"] == "short_item":
-                why = f"contains the whole of {item}: \"{ev['matched_text']}\""
+                why = f'contains the whole of {item}: "{ev["matched_text"]}"'
             elif ev["check"] == "fuzzy":
-                why = f"rewords {item} ({ev['similarity']:.0%} of its words in order): \"{ev['matched_text'][:200]}\""
+                why = f'rewords {item} ({ev["similarity"]:.0%} of its words in order): "{ev["matched_text"][:200]}"'
             else:
                 why = f"means the same as {item} (cosine {ev['cosine']}) and states its quantities"
             if ev.get("confirmed_by"):
                 why += f"; confirmed by {ev['confirmed_by'].replace('_', ' ')}"
             offenders.append(offender(t["task_id"], where(t), why, **ev))
-    return check("contamination", f"tasks that are a benchmark item: found by a shared {index.n}-word n-gram, a "
-                 "short item, in-order rewording or meaning, and confirmed on numbers, reference answer or code "
-                 "behaviour "
-                 f"({', '.join(benchmarks) or 'none'})", len(offenders), f"<= {max_n}", len(offenders) <= max_n,
-                 offenders, benchmark_items=index.items)
+    return check(
+        "contamination",
+        f"tasks that are a benchmark item: found by a shared {index.n}-word n-gram, a "
+        "short item, in-order rewording or meaning, and confirmed on numbers, reference answer or code "
+        "behaviour "
+        f"({', '.join(benchmarks) or 'none'})",
+        len(offenders),
+        f"<= {max_n}",
+        len(offenders) <= max_n,
+        offenders,
+        benchmark_items=index.items,
+    )
 
 
 # A delivery of at least this many tasks per core has its verifier sanity
@@ -267,8 +360,9 @@ def sanity_processes(n_tasks: int) -> int:
     return max(1, min(cores, SANITY_MAX_PROCESSES, n_tasks // SANITY_TASKS_PER_PROCESS))
 
 
-def sanity_verdicts(tasks: list[dict], processes: int | None = None,
-                    progress: Callable[[int], None] | None = None) -> list[dict]:
+def sanity_verdicts(
+    tasks: list[dict], processes: int | None = None, progress: Callable[[int], None] | None = None
+) -> list[dict]:
     """check_verifier of each task, in delivery order: over `processes`
     fresh ("spawn": nothing of this process's state or threads is copied)
     worker processes, in contiguous parts, or here. Each task's verdict is
@@ -288,28 +382,43 @@ def sanity_verdicts(tasks: list[dict], processes: int | None = None,
                         progress(len(verdicts))
                 return verdicts
         except (OSError, BrokenProcessPool) as e:
-            print(f"verifier sanity: worker processes failed ({type(e).__name__}: {e}); checking here instead",
-                  file=sys.stderr)
+            print(
+                f"verifier sanity: worker processes failed ({type(e).__name__}: {e}); checking here instead",
+                file=sys.stderr,
+            )
     return _sanity_here(tasks, progress)
 
 
-def verifier_sanity(tasks: list[dict], max_n: int, processes: int | None = None,
-                    progress: Callable[[int], None] | None = None) -> dict:
+def verifier_sanity(
+    tasks: list[dict], max_n: int, processes: int | None = None, progress: Callable[[int], None] | None = None
+) -> dict:
     offenders, executed = [], 0
     verdicts = sanity_verdicts(tasks, processes, progress)
     for t, verdict in zip(tasks, verdicts):
         executed += int(t["domain"] == "code" and verdict["executed"])
         if verdict["broken"]:
             offenders.append(offender(t["task_id"], where(t), "; ".join(verdict["problems"]), domain=t["domain"]))
-    return check("verifier_sanity", "tasks whose verifier cannot tell a right answer from a null one or a known hack "
-                 "(code: run in the sandbox)", len(offenders), f"<= {max_n}", len(offenders) <= max_n, offenders,
-                 code_tasks_run_in_sandbox=executed)
+    return check(
+        "verifier_sanity",
+        "tasks whose verifier cannot tell a right answer from a null one or a known hack (code: run in the sandbox)",
+        len(offenders),
+        f"<= {max_n}",
+        len(offenders) <= max_n,
+        offenders,
+        code_tasks_run_in_sandbox=executed,
+    )
 
 
 # --- field expectations (GX) -----------------------------------------------------------------
 
-def field_checks(gx_results: list[dict], contract_failures: list[dict], raws: list[dict], max_failures: int,
-                 descriptions: dict[str, str]) -> list[dict]:
+
+def field_checks(
+    gx_results: list[dict],
+    contract_failures: list[dict],
+    raws: list[dict],
+    max_failures: int,
+    descriptions: dict[str, str],
+) -> list[dict]:
     """One check per GX check group (schema, license, ranges, dates): the
     rows failing any of its expectations, plus the contract failures routed
     to it. `observed` counts distinct rows."""
@@ -321,22 +430,45 @@ def field_checks(gx_results: list[dict], contract_failures: list[dict], raws: li
             if res["check"] != name or res["success"]:
                 continue
             if res["error"]:
-                offenders.append(offender(None, "(whole delivery)", f"{res['why']}: GX could not evaluate it: "
-                                          f"{res['error']}", expectation=res["expectation"]))
+                offenders.append(
+                    offender(
+                        None,
+                        "(whole delivery)",
+                        f"{res['why']}: GX could not evaluate it: {res['error']}",
+                        expectation=res["expectation"],
+                    )
+                )
             for ref in res["row_refs"]:
-                offenders.append(offender(ids.get(ref), ref, f"expected: {res['why']}",
-                                          expectation=res["expectation"], column=res["column"]))
+                offenders.append(
+                    offender(
+                        ids.get(ref),
+                        ref,
+                        f"expected: {res['why']}",
+                        expectation=res["expectation"],
+                        column=res["column"],
+                    )
+                )
         rows = len({o["where"] for o in offenders})
         # A row `tasksieve run` would quarantine fails its check whatever the
         # threshold: the two commands agree on every file.
         quarantined = len({o["where"] for o in offenders if o.get("stage")})
-        out.append(check(name, desc, rows, f"<= {max_failures}", rows <= max_failures and not quarantined, offenders,
-                         expectations=[r["why"] for r in gx_results if r["check"] == name],
-                         rows_run_would_quarantine=quarantined))
+        out.append(
+            check(
+                name,
+                desc,
+                rows,
+                f"<= {max_failures}",
+                rows <= max_failures and not quarantined,
+                offenders,
+                expectations=[r["why"] for r in gx_results if r["check"] == name],
+                rows_run_would_quarantine=quarantined,
+            )
+        )
     return out
 
 
 # --- difficulty probe ------------------------------------------------------------------------
+
 
 def learnable_share(tasks: list[dict], backend, plan, min_share: float, not_probed: int) -> dict:
     """Sample plan.k attempts per task (fixed mode) with the pipeline's
@@ -357,13 +489,27 @@ def learnable_share(tasks: list[dict], backend, plan, min_share: float, not_prob
             continue
         statuses[row["status"]] = statuses.get(row["status"], 0) + 1
         if row["status"] != "learnable":
-            offenders.append(offender(row["task_id"], where(row), f"{row['status']}: {row['n_pass']} of "
-                                      f"{row['n_attempts']} attempts passed", status=row["status"]))
+            offenders.append(
+                offender(
+                    row["task_id"],
+                    where(row),
+                    f"{row['status']}: {row['n_pass']} of {row['n_attempts']} attempts passed",
+                    status=row["status"],
+                )
+            )
     probed = sum(statuses.values())
     shares = {k: rate(v, probed) for k, v in statuses.items()}
-    details = dict(model_id=plan.model_id, k=plan.k, probed=probed, not_probed=not_probed, counts=statuses,
-                   shares=shares, attempts=attempts, prompt_tokens=prompt_tokens,
-                   completion_tokens=completion_tokens)
+    details = dict(
+        model_id=plan.model_id,
+        k=plan.k,
+        probed=probed,
+        not_probed=not_probed,
+        counts=statuses,
+        shares=shares,
+        attempts=attempts,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
     if probed == 0:
         return check(name, desc, None, f">= {min_share}", None, [], why="no task could be probed", **details)
     observed = shares["learnable"]

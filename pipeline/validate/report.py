@@ -34,19 +34,25 @@ def render_table(summary: dict, out_dir: Path) -> str:
     for c in summary["checks"]:
         rows.append((c["name"], _fmt(c["observed"]), c["threshold"], c["status"].upper(), _first_offenders(c)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"tasksieve validate: {summary['delivery']['rows_read']} rows read, "
-             f"{summary['delivery']['valid_tasks']} valid tasks"]
+    lines = [
+        f"tasksieve validate: {summary['delivery']['rows_read']} rows read, "
+        f"{summary['delivery']['valid_tasks']} valid tasks"
+    ]
     for r in rows:
         lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
     probe = next((c for c in summary["checks"] if c["name"] == "learnable_share"), None)
     if probe and probe["details"].get("probed"):
         d = probe["details"]
-        lines.append(f"probe: {d['probed']} tasks x k={d['k']} with {d['model_id']}: "
-                     f"learnable {d['shares']['learnable']:.0%}, all_pass {d['shares']['all_pass']:.0%}, "
-                     f"all_fail {d['shares']['all_fail']:.0%}; {d['prompt_tokens']} prompt + "
-                     f"{d['completion_tokens']} completion tokens")
-    lines.append(f"details: {out_dir / 'summary.json'}, {out_dir / 'report.html'}"
-                 + (f", {summary['data_docs']['index']}" if summary["data_docs"].get("built") else ""))
+        lines.append(
+            f"probe: {d['probed']} tasks x k={d['k']} with {d['model_id']}: "
+            f"learnable {d['shares']['learnable']:.0%}, all_pass {d['shares']['all_pass']:.0%}, "
+            f"all_fail {d['shares']['all_fail']:.0%}; {d['prompt_tokens']} prompt + "
+            f"{d['completion_tokens']} completion tokens"
+        )
+    lines.append(
+        f"details: {out_dir / 'summary.json'}, {out_dir / 'report.html'}"
+        + (f", {summary['data_docs']['index']}" if summary["data_docs"].get("built") else "")
+    )
     n = len(summary["failed_checks"])
     lines.append("VERDICT: ACCEPTABLE" if n == 0 else f"VERDICT: NOT ACCEPTABLE ({n} check{'s' * (n != 1)} failed)")
     return "\n".join(lines)
@@ -80,11 +86,15 @@ def render_html(summary: dict) -> str:
         # No script at all, nothing loaded: defence in depth behind the escaping.
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "img-src data:; form-action 'none'; base-uri 'none'\">",
-        "<title>Delivery validation report</title><style>", _CSS, "</style></head><body>",
+        "<title>Delivery validation report</title><style>",
+        _CSS,
+        "</style></head><body>",
         "<h1>Delivery validation report</h1>",
         f"<p class='verdict {'ok' if ok else 'bad'}'>VERDICT: {_e(summary['verdict'])}"
-        + ("" if ok else f" ({len(summary['failed_checks'])} checks failed)") + "</p>",
-        "<p>", f"Inputs: {', '.join('<code>' + _e(p) + '</code>' for p in d['inputs'])}<br>",
+        + ("" if ok else f" ({len(summary['failed_checks'])} checks failed)")
+        + "</p>",
+        "<p>",
+        f"Inputs: {', '.join('<code>' + _e(p) + '</code>' for p in d['inputs'])}<br>",
         f"Rows read: {_e(d['rows_read'])}; parsed: {_e(d['rows_parsed'])}; valid tasks: {_e(d['valid_tasks'])} "
         f"({_e(json.dumps(d['domains']))})<br>",
         f"Pool (--against): {_e(', '.join(summary['against'])) if summary['against'] else 'none'}<br>",
@@ -94,21 +104,27 @@ def render_html(summary: dict) -> str:
         "<th>result</th><th>offenders</th></tr>",
     ]
     for c in summary["checks"]:
-        parts.append(f"<tr><td><a href='#{_e(c['name'])}'>{_e(c['name'])}</a></td><td>{_e(c['description'])}</td>"
-                     f"<td>{_e(c['observed'])}</td><td>{_e(c['threshold'])}</td>"
-                     f"<td class='{_e(c['status'])}'>{_e(c['status'].upper())}</td><td>{len(c['offenders'])}</td></tr>")
+        parts.append(
+            f"<tr><td><a href='#{_e(c['name'])}'>{_e(c['name'])}</a></td><td>{_e(c['description'])}</td>"
+            f"<td>{_e(c['observed'])}</td><td>{_e(c['threshold'])}</td>"
+            f"<td class='{_e(c['status'])}'>{_e(c['status'].upper())}</td><td>{len(c['offenders'])}</td></tr>"
+        )
     parts.append("</table>")
     for c in summary["checks"]:
-        parts.append(f"<h2 id='{_e(c['name'])}'>{_e(c['name'])}: <span class='{_e(c['status'])}'>"
-                     f"{_e(c['status'].upper())}</span></h2><p>{_e(c['description'])}. Observed {_e(c['observed'])}, "
-                     f"threshold {_e(c['threshold'])}.</p>")
+        parts.append(
+            f"<h2 id='{_e(c['name'])}'>{_e(c['name'])}: <span class='{_e(c['status'])}'>"
+            f"{_e(c['status'].upper())}</span></h2><p>{_e(c['description'])}. Observed {_e(c['observed'])}, "
+            f"threshold {_e(c['threshold'])}.</p>"
+        )
         if c["details"]:
             parts.append(f"<p class='muted'>{_e(json.dumps(c['details'], default=str, ensure_ascii=False))}</p>")
         if c["offenders"]:
             parts.append("<table><tr><th>task_id</th><th>where (file:line)</th><th>reason</th></tr>")
             for o in c["offenders"][:HTML_OFFENDERS]:
-                parts.append(f"<tr><td>{_e(o['task_id'])}</td><td><code>{_e(o['where'])}</code></td>"
-                             f"<td>{_e(o['reason'])}</td></tr>")
+                parts.append(
+                    f"<tr><td>{_e(o['task_id'])}</td><td><code>{_e(o['where'])}</code></td>"
+                    f"<td>{_e(o['reason'])}</td></tr>"
+                )
             parts.append("</table>")
             if len(c["offenders"]) > HTML_OFFENDERS:
                 parts.append(f"<p class='muted'>{len(c['offenders']) - HTML_OFFENDERS} more in summary.json.</p>")

@@ -63,7 +63,15 @@ def rubric_check(tasks: list[dict], check, offender, where) -> dict:
         failing += bool(bad)
         if bad or notes:
             offenders.append(offender(t["task_id"], where(t), "; ".join(bad + notes), fails=bool(bad)))
-    return check("rubric", "rubric tasks: each criterion one checkable statement (no compound or repeated ones), "
-                 "graded attempts present, labels with both met and unmet values", failing, "== 0",
-                 None if not rubric else failing == 0, offenders, rubric_tasks=len(rubric),
-                 with_graded_attempts=labelled, labels=labels)
+    return check(
+        "rubric",
+        "rubric tasks: each criterion one checkable statement (no compound or repeated ones), "
+        "graded attempts present, labels with both met and unmet values",
+        failing,
+        "== 0",
+        None if not rubric else failing == 0,
+        offenders,
+        rubric_tasks=len(rubric),
+        with_graded_attempts=labelled,
+        labels=labels,
+    )

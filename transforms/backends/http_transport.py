@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 # Kinds of ReplyError.
-CONNECT = "connect"      # no connection, or it broke
-TIMEOUT = "timeout"      # the deadline passed
-STATUS = "status"        # an HTTP status other than 2xx
+CONNECT = "connect"  # no connection, or it broke
+TIMEOUT = "timeout"  # the deadline passed
+STATUS = "status"  # an HTTP status other than 2xx
 TOO_LARGE = "too_large"  # the reply passed the size cap
 MALFORMED = "malformed"  # a reply that cannot be read (encoding, framing)
 
@@ -189,8 +189,12 @@ def _exchange(conn, method, path, data, headers, max_bytes, expired, timeout_s) 
     if ok and resp.length:  # Content-Length promised more than came: the server stopped mid-body
         raise ReplyError(MALFORMED, f"a reply that broke off {resp.length:,} bytes before its stated length")
     if not ok:
-        raise ReplyError(STATUS, f"HTTP {status}: {_error_message(decoder.finish())}", status,
-                         _retry_after(resp.getheader("Retry-After")))
+        raise ReplyError(
+            STATUS,
+            f"HTTP {status}: {_error_message(decoder.finish())}",
+            status,
+            _retry_after(resp.getheader("Retry-After")),
+        )
     return Reply(status, decoder.finish())
 
 
@@ -207,4 +211,3 @@ def _error_message(body: bytes) -> str:
     text = " ".join(text.split())
     text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate in a message
     return text[:200] or "(no message)"
-

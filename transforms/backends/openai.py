@@ -34,8 +34,15 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from tasksieve.transforms.backends.base import (REQUEST_FAILED, BackendUnavailable, GenRequest, GenResult,
-                                                ModelLoadError, OnResult, ServerRefused)
+from tasksieve.transforms.backends.base import (
+    REQUEST_FAILED,
+    BackendUnavailable,
+    GenRequest,
+    GenResult,
+    ModelLoadError,
+    OnResult,
+    ServerRefused,
+)
 from tasksieve.transforms.backends.http_transport import CONNECT, STATUS, TIMEOUT, TOO_LARGE, ReplyError, request
 
 # Backoff between retries: INITIAL * 2^n, capped, with jitter; a Retry-After
@@ -95,15 +102,21 @@ def parse_completion(body: bytes, gen_seconds: float, max_chars: int = 1_000_000
     if not _is_text(content):
         raise CompletionRejected("the completion holds a lone surrogate (e.g. \\ud800), which is not valid text")
     if len(content) > max_chars:
-        raise CompletionRejected(f"the completion is {len(content):,} characters, over the {max_chars:,} cap "
-                                 "(model.openai.max_completion_chars)")
+        raise CompletionRejected(
+            f"the completion is {len(content):,} characters, over the {max_chars:,} cap "
+            "(model.openai.max_completion_chars)"
+        )
     usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
     reason = choice.get("finish_reason")
     if not (isinstance(reason, str) and _is_text(reason)):
         reason = "None" if reason is None else "other"
-    return GenResult(completion=content, prompt_tokens=_count(usage.get("prompt_tokens")),
-                     completion_tokens=_count(usage.get("completion_tokens")), finish_reason=reason[:40],
-                     gen_seconds=gen_seconds)
+    return GenResult(
+        completion=content,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        finish_reason=reason[:40],
+        gen_seconds=gen_seconds,
+    )
 
 
 def _headers(cfg) -> dict:
@@ -121,8 +134,10 @@ def refusal(cfg, model: str | None, status: int, message: str) -> str:
     if status in KEY_STATUSES:
         hint = f"check the API key in ${cfg.api_key_env} (model.openai.api_key_env)"
     elif status in NAME_STATUSES:
-        hint = (f"check the model name ({model!r}, model.openai.model) and the base URL ({cfg.base_url}; "
-                "it usually ends in /v1)")
+        hint = (
+            f"check the model name ({model!r}, model.openai.model) and the base URL ({cfg.base_url}; "
+            "it usually ends in /v1)"
+        )
     elif 300 <= status < 400:
         hint = "the server redirects; set model.openai.base_url (--base-url) to where it points"
     else:
@@ -136,8 +151,9 @@ def served_model(cfg) -> str:
     if cfg.model:
         return cfg.model
     try:
-        reply = request("GET", cfg.base_url.rstrip("/") + "/models", None, _headers(cfg), min(cfg.timeout_s, 30),
-                        _reply_cap(cfg))
+        reply = request(
+            "GET", cfg.base_url.rstrip("/") + "/models", None, _headers(cfg), min(cfg.timeout_s, 30), _reply_cap(cfg)
+        )
         listed = json.loads(reply.body)
         models = [m["id"] for m in listed["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
     except ReplyError as e:
@@ -145,8 +161,9 @@ def served_model(cfg) -> str:
             raise ModelLoadError(refusal(cfg, None, e.status, str(e))) from None
         raise ModelLoadError(f"OpenAI-compatible server at {cfg.base_url} is not answering: {e}") from None
     except (ValueError, RecursionError, KeyError, TypeError):
-        raise ModelLoadError(f"server at {cfg.base_url} answered /models with something that is not a model "
-                             "list; set model.openai.model") from None
+        raise ModelLoadError(
+            f"server at {cfg.base_url} answered /models with something that is not a model list; set model.openai.model"
+        ) from None
     if len(models) != 1 or not _is_text(models[0]):
         shown = [m[:80] for m in models[:5] if _is_text(m)]
         raise ModelLoadError(f"server at {cfg.base_url} serves {shown or 'no models'}; set model.openai.model")
@@ -174,8 +191,15 @@ class OpenAIBackend:
 
     def _one(self, key: int, req: GenRequest) -> GenResult:
         s, cfg = self.sampling, self.cfg
-        body = {"model": self.model, "messages": [{"role": r, "content": c} for r, c in req.messages],
-                "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": req.seed, "n": 1}
+        body = {
+            "model": self.model,
+            "messages": [{"role": r, "content": c} for r, c in req.messages],
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_tokens,
+            "seed": req.seed,
+            "n": 1,
+        }
         why = ""
         nonsense = False
         for attempt in range(cfg.max_retries + 1):
@@ -202,7 +226,7 @@ class OpenAIBackend:
                 with self._lock:
                     self._started.pop(key, None)
             if attempt < cfg.max_retries:
-                delay = min(MAX_BACKOFF_S, INITIAL_BACKOFF_S * 2 ** attempt) * (0.5 + random.random() / 2)
+                delay = min(MAX_BACKOFF_S, INITIAL_BACKOFF_S * 2**attempt) * (0.5 + random.random() / 2)
                 time.sleep(min(MAX_BACKOFF_S, max(delay, wait_s or 0.0)))
         if nonsense:
             raise BackendUnavailable(f"{cfg.base_url} answered nonsense after {cfg.max_retries} retries: {why}")
@@ -221,9 +245,12 @@ class OpenAIBackend:
         oldest = now - min(starts)
         if oldest >= after:
             self._last_notice = now
-            print(f"tasksieve: still waiting on {self.cfg.base_url}: {len(starts)} request(s) in flight, the oldest "
-                  f"for {oldest:.0f} s (each is cut off at {self.cfg.timeout_s:g} s, model.openai.timeout_s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"tasksieve: still waiting on {self.cfg.base_url}: {len(starts)} request(s) in flight, the oldest "
+                f"for {oldest:.0f} s (each is cut off at {self.cfg.timeout_s:g} s, model.openai.timeout_s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def generate(self, requests: list[GenRequest], on_result: OnResult | None = None) -> list[GenResult]:
         base = id(requests)

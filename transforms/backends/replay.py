@@ -27,7 +27,14 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tasksieve.transforms.backends.base import NOT_RECORDED, REPLAY_PREFIX, GenRequest, GenResult, ModelLoadError, OnResult
+from tasksieve.transforms.backends.base import (
+    NOT_RECORDED,
+    REPLAY_PREFIX,
+    GenRequest,
+    GenResult,
+    ModelLoadError,
+    OnResult,
+)
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source
 
@@ -47,8 +54,12 @@ def _count(rec: dict, name: str) -> int:
     value = rec.get(name)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < 2**40) \
-            or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (0 <= value < 2**40)
+        or value != int(value)
+    ):
         raise ValueError(f"{name} is {str(value)[:40]!r}, not a count")
     return int(value)
 
@@ -82,10 +93,14 @@ def clean_record(rec: dict) -> dict:
         raise ValueError(f"completion is {len(completion):,} characters, over the {MAX_COMPLETION_CHARS:,} cap")
     reason = rec.get("finish_reason")
     origin = str(rec.get("run_id") or rec.get("_file"))
-    return dict(rec, prompt_tokens=_count(rec, "prompt_tokens"), completion_tokens=_count(rec, "completion_tokens"),
-                gen_seconds=_seconds(rec),
-                finish_reason=reason[:40] if isinstance(reason, str) and reason and _text(reason) else "replayed",
-                _origin=origin.encode("utf-8", "replace").decode("utf-8")[:200])
+    return dict(
+        rec,
+        prompt_tokens=_count(rec, "prompt_tokens"),
+        completion_tokens=_count(rec, "completion_tokens"),
+        gen_seconds=_seconds(rec),
+        finish_reason=reason[:40] if isinstance(reason, str) and reason and _text(reason) else "replayed",
+        _origin=origin.encode("utf-8", "replace").decode("utf-8")[:200],
+    )
 
 
 def load_recorded(paths: list[str]) -> tuple[dict[str, list[dict]], int]:
@@ -115,8 +130,12 @@ def load_recorded(paths: list[str]) -> tuple[dict[str, list[dict]], int]:
             order = (idx if isinstance(idx, int) else 1 << 62, path, raw["line"])
             by_hash[h].append((order, dict(rec, _file=Path(path).name)))
     if first_why:
-        print(f"tasksieve: warning: replay: {skipped} recorded row(s) skipped (first that cannot be an attempt: "
-              f"{first_why})", file=sys.stderr, flush=True)
+        print(
+            f"tasksieve: warning: replay: {skipped} recorded row(s) skipped (first that cannot be an attempt: "
+            f"{first_why})",
+            file=sys.stderr,
+            flush=True,
+        )
     return {h: [rec for _, rec in sorted(rows, key=lambda r: r[0])] for h, rows in by_hash.items()}, skipped
 
 
@@ -128,8 +147,9 @@ class ReplayBackend:
         self.model_id = model_id
         self.recorded, self.skipped = load_recorded(paths)
         if not self.recorded:
-            raise ModelLoadError(f"replay: no usable recorded attempts in {paths} "
-                                 "(rows need a completion and a content_hash or prompt)")
+            raise ModelLoadError(
+                f"replay: no usable recorded attempts in {paths} (rows need a completion and a content_hash or prompt)"
+            )
 
     def _one(self, req: GenRequest) -> GenResult:
         rows = self.recorded.get(req.content_hash or "", [])

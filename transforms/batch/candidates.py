@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tasksieve.transforms.batch.chunks import Spill, pack, unpack
-from tasksieve.transforms.batch.dedup import (POOL_SRC, NearSettings,
-                                              holder_of)
+from tasksieve.transforms.batch.dedup import POOL_SRC, NearSettings, holder_of
 from tasksieve.transforms.dedup.minhash import text_of
 from tasksieve.transforms.dedup.near import bucket_edges
 from tasksieve.transforms.dedup.near_judge import POOL_NODE, task_node
@@ -50,8 +49,9 @@ def _by_edge_shard(pairs: np.ndarray, meaning: list[tuple], shards: int, spill: 
         yield shard, pack(part, spill)
 
 
-def _pair_edges(ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray,
-                near: NearSettings) -> np.ndarray:
+def _pair_edges(
+    ids: np.ndarray, sizes: np.ndarray, pool: np.ndarray, pairs: np.ndarray, near: NearSettings
+) -> np.ndarray:
     """bucket_pairs' rules and size_bound for the record pairs it would
     make (_all_pairs_buckets, _star_chain_pairs), as arrays: the (m, 2)
     node ids, lower first, of the edges kept. The same pairs and the same
@@ -84,8 +84,9 @@ def band_edges(tasks: list[dict], pool_rows: list[dict], p, max_pairs: int = 32,
     bands = keys.shape[1]
     pairs, larger = _all_pairs_buckets(bucket_runs(keys.reshape(-1)), max_pairs)
     # Record r is task r // bands (keys row by row); pairs of tasks from here on.
-    pairs = np.concatenate([pairs // bands,
-                            _star_chain_pairs([g // bands for g in larger], StringColumn.of(nodes), max_pairs)])
+    pairs = np.concatenate(
+        [pairs // bands, _star_chain_pairs([g // bands for g in larger], StringColumn.of(nodes), max_pairs)]
+    )
     first: dict = {}
     code = np.fromiter((first.setdefault(n, i) for i, n in enumerate(nodes)), dtype=np.int64, count=len(nodes))
     a, b = code[pairs[:, 0]], code[pairs[:, 1]]

@@ -90,7 +90,7 @@ class Spill:
         # The header and the blob as two writes, not one concatenation (a copy).
         for data in (memoryview(len(blob).to_bytes(8, "little") + self._mac(name, offset, blob)), memoryview(blob)):
             while data:  # a raw write may be short
-                data = data[fh.write(data):]
+                data = data[fh.write(data) :]
         slot[1] = offset + _HEADER + len(blob)
         return fh.name, offset
 
@@ -158,8 +158,10 @@ def _take(held: Held):
     with _open_lock:
         value, n = _held.get(held.folder, {}).pop(held.token, (None, None))
         if n is None:
-            raise RuntimeError("a value held in memory was read twice, after its run, or in another process; "
-                               "memory_bytes must be 0 on runners with more than one process")
+            raise RuntimeError(
+                "a value held in memory was read twice, after its run, or in another process; "
+                "memory_bytes must be 0 on runners with more than one process"
+            )
         _held_bytes[held.folder] -= n
     return value
 

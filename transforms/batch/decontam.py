@@ -44,8 +44,14 @@ class _DecontaminateChunkFn(beam.DoFn):
 class DecontaminateChunks(beam.PTransform):
     """Chunks of tasks in; (clean chunks, chunks of contaminated tasks) out."""
 
-    def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str], checks: dict | None = None,
-                 spill: Spill | None = None):
+    def __init__(
+        self,
+        n: int,
+        benchmarks: list[str],
+        extra_paths: list[str],
+        checks: dict | None = None,
+        spill: Spill | None = None,
+    ):
         super().__init__()
         self.fn = _DecontaminateChunkFn(n, benchmarks, extra_paths, checks or {}, spill)
 

@@ -44,8 +44,13 @@ import numpy as np
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
 from tasksieve.transforms.dedup.near import task_node
-from tasksieve.transforms.batch.shards import (StringColumn, exact_keys, shard_of, split_by_shard,
-                                               text_bands_sizes_sketches)
+from tasksieve.transforms.batch.shards import (
+    StringColumn,
+    exact_keys,
+    shard_of,
+    split_by_shard,
+    text_bands_sizes_sketches,
+)
 from tasksieve.transforms.dedup.signatures import sizes_and_sketches
 from tasksieve.transforms.normalize import hashed_with_text
 from tasksieve.transforms import read as reader  # looked up per call: one reader for both paths
@@ -77,7 +82,6 @@ REF_BITS = 40  # read_validated's row refs: the input's index above these bits, 
 BUCKETS, BATCH, SEMANTIC, SKETCHES = "buckets", "batch", "semantic", "sketches"
 
 
-
 class IdRecords(list):
     """A chunk of id records (read_validated): a list, whose estimate for
     the memory budget (chunks.Spill.memory_bytes) is ID_BYTES a record,
@@ -93,8 +97,9 @@ def _flush(buf: dict, shard: int, chunk: int, spill: Spill | None, tag: str = TA
         yield tag, (shard, (tag, pack(buf.pop(shard), spill)))
 
 
-def read_validated(item: tuple, max_row_bytes: int, limits: tuple, spill: Spill | None = None, shards: int = SHARDS,
-                   chunk: int = CHUNK):
+def read_validated(
+    item: tuple, max_row_bytes: int, limits: tuple, spill: Spill | None = None, shards: int = SHARDS, chunk: int = CHUNK
+):
     """One source file, (its index among the inputs, its path) -> (ROWS, n)
     counts, (QUARANTINE, entry) per bad row, and for the valid tasks both
     (TASKS, (hash shard, (TASKS, [(task, normalised prompt, ref)]))) chunks
@@ -212,8 +217,14 @@ def position_of(ids):
     return ids & ((1 << POSITION_BITS) - 1)
 
 
-def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: np.ndarray,
-                   spill: Spill | None = None, shards: int = SHARDS):
+def bucket_records(
+    nodes: list[str],
+    ids: np.ndarray,
+    keys: np.ndarray,
+    sizes: np.ndarray,
+    spill: Spill | None = None,
+    shards: int = SHARDS,
+):
     """(BUCKETS, (bucket shard, (keys, nodes, ids, sizes))) per shard: `keys`
     is (n, k) bucket keys of the n `nodes` (node_ids `ids`), `sizes` their
     shingle-set sizes (signatures.signatures_sizes_sketches). The node strings ride along,
@@ -226,8 +237,9 @@ def bucket_records(nodes: list[str], ids: np.ndarray, keys: np.ndarray, sizes: n
         yield BUCKETS, (bs, pack((ks, ns, ix, sz), spill))
 
 
-def semantic_records(nodes: list[str], ids: np.ndarray, texts: list[str], spill: Spill | None = None,
-                     shards: int = SHARDS):
+def semantic_records(
+    nodes: list[str], ids: np.ndarray, texts: list[str], spill: Spill | None = None, shards: int = SHARDS
+):
     """(SEMANTIC, (key shard, {quantity key: [(node, id, text)]})): one
     record per key shard per chunk. Quantity groups are many and mostly of
     one task, so they travel sharded, not one Beam element per group."""
@@ -267,10 +279,20 @@ class NearSettings:
     of edge shards (edge_shard_count) and of bucket and cluster shards
     (shard_count)."""
 
-    def __init__(self, p: MinHashParams, threshold: float, max_bucket_pairs: int = 32, within: bool = True,
-                 min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
-                 rules: Rules | None = None, with_pool: bool = False, edge_shards: int = SHARDS,
-                 shards: int = SHARDS):
+    def __init__(
+        self,
+        p: MinHashParams,
+        threshold: float,
+        max_bucket_pairs: int = 32,
+        within: bool = True,
+        min_numbers: float = 0.5,
+        guard_below: float = 0.9,
+        semantic: bool = False,
+        rules: Rules | None = None,
+        with_pool: bool = False,
+        edge_shards: int = SHARDS,
+        shards: int = SHARDS,
+    ):
         self.p, self.threshold, self.max_pairs, self.within = p, threshold, max_bucket_pairs, within
         self.min_numbers, self.guard_below, self.semantic = min_numbers, guard_below, semantic
         self.rules, self.with_pool, self.edge_shards = rules or Rules(), with_pool, edge_shards
@@ -298,8 +320,7 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
         yield SKETCHES, (src, (SKETCHES, pack(tuple(map(np.concatenate, sketched)), spill)))
 
 
-def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None,
-                 sketched: tuple):
+def task_records(src, kept: list[dict], texts: list[str], near: NearSettings, spill: Spill | None, sketched: tuple):
     """Bucket (and semantic) records of a shard's survivors, whose normalised
     prompts (minhash.text_of) are `texts`, per chunk so the signature
     matrices stay small. Each chunk's sketches (sketch.py) and content-hash
@@ -341,5 +362,3 @@ def pool_unit_records(indexed_unit: tuple, near: NearSettings, spill: Spill | No
         yield from semantic_records(nodes, ids, texts, spill, near.shards)
     yield BATCH, (src, ("pool", pack(rows, spill)))
     yield SKETCHES, (src, (SKETCHES, pack((sketches, codes), spill)))
-
-

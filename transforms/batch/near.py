@@ -39,8 +39,15 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.batch.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
-from tasksieve.transforms.batch.dedup import (CHUNK, POSITION_BITS, SKETCHES, NearSettings,
-                                              holder_of, node_ids_at, position_of)
+from tasksieve.transforms.batch.dedup import (
+    CHUNK,
+    POSITION_BITS,
+    SKETCHES,
+    NearSettings,
+    holder_of,
+    node_ids_at,
+    position_of,
+)
 from tasksieve.transforms.dedup.near import sort_edges
 from tasksieve.transforms.dedup.near_judge import Component, judge_edges, judge_ranked, task_node
 from tasksieve.transforms.dedup.near_rule import FAR_UNDER
@@ -360,5 +367,3 @@ def _id_in(tasks: _LazyRows, pool_ids: dict, node: str) -> int:
     JudgedRows, a pool row's as it came."""
     at = tasks.where.get(node)
     return at[0].ids[at[1]] if at is not None else pool_ids[node]
-
-

@@ -49,8 +49,9 @@ NO_SKETCHES = np.zeros((0, BUCKETS), dtype=np.uint8)  # what a caller passes for
 def sketch_of_hashes(hashes: np.ndarray) -> np.ndarray:
     """The sketch of a text's distinct window hashes (minhash.shingle_hashes):
     what the kernels count as they make the windows."""
-    counts = np.bincount((hashes.astype(np.uint64) >> np.uint64(int(kernels.SKETCH_SHIFT))).astype(np.int64),
-                         minlength=BUCKETS)
+    counts = np.bincount(
+        (hashes.astype(np.uint64) >> np.uint64(int(kernels.SKETCH_SHIFT))).astype(np.int64), minlength=BUCKETS
+    )
     return np.minimum(counts, FULL).astype(np.uint8)
 
 

@@ -76,8 +76,11 @@ def load_aime2025_items() -> Iterator[dict]:
 def load_gpqa_diamond_items() -> Iterator[dict]:
     with open(bench_data_path("gpqa", "gpqa_diamond.csv"), encoding="utf-8", newline="") as fh:
         for i, row in enumerate(csv.DictReader(fh)):
-            yield {"id": row.get("Record ID") or f"row/{i}", "text": row["Question"],
-                   "answer": (row.get("Correct Answer") or "").strip() or None}
+            yield {
+                "id": row.get("Record ID") or f"row/{i}",
+                "text": row["Question"],
+                "answer": (row.get("Correct Answer") or "").strip() or None,
+            }
 
 
 def load_humaneval_items() -> Iterator[dict]:
@@ -90,6 +93,7 @@ def _texts(load_items):
     def load() -> Iterator[tuple[str, str]]:
         for item in load_items():
             yield item["id"], item["text"]
+
     return load
 
 
@@ -125,9 +129,13 @@ def load_user_items(path: str) -> Iterator[dict]:
         if text:
             tests = rec.get("tests", rec.get("test"))
             ans = rec.get("answer")
-            yield {"id": str(rec.get("id", rec.get("task_id", raw["line"]))), "text": text,
-                   "answer": None if ans is None else str(ans), "tests": tests if isinstance(tests, str) else None,
-                   "entry_point": rec.get("entry_point") if isinstance(rec.get("entry_point"), str) else None}
+            yield {
+                "id": str(rec.get("id", rec.get("task_id", raw["line"]))),
+                "text": text,
+                "answer": None if ans is None else str(ans),
+                "tests": tests if isinstance(tests, str) else None,
+                "entry_point": rec.get("entry_point") if isinstance(rec.get("entry_point"), str) else None,
+            }
 
 
 def load_user_benchmark(path: str) -> Iterator[tuple[str, str]]:

@@ -19,6 +19,7 @@ from tasksieve.transforms.decontam.benchmarks import ITEMS, ngram_hash, backgrou
 from tasksieve.transforms.same_problem.quantities import quantities
 from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item, rules_from_config
 
+
 class BenchmarkIndex:
     """Candidate generators over benchmark items, then the same-problem
     confirmation (`same_problem.judge_item`).
@@ -42,9 +43,19 @@ class BenchmarkIndex:
     `judge(task)` confirms candidates on numbers, the reference answer and
     code behaviour, with boilerplate down-weighted (same_problem.py)."""
 
-    def __init__(self, n: int, short_min_words: int = 4, fuzzy: bool = True, fuzzy_threshold: float = 0.6,
-                 probe: int = 3, max_df: int = 50, confirm: bool = True, semantic: bool = True,
-                 rules: Rules | None = None, max_candidates: int = 8):
+    def __init__(
+        self,
+        n: int,
+        short_min_words: int = 4,
+        fuzzy: bool = True,
+        fuzzy_threshold: float = 0.6,
+        probe: int = 3,
+        max_df: int = 50,
+        confirm: bool = True,
+        semantic: bool = True,
+        rules: Rules | None = None,
+        max_candidates: int = 8,
+    ):
         self.n = n
         self.grams: dict[int, list[int]] = {}
         self.items = 0
@@ -61,8 +72,16 @@ class BenchmarkIndex:
         self.qdf: Counter = Counter()
         self._qpost: dict[str, list[int]] | None = None
 
-    def add(self, benchmark: str, item_id: str, text: str, fuzzy: bool = True, answer: str | None = None,
-            tests: str | None = None, entry_point: str | None = None) -> None:
+    def add(
+        self,
+        benchmark: str,
+        item_id: str,
+        text: str,
+        fuzzy: bool = True,
+        answer: str | None = None,
+        tests: str | None = None,
+        entry_point: str | None = None,
+    ) -> None:
         idx = len(self.meta)
         self.items += 1
         ws = words(text)
@@ -116,8 +135,14 @@ class BenchmarkIndex:
                     return out
         if self.fuzzy and self.fuzzy_items:
             for idx, coverage in self._fuzzy(ws, first_only):
-                put(idx, {"check": "fuzzy", "matched_text": " ".join(self.meta[idx].words)[:500],
-                          "similarity": round(coverage, 4)})
+                put(
+                    idx,
+                    {
+                        "check": "fuzzy",
+                        "matched_text": " ".join(self.meta[idx].words)[:500],
+                        "similarity": round(coverage, 4),
+                    },
+                )
         return out
 
     def _fuzzy(self, ws: list[str], first_only: bool) -> list[tuple[int, float]]:
@@ -230,8 +255,9 @@ class BenchmarkIndex:
         return None
 
 
-def build_index(n: int, benchmarks: list[str], extra_paths: list[str], background_paths: list[str] | tuple = (),
-                **checks) -> BenchmarkIndex:
+def build_index(
+    n: int, benchmarks: list[str], extra_paths: list[str], background_paths: list[str] | tuple = (), **checks
+) -> BenchmarkIndex:
     """`checks`: BenchmarkIndex's keyword options (short_min_words, fuzzy, confirm, ...)."""
     index = BenchmarkIndex(n, **checks)
     for name in benchmarks:
@@ -239,13 +265,26 @@ def build_index(n: int, benchmarks: list[str], extra_paths: list[str], backgroun
             raise ValueError(f"unknown bundled benchmark {name!r}; known: {', '.join(ITEMS)}")
         for item in ITEMS[name]():
             # Worked answers are long and only ever pasted verbatim: n-grams suffice.
-            index.add(name, item["id"], item["text"], fuzzy=not item["id"].endswith("/answer"),
-                      answer=item.get("answer"), tests=item.get("tests"), entry_point=item.get("entry_point"))
+            index.add(
+                name,
+                item["id"],
+                item["text"],
+                fuzzy=not item["id"].endswith("/answer"),
+                answer=item.get("answer"),
+                tests=item.get("tests"),
+                entry_point=item.get("entry_point"),
+            )
     for path in extra_paths:
         label = Path(path).stem
         for item in load_user_items(path):
-            index.add(label, item["id"], item["text"], answer=item["answer"], tests=item["tests"],
-                      entry_point=item["entry_point"])
+            index.add(
+                label,
+                item["id"],
+                item["text"],
+                answer=item["answer"],
+                tests=item["tests"],
+                entry_point=item["entry_point"],
+            )
     for ws in background_words(list(background_paths)):
         index.add_background(ws)
     return index
@@ -273,7 +312,14 @@ def index_spec(decontam) -> tuple:
 
 def index_options(decontam) -> dict:
     """BenchmarkIndex keyword options from a `schemas.config.DecontamConfig`."""
-    return {"short_min_words": decontam.short_min_words, "fuzzy": decontam.fuzzy,
-            "fuzzy_threshold": decontam.fuzzy_threshold, "probe": decontam.fuzzy_probe, "max_df": decontam.fuzzy_max_df,
-            "confirm": decontam.confirm, "semantic": decontam.semantic,
-            "background_paths": tuple(decontam.background_paths), "rules": rules_from_config(decontam)}
+    return {
+        "short_min_words": decontam.short_min_words,
+        "fuzzy": decontam.fuzzy,
+        "fuzzy_threshold": decontam.fuzzy_threshold,
+        "probe": decontam.fuzzy_probe,
+        "max_df": decontam.fuzzy_max_df,
+        "confirm": decontam.confirm,
+        "semantic": decontam.semantic,
+        "background_paths": tuple(decontam.background_paths),
+        "rules": rules_from_config(decontam),
+    }

@@ -21,8 +21,12 @@ from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dr
 STAGE = "decontaminate"
 
 
-REASONS = {"ngram": "benchmark_ngram_overlap", "short_item": "benchmark_short_item", "fuzzy": "benchmark_fuzzy_match",
-           "semantic": "benchmark_semantic_match"}
+REASONS = {
+    "ngram": "benchmark_ngram_overlap",
+    "short_item": "benchmark_short_item",
+    "fuzzy": "benchmark_fuzzy_match",
+    "semantic": "benchmark_semantic_match",
+}
 
 
 def check_task(task: Task, index: BenchmarkIndex) -> Result | None:

@@ -25,8 +25,11 @@ def pick_survivor(tasks: list[Task]) -> tuple[Task, list[Result]]:
     """(survivor, dropped-with-reason) for tasks that share one content hash."""
     ordered = sorted(tasks, key=survivor_key)
     keep = ordered[0]
-    evidence = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
-                "content_hash": keep["content_hash"]}
+    evidence = {
+        "duplicate_of": keep["task_id"],
+        "duplicate_of_source": keep["source"],
+        "content_hash": keep["content_hash"],
+    }
     dropped = [drop_record(t, STAGE, "exact_duplicate", evidence) for t in ordered[1:]]
     return keep, dropped
 
@@ -47,4 +50,5 @@ class DropExactDuplicates(beam.PTransform):
             | "KeyByHash" >> beam.Map(lambda t: (t["content_hash"], t))
             | "GroupByHash" >> beam.GroupByKey()
             | "Survivors" >> beam.FlatMap(split),
-            "SurvivorsSplit")
+            "SurvivorsSplit",
+        )

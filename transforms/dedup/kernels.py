@@ -158,8 +158,9 @@ def _window_hashes(codes, offsets, size, out, nwin, lens, keys, stamp, first, mu
             if sketched:
                 _count(sketch, t, np.uint32(0))
             continue
-        nwin[t], lens[t] = _windows_of(codes, start, end, size, out, base, keys, stamp, first + t, mult, shift, mask,
-                                       sketch, row)
+        nwin[t], lens[t] = _windows_of(
+            codes, start, end, size, out, base, keys, stamp, first + t, mult, shift, mask, sketch, row
+        )
 
 
 def _hashed_intersections(hashes, starts, nwin, ea, eb, out, keys, stamp, hit, first, mult, shift):
@@ -261,8 +262,12 @@ def _sketch_bounds(sketch, ea, eb, out):
 
 # Each kernel's Python function, by the name callers use: what _compile()
 # JIT-compiles and kernels_build.py compiles ahead of time.
-SOURCES = {"signatures_into": _signatures, "window_hashes": _window_hashes,
-           "hashed_intersections": _hashed_intersections, "sketch_bounds": _sketch_bounds}
+SOURCES = {
+    "signatures_into": _signatures,
+    "window_hashes": _window_hashes,
+    "hashed_intersections": _hashed_intersections,
+    "sketch_bounds": _sketch_bounds,
+}
 
 
 def jit_callees(jit) -> None:
@@ -326,12 +331,51 @@ def prebuilt_path(name: str, folder: Path | None = None) -> Path:
 # and first stamp int64; the slot multiplier and shift uint64; uint8
 # sketches.
 SIGNATURES = {
-    "signatures_into": ("u4[:]", "i8[:]", "i8", "u4[:]", "u4[:]", "u4[:]", "u4[:]", "u4[:, :]", "i8[:]", "u4[:]",
-                        "i8[:]", "i8", "u8", "u8", "u1[:, :]"),
-    "window_hashes": ("u4[:]", "i8[:]", "i8", "u4[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8", "u8", "u8",
-                      "u1[:, :]"),
-    "hashed_intersections": ("u4[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "i8[:]", "u4[:]", "i8[:]", "i8[:]", "i8",
-                             "u8", "u8"),
+    "signatures_into": (
+        "u4[:]",
+        "i8[:]",
+        "i8",
+        "u4[:]",
+        "u4[:]",
+        "u4[:]",
+        "u4[:]",
+        "u4[:, :]",
+        "i8[:]",
+        "u4[:]",
+        "i8[:]",
+        "i8",
+        "u8",
+        "u8",
+        "u1[:, :]",
+    ),
+    "window_hashes": (
+        "u4[:]",
+        "i8[:]",
+        "i8",
+        "u4[:]",
+        "i8[:]",
+        "i8[:]",
+        "u4[:]",
+        "i8[:]",
+        "i8",
+        "u8",
+        "u8",
+        "u1[:, :]",
+    ),
+    "hashed_intersections": (
+        "u4[:]",
+        "i8[:]",
+        "i8[:]",
+        "i8[:]",
+        "i8[:]",
+        "i8[:]",
+        "u4[:]",
+        "i8[:]",
+        "i8[:]",
+        "i8",
+        "u8",
+        "u8",
+    ),
     "sketch_bounds": ("u1[:, :]", "i8[:]", "i8[:]", "i8[:]"),
 }
 _DTYPES = {"u4": np.dtype(np.uint32), "i8": np.dtype(np.int64), "u1": np.dtype(np.uint8)}
@@ -343,8 +387,12 @@ def _takes(spec: str, x) -> bool:
     array of another dtype reads out of bounds, and a plain int where a
     uint64 goes is int64 arithmetic under the JIT. So only exact types go in."""
     if spec.endswith("]"):
-        return (isinstance(x, np.ndarray) and x.dtype == _DTYPES[spec[:2]] and x.ndim == spec.count(":")
-                and x.flags.writeable)
+        return (
+            isinstance(x, np.ndarray)
+            and x.dtype == _DTYPES[spec[:2]]
+            and x.ndim == spec.count(":")
+            and x.flags.writeable
+        )
     if spec == "u8":
         return type(x) is np.uint64
     return type(x) is np.int64 or (type(x) is int and -(1 << 63) <= x < 1 << 63)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tasksieve.transforms.dedup import kernels
 
+
 def build(folder: Path | None = None, force: bool = False) -> Path:
     """The built module's path (built now unless it exists). Written under a
     temporary name and renamed, so a run never loads a half-written file;
@@ -56,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = build(force=args.force)
     except Exception as e:  # never fatal: the JIT kernels give the same bits
-        print(f"kernels not built ahead of time ({type(e).__name__}: {e}); runs will compile them "
-              f"on first use instead (~0.5 s a run)", file=sys.stderr)
+        print(
+            f"kernels not built ahead of time ({type(e).__name__}: {e}); runs will compile them "
+            f"on first use instead (~0.5 s a run)",
+            file=sys.stderr,
+        )
         return 1
     print(f"kernels built ahead of time: {path}")
     return 0

@@ -59,14 +59,26 @@ class MinHashParams:
             raise ValueError(f"bands x rows ({self.bands} x {self.rows}) exceeds num_perm ({self.num_perm})")
 
     def as_dict(self) -> dict:
-        return {"shingle": self.shingle, "size": self.size, "num_perm": self.num_perm, "bands": self.bands,
-                "rows": self.rows, "seed": self.seed}
+        return {
+            "shingle": self.shingle,
+            "size": self.size,
+            "num_perm": self.num_perm,
+            "bands": self.bands,
+            "rows": self.rows,
+            "seed": self.seed,
+        }
 
 
 def params_from_config(dedup) -> MinHashParams:
     """The MinHash parameters of a `schemas.config.DedupConfig`."""
-    return MinHashParams(shingle=dedup.shingle, size=dedup.shingle_size, num_perm=dedup.num_perm,
-                         bands=dedup.bands, rows=dedup.rows, seed=dedup.seed)
+    return MinHashParams(
+        shingle=dedup.shingle,
+        size=dedup.shingle_size,
+        num_perm=dedup.num_perm,
+        bands=dedup.bands,
+        rows=dedup.rows,
+        seed=dedup.seed,
+    )
 
 
 @lru_cache(maxsize=8)

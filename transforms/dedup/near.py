@@ -164,8 +164,9 @@ def component_messages(comps: dict):
             yield n, ("root", root)
 
 
-def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_numbers: float,
-                        guard_below: float, rules: Rules) -> tuple[list[list[str]], dict]:
+def _confirmed_clusters(
+    c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float, rules: Rules
+) -> tuple[list[list[str]], dict]:
     """(clusters of nodes joined by confirmed edges, node -> (neighbour,
     similarity, how) of its best confirmed edge: MinHash edges first)."""
     uf = UnionFind()
@@ -178,8 +179,16 @@ def _confirmed_clusters(c: Component, edges: list[tuple], threshold: float, min_
     return list(clusters.values()), best_links(confirmed)
 
 
-def resolve_component(tasks: list[dict], pool: list[dict], edges: list[tuple], p: MinHashParams, threshold: float,
-                      min_numbers: float = 0.5, guard_below: float = 0.9, rules: Rules | None = None):
+def resolve_component(
+    tasks: list[dict],
+    pool: list[dict],
+    edges: list[tuple],
+    p: MinHashParams,
+    threshold: float,
+    min_numbers: float = 0.5,
+    guard_below: float = 0.9,
+    rules: Rules | None = None,
+):
     """Confirm a component's candidate edges and decide: yields (tag, task).
     Edges are (a, b) from MinHash bands, confirmed by the exact Jaccard
     similarity and the number guard, or (a, b, cosine) from semantic
@@ -234,19 +243,29 @@ def _pool_drop(c: Component, t: dict, pools: list[dict], via: dict) -> dict:
     sims = {r["node"]: c.sh.sim(n, r["node"]) for r in pools}
     best = max(pools, key=lambda r: (c.hashes[n] == r["content_hash"], sims[r["node"]], r["node"]))
     exact = c.hashes[n] == best["content_hash"]
-    detail = {"pool_task_id": best["task_id"], "pool_source": best["source"], "pool": best.get("pool"),
-              "match": "exact" if exact else "near", "similarity": 1.0 if exact else sims[best["node"]],
-              **_via(via, n, c.pool_by_node, c.by_node)}
+    detail = {
+        "pool_task_id": best["task_id"],
+        "pool_source": best["source"],
+        "pool": best.get("pool"),
+        "match": "exact" if exact else "near",
+        "similarity": 1.0 if exact else sims[best["node"]],
+        **_via(via, n, c.pool_by_node, c.by_node),
+    }
     return drop_record(t, POOL_STAGE, "dedup_against_pool", detail)
 
 
 def _near_drop(c: Component, t: dict, keep: dict, via: dict, p: MinHashParams, threshold: float) -> dict:
     """A task that is not its cluster's survivor: dropped, naming the survivor."""
     n, kn = task_node(t), task_node(keep)
-    detail = {"duplicate_of": keep["task_id"], "duplicate_of_source": keep["source"],
-              "similarity": c.sh.sim(n, kn), "number_overlap": c.sh.numbers(n, kn), "threshold": threshold,
-              "shingle": f"{p.shingle}{p.size}",
-              **_via(via, n, c.pool_by_node, c.by_node)}
+    detail = {
+        "duplicate_of": keep["task_id"],
+        "duplicate_of_source": keep["source"],
+        "similarity": c.sh.sim(n, kn),
+        "number_overlap": c.sh.numbers(n, kn),
+        "threshold": threshold,
+        "shingle": f"{p.shingle}{p.size}",
+        **_via(via, n, c.pool_by_node, c.by_node),
+    }
     return drop_record(t, STAGE, "near_duplicate", detail)
 
 
@@ -272,8 +291,9 @@ def _route_joined(kv):
             yield KEPT, v
 
 
-def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32,
-                 within: bool = True) -> set:
+def bucket_edges(
+    tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max_bucket_pairs: int = 32, within: bool = True
+) -> set:
     """The candidate edges of the MinHash buckets: bucket_pairs of each,
     from a dict of buckets filled one band at a time (batch/candidates.band_edges
     finds the same ones as arrays)."""
@@ -295,10 +315,19 @@ def bucket_edges(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, max
     return edges
 
 
-def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashParams, threshold: float,
-                         min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = True,
-                         rules: Rules | None = None, within: bool = True, max_bucket_pairs: int = 32,
-                         candidates=bucket_edges):
+def find_near_duplicates(
+    tasks: list[dict],
+    pool_rows: list[dict],
+    p: MinHashParams,
+    threshold: float,
+    min_numbers: float = 0.5,
+    guard_below: float = 0.9,
+    semantic: bool = True,
+    rules: Rules | None = None,
+    within: bool = True,
+    max_bucket_pairs: int = 32,
+    candidates=bucket_edges,
+):
     """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
     the same candidate generators (MinHash bands, quantity-grouped meanings)
     and the same confirmation (`resolve_component`) as the Beam stage, in
@@ -335,17 +364,34 @@ def find_near_duplicates(tasks: list[dict], pool_rows: list[dict], p: MinHashPar
         if r["node"] in uf.parent:
             by_root_pool[uf.find(r["node"])].append(r)
     for root, comp_edges in comps.items():
-        yield from resolve_component(by_root_tasks.get(root, []), by_root_pool.get(root, []), comp_edges, p, threshold,
-                                     min_numbers, guard_below, rules=rules)
+        yield from resolve_component(
+            by_root_tasks.get(root, []),
+            by_root_pool.get(root, []),
+            comp_edges,
+            p,
+            threshold,
+            min_numbers,
+            guard_below,
+            rules=rules,
+        )
 
 
 class NearDedup(beam.PTransform):
     """Tasks in; (kept, dropped) out. `pool_rows` is an optional PCollection
     of reference-pool index rows (see pool_index.read_row_group)."""
 
-    def __init__(self, params: MinHashParams, threshold: float, pool_rows=None, max_bucket_pairs: int = 32,
-                 within: bool = True, min_numbers: float = 0.5, guard_below: float = 0.9, semantic: bool = False,
-                 rules: Rules | None = None):
+    def __init__(
+        self,
+        params: MinHashParams,
+        threshold: float,
+        pool_rows=None,
+        max_bucket_pairs: int = 32,
+        within: bool = True,
+        min_numbers: float = 0.5,
+        guard_below: float = 0.9,
+        semantic: bool = False,
+        rules: Rules | None = None,
+    ):
         super().__init__()
         self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
         self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
@@ -372,7 +418,6 @@ class NearDedup(beam.PTransform):
             | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
         ]
         if self.semantic:
-
             texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
             if self.pool_rows is not None:
                 texts.append(self.pool_rows | "SemPoolText" >> beam.Map(lambda r: (r["node"], r["text"])))
@@ -381,8 +426,9 @@ class NearDedup(beam.PTransform):
                 | "SemTexts" >> beam.Flatten()
                 | "QuantityKey" >> beam.Map(lambda nt: (quantity_key(nt[1]), nt))
                 | "GroupQuantities" >> beam.GroupByKey()
-                | "SemanticNeighbours" >> beam.FlatMap(
-                    lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within)))
+                | "SemanticNeighbours"
+                >> beam.FlatMap(lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within))
+            )
         edges = tuple(edge_sources) | "AllEdges" >> beam.Flatten() | "DistinctEdges" >> beam.Distinct()
         messages = (
             edges
@@ -394,7 +440,9 @@ class NearDedup(beam.PTransform):
             | "JoinNodes" >> beam.Flatten()
             | "GroupNodes" >> beam.GroupByKey()
             | "Route" >> beam.FlatMap(_route_joined),
-            "RouteSplit", (KEPT, "cluster"))
+            "RouteSplit",
+            (KEPT, "cluster"),
+        )
         comp_edges = messages | "Edges" >> beam.Filter(lambda kv: kv[1][0] == "edges")
 
         def resolve(kv):
@@ -413,6 +461,8 @@ class NearDedup(beam.PTransform):
             | "JoinComponents" >> beam.Flatten()
             | "GroupComponents" >> beam.GroupByKey()
             | "Resolve" >> beam.FlatMap(resolve),
-            "ResolveSplit", (KEPT, DROPPED))
+            "ResolveSplit",
+            (KEPT, DROPPED),
+        )
         kept = (routed[KEPT], out[KEPT]) | "AllKept" >> beam.Flatten()
         return kept, out[DROPPED]

@@ -40,7 +40,6 @@ def pool_node(task: dict) -> str:
     return POOL_NODE + task_node(task)
 
 
-
 _EDGE_BLOCK = 250_000  # candidate edges judged together: each node's shingles made once per block (~1 KiB a node)
 
 
@@ -109,8 +108,9 @@ class Component:
         self._keyed(by_node, pool_by_node, all_texts, p)
 
     @classmethod
-    def of_nodes(cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams,
-                 hashes: dict | None = None) -> "Component":
+    def of_nodes(
+        cls, by_node, pool_by_node: dict, texts: dict, p: MinHashParams, hashes: dict | None = None
+    ) -> "Component":
         """The same Component from rows already keyed by node and every
         node's text (the batch path's edge shards have them): no node or
         text made again per row. With every node's content hash in
@@ -132,8 +132,9 @@ class Component:
         return self.by_node.get(n) or self.pool_by_node[n]
 
 
-def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> tuple[dict | None, float]:
+def _judge_edge(
+    c: Component, e: tuple, sim: float, threshold: float, min_numbers: float, guard_below: float, rules: Rules
+) -> tuple[dict | None, float]:
     """(how the edge was confirmed, or None; its similarity). `sim`: the
     shingle Jaccard of its two texts (_Shingles.sims)."""
     a, b = e[0], e[1]
@@ -154,8 +155,9 @@ def _judge_edge(c: Component, e: tuple, sim: float, threshold: float, min_number
     return None, s
 
 
-def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float,
-                rules: Rules) -> list[tuple]:
+def judge_edges(
+    c: Component, edges: list[tuple], threshold: float, min_numbers: float, guard_below: float, rules: Rules
+) -> list[tuple]:
     """(edge, how, similarity) of each confirmed edge, in the order given.
     Each judgement needs only the edge's two rows, so the batch path judges
     edges wherever their rows meet (batch/near.py)."""
@@ -175,16 +177,20 @@ def judge_edges(c: Component, edges: list[tuple], threshold: float, min_numbers:
     return out
 
 
-def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float,
-                    guard_below: float) -> set[int]:
+def _guard_refusals(
+    c: Component, edges: list[tuple], sims: list[float], threshold: float, min_numbers: float, guard_below: float
+) -> set[int]:
     """Positions of the edges the number guard refuses in _judge_edge
     (plain, not copies, similar but under guard_below, sharing too few
     numbers), found on arrays (number_guard.py) and skipped there."""
     if min_numbers <= FAR_UNDER or not number_guard.enabled:
         return set()
     hashes = c.hashes
-    at = [k for k, (e, s) in enumerate(zip(edges, sims))
-          if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]]
+    at = [
+        k
+        for k, (e, s) in enumerate(zip(edges, sims))
+        if len(e) == 2 and threshold <= s < guard_below and hashes[e[0]] != hashes[e[1]]
+    ]
     if not at:
         return set()
     index: dict = {}
@@ -195,8 +201,16 @@ def _guard_refusals(c: Component, edges: list[tuple], sims: list[float], thresho
     return {at[k] for k in np.flatnonzero(refused).tolist()}
 
 
-def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, threshold: float, min_numbers: float,
-                 guard_below: float, rules: Rules) -> list[tuple]:
+def judge_ranked(
+    c: Component,
+    names: list,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    threshold: float,
+    min_numbers: float,
+    guard_below: float,
+    rules: Rules,
+) -> list[tuple]:
     """judge_edges of the plain edges (names[lo[k]], names[hi[k]]), each
     turned lower node first as judge_edges takes it (the answer check
     compares in that order), in the order given: the same confirmed edges,
@@ -230,8 +244,9 @@ def judge_ranked(c: Component, names: list, lo: np.ndarray, hi: np.ndarray, thre
             # siblings: nearly every candidate of a templated delivery).
             g = np.flatnonzero(close & ~copy & (jac < guard_below - FAR_UNDER))
             block = used.tolist()
-            refused = refused_by_numbers(lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers,
-                                         FAR_UNDER)
+            refused = refused_by_numbers(
+                lambda j: c.sh.number_counts(names[block[j]]), ea[g], eb[g], min_numbers, FAR_UNDER
+            )
             close[g[refused]] = False
         for k in np.flatnonzero(close).tolist():
             x, sa, sb = int(inter[k]), int(la[k]), int(lb[k])

@@ -87,6 +87,11 @@ def near_options(dedup, decontam) -> dict:
     config to the rule."""
     from tasksieve.transforms.same_problem.rules import rules_from_config
 
-    return {"max_bucket_pairs": dedup.max_bucket_pairs, "within": dedup.near, "min_numbers": dedup.number_overlap,
-            "guard_below": dedup.number_guard_below, "semantic": dedup.semantic,
-            "rules": rules_from_config(decontam, dedup)}
+    return {
+        "max_bucket_pairs": dedup.max_bucket_pairs,
+        "within": dedup.near,
+        "min_numbers": dedup.number_overlap,
+        "guard_below": dedup.number_guard_below,
+        "semantic": dedup.semantic,
+        "rules": rules_from_config(decontam, dedup),
+    }

@@ -57,8 +57,9 @@ def number_codes(found: list[Counter]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return offsets, np.asarray(codes, dtype=np.int64), np.asarray(times, dtype=np.int64)
 
 
-def shared_numbers(offsets: np.ndarray, codes: np.ndarray, times: np.ndarray, ea: np.ndarray,
-                   eb: np.ndarray) -> np.ndarray:
+def shared_numbers(
+    offsets: np.ndarray, codes: np.ndarray, times: np.ndarray, ea: np.ndarray, eb: np.ndarray
+) -> np.ndarray:
     """For each pair k, how many numbers texts ea[k] and eb[k] share, as a
     multiset (sum((Counter(a) & Counter(b)).values())): over the distinct
     numbers of ea[k] found in eb[k], the smaller count. Like Counter's `&`,
@@ -88,8 +89,9 @@ def shared_numbers(offsets: np.ndarray, codes: np.ndarray, times: np.ndarray, ea
     return out
 
 
-def refused_by_numbers(numbers_of: Callable[[int], Counter], ea: np.ndarray, eb: np.ndarray, min_numbers: float,
-                       margin: float) -> np.ndarray:
+def refused_by_numbers(
+    numbers_of: Callable[[int], Counter], ea: np.ndarray, eb: np.ndarray, min_numbers: float, margin: float
+) -> np.ndarray:
     """Pairs (ea[k], eb[k]) of texts whose number overlap is under
     `min_numbers` by more than `margin`: what the guard refuses whatever
     the rounding. `numbers_of(i)`: a Counter of text i's numbers_in. A
@@ -99,7 +101,7 @@ def refused_by_numbers(numbers_of: Callable[[int], Counter], ea: np.ndarray, eb:
     used, where = np.unique(np.concatenate([ea, eb]), return_inverse=True)
     offsets, codes, times = number_codes([numbers_of(i) for i in used.tolist()])
     total = np.concatenate([[0], np.cumsum(times)])[offsets]  # numbers of each text, with repeats
-    la, lb = where[: ea.shape[0]], where[ea.shape[0]:]
+    la, lb = where[: ea.shape[0]], where[ea.shape[0] :]
     na, nb = np.diff(total)[la], np.diff(total)[lb]
     inter = shared_numbers(offsets, codes, times, la, lb)
     both = (na > 0) & (nb > 0)

@@ -40,11 +40,17 @@ from tasksieve.transforms.validate import validate_row
 FORMAT = "tasksieve-pool-index/2"
 META = "meta.json"
 ROWS = "pool.parquet"
-SCHEMA = pa.schema([
-    pa.field("node", pa.string()), pa.field("source", pa.string()), pa.field("task_id", pa.string()),
-    pa.field("pool", pa.string()), pa.field("content_hash", pa.string()), pa.field("text", pa.string()),
-    pa.field("bands", pa.list_(pa.int64())),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("node", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("pool", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("bands", pa.list_(pa.int64())),
+    ]
+)
 _BATCH = 4096
 
 
@@ -65,9 +71,14 @@ def _pool_task(raw: dict, max_field_chars: int) -> dict | None:
     if not isinstance(prompt, str) or not prompt.strip():
         return None  # nothing to match on
     ans = rec.get("answer")
-    return {"task_id": str(rec.get("task_id", raw["line"])), "source": str(rec.get("source") or Path(raw["source_file"]).stem),
-            "domain": "code" if rec.get("tests") else "math", "prompt": prompt,
-            "answer": None if ans is None else str(ans), "tests": rec.get("tests") if isinstance(rec.get("tests"), str) else None}
+    return {
+        "task_id": str(rec.get("task_id", raw["line"])),
+        "source": str(rec.get("source") or Path(raw["source_file"]).stem),
+        "domain": "code" if rec.get("tests") else "math",
+        "prompt": prompt,
+        "answer": None if ans is None else str(ans),
+        "tests": rec.get("tests") if isinstance(rec.get("tests"), str) else None,
+    }
 
 
 def _hash8(text: str) -> bytes:
@@ -100,8 +111,13 @@ def _unique_node(node: str, seen: set, last: dict) -> str:
             return candidate
 
 
-def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_000,
-              max_field_chars: int = 1_000_000, counts: dict | None = None) -> Iterator[dict]:
+def pool_rows(
+    paths: list[str],
+    p: MinHashParams,
+    max_row_bytes: int = 10_000_000,
+    max_field_chars: int = 1_000_000,
+    counts: dict | None = None,
+) -> Iterator[dict]:
     counts = counts if counts is not None else {}
     seen: set = set()
     last: dict = {}
@@ -112,9 +128,15 @@ def pool_rows(paths: list[str], p: MinHashParams, max_row_bytes: int = 10_000_00
                 counts["unusable"] = counts.get("unusable", 0) + 1
                 continue
             counts["rows"] = counts.get("rows", 0) + 1
-            yield {"node": _unique_node(pool_node(task), seen, last), "source": task["source"],
-                   "task_id": task["task_id"], "pool": path, "content_hash": content_hash(task),
-                   "text": text_of(task), "bands": [k for _, k in task_bands(task, p)]}
+            yield {
+                "node": _unique_node(pool_node(task), seen, last),
+                "source": task["source"],
+                "task_id": task["task_id"],
+                "pool": path,
+                "content_hash": content_hash(task),
+                "text": text_of(task),
+                "bands": [k for _, k in task_bands(task, p)],
+            }
 
 
 def build_index(paths: list[str], p: MinHashParams, out_dir: str | Path) -> dict:
@@ -135,8 +157,13 @@ def build_index(paths: list[str], p: MinHashParams, out_dir: str | Path) -> dict
                 batch = []
         if batch:
             writer.write_table(pa.Table.from_pylist(batch, SCHEMA))
-    meta = {"format": FORMAT, "params": p.as_dict(), "paths": [str(x) for x in paths],
-            "rows": counts.get("rows", 0), "unusable": counts.get("unusable", 0)}
+    meta = {
+        "format": FORMAT,
+        "params": p.as_dict(),
+        "paths": [str(x) for x in paths],
+        "rows": counts.get("rows", 0),
+        "unusable": counts.get("unusable", 0),
+    }
     (out / META).write_text(json.dumps(meta, indent=2, sort_keys=True))
     return meta
 
@@ -148,11 +175,15 @@ def load_meta(path: str | Path, p: MinHashParams) -> dict:
     except (OSError, ValueError) as e:
         raise PoolIndexError(f"cannot read pool index {path}: {e}") from None
     if meta.get("format") != FORMAT:
-        raise PoolIndexError(f"{path} is not a {FORMAT} index (format {meta.get('format')!r}); "
-                             "rebuild it from the pool files (tasksieve dedup ... --save-index)")
+        raise PoolIndexError(
+            f"{path} is not a {FORMAT} index (format {meta.get('format')!r}); "
+            "rebuild it from the pool files (tasksieve dedup ... --save-index)"
+        )
     if meta.get("params") != p.as_dict():
-        raise PoolIndexError(f"pool index {path} was built with {meta.get('params')}, but this run uses {p.as_dict()}; "
-                          "rebuild it (tasksieve dedup ... --save-index) or match [dedup] to it")
+        raise PoolIndexError(
+            f"pool index {path} was built with {meta.get('params')}, but this run uses {p.as_dict()}; "
+            "rebuild it (tasksieve dedup ... --save-index) or match [dedup] to it"
+        )
     return meta
 
 

@@ -32,8 +32,15 @@ def quantity_key(text: str) -> str:
     return pair_quantity_key(text)
 
 
-def semantic_edges(members: list[tuple[str, str]], key: str, p: MinHashParams, threshold: float, rules: Rules,
-                   within: bool = True, k: int = 5) -> list[tuple[str, str, float]]:
+def semantic_edges(
+    members: list[tuple[str, str]],
+    key: str,
+    p: MinHashParams,
+    threshold: float,
+    rules: Rules,
+    within: bool = True,
+    k: int = 5,
+) -> list[tuple[str, str, float]]:
     """Candidate edges among (node, normalised text) members of one quantity
     group: each member's up to k nearest members at or above the group's
     cosine bar. Pool-pool pairs never; task-task pairs only `within`."""

@@ -113,8 +113,20 @@ def _windows(texts: list[str], p: MinHashParams, compiled, keys, stamp, shift, s
         if done + size > hashes.shape[0]:  # the kernel does not check bounds: never let it write past them
             raise RuntimeError("window buffer too small")
         j = slice(i, i + len(batch))
-        compiled.window_hashes(codes, offsets, p.size, hashes[done : done + size], nwin[j], lens[j], keys, stamp, i + 1,
-                               _SLOT_MULT, shift, sketches[j] if sketches.shape[0] else sketches)
+        compiled.window_hashes(
+            codes,
+            offsets,
+            p.size,
+            hashes[done : done + size],
+            nwin[j],
+            lens[j],
+            keys,
+            stamp,
+            i + 1,
+            _SLOT_MULT,
+            shift,
+            sketches[j] if sketches.shape[0] else sketches,
+        )
         starts[j] = done + offsets[:-1] + np.arange(len(batch), dtype=np.int64)
         done += size
     return hashes[:done], starts, nwin, lens
@@ -156,6 +168,7 @@ def jaccard_counts(texts: list[str], ea: np.ndarray, eb: np.ndarray, p: MinHashP
     keys, stamp, shift = _table(texts)
     hashes, starts, nwin, lens = _windows(texts, p, compiled, keys, stamp, shift)
     hit = np.zeros(keys.shape[0], dtype=np.int64)  # the edge that last counted each slot, plus one
-    compiled.hashed_intersections(hashes, starts, nwin, ea, eb, inter, keys, stamp, hit, len(texts) + 1,
-                                  _SLOT_MULT, shift)
+    compiled.hashed_intersections(
+        hashes, starts, nwin, ea, eb, inter, keys, stamp, hit, len(texts) + 1, _SLOT_MULT, shift
+    )
     return inter, lens

@@ -46,7 +46,8 @@ class Embedder:
         except ImportError:
             raise EmbeddingUnavailable(
                 f"semantic matching needs the {MODEL_PACKAGE} package (run scripts/setup.sh, or set "
-                "[dedup] semantic = false and [decontam] semantic = false)") from None
+                "[dedup] semantic = false and [decontam] semantic = false)"
+            ) from None
         self.model = USE(threads=threads)
         self.cache: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
@@ -88,15 +89,16 @@ def get_model() -> Embedder:
         return _MODEL
 
 
-def neighbours(vecs: np.ndarray, min_cos: float, k: int = 5, block: int = 1024,
-               allowed=None) -> list[tuple[int, int, float]]:
+def neighbours(
+    vecs: np.ndarray, min_cos: float, k: int = 5, block: int = 1024, allowed=None
+) -> list[tuple[int, int, float]]:
     """(i, j, cosine) with i < j for each row's up to k nearest rows at or
     above `min_cos`, blockwise (memory: block x n floats). `allowed(i, j)`
     filters pairs (e.g. no pool-pool pairs)."""
     n = vecs.shape[0]
     out: dict = {}
     for s in range(0, n, block):
-        sims = vecs[s:s + block] @ vecs.T
+        sims = vecs[s : s + block] @ vecs.T
         for r in range(sims.shape[0]):
             i = s + r
             row = sims[r]

@@ -116,8 +116,10 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
 
 # --- code ------------------------------------------------------------------------------------
 
-def code_agrees(solution: str | None, entry_point: str | None, tests: str | None,
-                support: str | None = None) -> bool | None:
+
+def code_agrees(
+    solution: str | None, entry_point: str | None, tests: str | None, support: str | None = None
+) -> bool | None:
     """Does `solution` (called as `entry_point`) pass `tests`, in the sandbox?
     `support` defines the helpers the tests call besides the entry point
     (HumanEval/32's tests call `poly`, defined in its prompt); it is used
@@ -130,8 +132,19 @@ def code_agrees(solution: str | None, entry_point: str | None, tests: str | None
 
     helpers = support if support and compile_error(support, "support") is None else ""
     try:
-        run = sandbox.run_cases([{"solution": solution, "tests": tests, "entry_point": entry_point,
-                                  "call_check": calls_check(tests), "support": helpers}], sandbox.Limits(), mode="auto")
+        run = sandbox.run_cases(
+            [
+                {
+                    "solution": solution,
+                    "tests": tests,
+                    "entry_point": entry_point,
+                    "call_check": calls_check(tests),
+                    "support": helpers,
+                }
+            ],
+            sandbox.Limits(),
+            mode="auto",
+        )
     except Exception:  # NoSafeSandbox and the like: no evidence either way
         return None
     res = run.results[0]
@@ -141,6 +154,7 @@ def code_agrees(solution: str | None, entry_point: str | None, tests: str | None
 
 
 # --- text with boilerplate weighted down -------------------------------------------------------
+
 
 @dataclass
 class Idf:
@@ -162,11 +176,12 @@ class Idf:
         if not item_words:
             return 0.0
         blocks = SequenceMatcher(None, item_words, task_words, autojunk=False).get_matching_blocks()
-        hit = sum(self.weight(w) for b in blocks for w in item_words[b.a:b.a + b.size])
+        hit = sum(self.weight(w) for b in blocks for w in item_words[b.a : b.a + b.size])
         return round(hit / sum(self.weight(w) for w in item_words), 4)
 
 
 # --- the verdicts ------------------------------------------------------------------------------
+
 
 @dataclass
 class Item:
@@ -186,23 +201,31 @@ def _short(c: Counter, n: int = 20) -> list[str]:
     return sorted(c.elements(), key=lambda x: (len(x), x))[:n]
 
 
-def judge_item(task: dict, task_words: list[str], item: Item, idf: Idf, rules: Rules,
-               cosine: float | None = None) -> tuple[bool, dict]:
+def judge_item(
+    task: dict, task_words: list[str], item: Item, idf: Idf, rules: Rules, cosine: float | None = None
+) -> tuple[bool, dict]:
     """Is `task` the benchmark item `item`? (verdict, evidence)."""
     ev: dict = {}
     # Code behaviour first: decisive when both sides can run.
     if rules.run_code and item.tests and task.get("reference_solution"):
         passed = code_agrees(task.get("reference_solution"), task.get("entry_point"), item.tests, item.text)
         if passed is not None:
-            ev["code"] = {"tests_of": f"{item.benchmark}/{item.item_id}", "entry_point": task.get("entry_point"),
-                          "reference_passes_item_tests": passed}
+            ev["code"] = {
+                "tests_of": f"{item.benchmark}/{item.item_id}",
+                "entry_point": task.get("entry_point"),
+                "reference_passes_item_tests": passed,
+            }
             ev["confirmed_by" if passed else "cleared_by"] = "code_behaviour"
             return passed, ev
     tq = qty.quantities(task.get("prompt") or "")
     share = qty.containment(item.quantities, tq)
     back = qty.containment(tq, item.quantities)
-    ev["numbers"] = {"item": _short(item.quantities), "task": _short(tq), "item_share_in_task": share,
-                     "task_share_in_item": back}
+    ev["numbers"] = {
+        "item": _short(item.quantities),
+        "task": _short(tq),
+        "item_share_in_task": share,
+        "task_share_in_item": back,
+    }
     agree = answers_agree(task.get("answer"), item.answer, rules.answer_timeout_s) if item.answer else None
     if agree is not None:
         ev["answer"] = {"task": str(task.get("answer"))[:100], "item": str(item.answer)[:100], "equivalent": agree}
@@ -219,8 +242,10 @@ def judge_item(task: dict, task_words: list[str], item: Item, idf: Idf, rules: R
         else:
             same = share >= rules.numbers_min
         ev["confirmed_by" if same else "cleared_by"] = (
-            ("answer+numbers" if agree is not None else "numbers") if same else
-            ("answer+numbers" if agree is False else "numbers"))
+            ("answer+numbers" if agree is not None else "numbers")
+            if same
+            else ("answer+numbers" if agree is False else "numbers")
+        )
         return same, ev
     # Too few numbers to judge by: the words that matter, or the meaning.
     cov = idf.coverage(item.words, task_words)
@@ -258,8 +283,11 @@ def other_problem(a: dict, b: dict, rules: Rules) -> dict | None:
     if a["answer"] != b["answer"] and not qty.same_quantities(ta, tb):
         if answers_agree(a["answer"], b["answer"], rules.answer_timeout_s) is False:
             qa, qb = qty.quantities(ta), qty.quantities(tb)
-            return {"cleared_by": "answer+numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
-                    "answer": {"a": str(a["answer"])[:100], "b": str(b["answer"])[:100], "equivalent": False}}
+            return {
+                "cleared_by": "answer+numbers",
+                "numbers": {"a": _short(qa), "b": _short(qb)},
+                "answer": {"a": str(a["answer"])[:100], "b": str(b["answer"])[:100], "equivalent": False},
+            }
     return _mostly_other_numbers(ta, tb, a, b, rules)
 
 
@@ -291,8 +319,11 @@ def _mostly_other_numbers(ta: str, tb: str, a: dict, b: dict, rules: Rules) -> d
     qa, qb = qty.quantities(ta), qty.quantities(tb)
     if _smaller_share(qa, qb) >= rules.numbers_min_same_answer:
         return None
-    return {"cleared_by": "numbers", "numbers": {"a": _short(qa), "b": _short(qb)},
-            "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100]}}
+    return {
+        "cleared_by": "numbers",
+        "numbers": {"a": _short(qa), "b": _short(qb)},
+        "answer": {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100]},
+    }
 
 
 def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dict]:
@@ -318,7 +349,13 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
         ev["answer"] = {"a": str(a.get("answer"))[:100], "b": str(b.get("answer"))[:100], "equivalent": agree}
         if not agree:
             return False, dict(ev, cleared_by="answer")
-    if rules.run_code and a.get("tests") and b.get("tests") and a.get("reference_solution") and b.get("reference_solution"):
+    if (
+        rules.run_code
+        and a.get("tests")
+        and b.get("tests")
+        and a.get("reference_solution")
+        and b.get("reference_solution")
+    ):
         ab = code_agrees(a.get("reference_solution"), a.get("entry_point"), b.get("tests"), b.get("reference_solution"))
         ba = code_agrees(b.get("reference_solution"), b.get("entry_point"), a.get("tests"), a.get("reference_solution"))
         if ab is not None and ba is not None:
@@ -330,8 +367,12 @@ def judge_pair(a: dict, b: dict, cosine: float, rules: Rules) -> tuple[bool, dic
 
 def rules_from_config(decontam, dedup=None) -> Rules:
     """Same-problem thresholds from `[decontam]` (and `[dedup]` for pairs)."""
-    kw = {"numbers_min": decontam.numbers_min, "semantic_min": decontam.semantic_min,
-          "text_min": decontam.text_min, "run_code": decontam.run_code}
+    kw = {
+        "numbers_min": decontam.numbers_min,
+        "semantic_min": decontam.semantic_min,
+        "text_min": decontam.text_min,
+        "run_code": decontam.run_code,
+    }
     if dedup is not None:
         kw.update(pair_min=dedup.semantic_min, pair_alone_min=dedup.semantic_alone_min)
     return Rules(**kw)

@@ -54,9 +54,26 @@ FINISHED_DIR = "_finished"
 
 # A cached generation: the generation half of an Attempt (no verdict), and
 # `run_id`, the run that paid for it.
-CACHE_SCHEMA = pa.schema([ATTEMPT_SCHEMA.field(name) for name in (
-    "content_hash", "model_id", "sampler_key", "attempt_idx", "seed", "completion", "prompt_tokens",
-    "completion_tokens", "finish_reason", "gen_seconds", "error", "run_id")] + [pa.field("mac", pa.string())])
+CACHE_SCHEMA = pa.schema(
+    [
+        ATTEMPT_SCHEMA.field(name)
+        for name in (
+            "content_hash",
+            "model_id",
+            "sampler_key",
+            "attempt_idx",
+            "seed",
+            "completion",
+            "prompt_tokens",
+            "completion_tokens",
+            "finish_reason",
+            "gen_seconds",
+            "error",
+            "run_id",
+        )
+    ]
+    + [pa.field("mac", pa.string())]
+)
 # What an entry's MAC covers: every field but the MAC.
 SIGNED_FIELDS = [name for name in CACHE_SCHEMA.names if name != "mac"]
 # A JSONL line longer than this is not an entry this code wrote; skipped unread.
@@ -72,13 +89,22 @@ def _warn(message: str) -> None:
 
 
 def cache_record(plan, request, result) -> dict:
-    return signed({
-        "content_hash": request.content_hash, "model_id": plan.model_id, "sampler_key": plan.sampler_key,
-        "attempt_idx": request.attempt_idx, "seed": request.seed, "completion": result.completion,
-        "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-        "finish_reason": result.finish_reason, "gen_seconds": result.gen_seconds, "error": result.error,
-        "run_id": plan.run_id,
-    })
+    return signed(
+        {
+            "content_hash": request.content_hash,
+            "model_id": plan.model_id,
+            "sampler_key": plan.sampler_key,
+            "attempt_idx": request.attempt_idx,
+            "seed": request.seed,
+            "completion": result.completion,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "finish_reason": result.finish_reason,
+            "gen_seconds": result.gen_seconds,
+            "error": result.error,
+            "run_id": plan.run_id,
+        }
+    )
 
 
 class CacheWriter:
@@ -124,8 +150,11 @@ def cache_files(cache_dir: str | None) -> list[str]:
     if not cache_dir or not Path(cache_dir).is_dir():
         return []
     # Links are not followed: a link planted in a shared folder could point anywhere.
-    return sorted(str(p) for p in Path(cache_dir).iterdir()
-                  if p.suffix in (".jsonl", ".parquet") and not p.is_symlink() and p.is_file())
+    return sorted(
+        str(p)
+        for p in Path(cache_dir).iterdir()
+        if p.suffix in (".jsonl", ".parquet") and not p.is_symlink() and p.is_file()
+    )
 
 
 def finished_runs(cache_dir: str | None) -> frozenset[str]:
@@ -144,8 +173,10 @@ def finished_runs(cache_dir: str | None) -> frozenset[str]:
             content = b""
         (good.add(p.name) if marker_ok(p.name, content) else bad.append(p.name))
     if bad:
-        _warn(f"{len(bad)} marker(s) in {folder} fail their authentication check (planted or edited, e.g. "
-              f"{bad[0][:80]!r}); ignored: those runs' attempts are charged again when re-used")
+        _warn(
+            f"{len(bad)} marker(s) in {folder} fail their authentication check (planted or edited, e.g. "
+            f"{bad[0][:80]!r}); ignored: those runs' attempts are charged again when re-used"
+        )
     return frozenset(good)
 
 
@@ -198,11 +229,16 @@ def _raw_entries(path: str) -> Iterator[object]:
 
 
 def _usable(rec: dict, run: str) -> bool:
-    return (isinstance(rec.get("attempt_idx"), int) and isinstance(rec.get("completion"), str)
-            and isinstance(rec.get("seed"), int) and rec.get("run_id") == run
-            # An error is never a generation (caches of older versions held some).
-            and rec.get("error") is None and rec.get("finish_reason") not in ("error", "request_failed")
-            and entry_ok(rec, SIGNED_FIELDS))
+    return (
+        isinstance(rec.get("attempt_idx"), int)
+        and isinstance(rec.get("completion"), str)
+        and isinstance(rec.get("seed"), int)
+        and rec.get("run_id") == run
+        # An error is never a generation (caches of older versions held some).
+        and rec.get("error") is None
+        and rec.get("finish_reason") not in ("error", "request_failed")
+        and entry_ok(rec, SIGNED_FIELDS)
+    )
 
 
 def read_cache_file(path: str, model_id: str, sampler_key: str) -> Iterator[dict]:
@@ -220,9 +256,11 @@ def read_cache_file(path: str, model_id: str, sampler_key: str) -> Iterator[dict
             continue
         yield {name: rec.get(name) for name in CACHE_SCHEMA.names}
     if rejected:
-        _warn(f"{rejected} entr{'y' if rejected == 1 else 'ies'} in {path} fail the authentication check "
-              "(planted, edited, moved from another task, model, seed or run, or written by an older tasksieve) "
-              "or hold an error; ignored, their attempts are regenerated")
+        _warn(
+            f"{rejected} entr{'y' if rejected == 1 else 'ies'} in {path} fail the authentication check "
+            "(planted, edited, moved from another task, model, seed or run, or written by an older tasksieve) "
+            "or hold an error; ignored, their attempts are regenerated"
+        )
 
 
 def pick_cached(records, finished: frozenset[str]) -> list[dict]:
@@ -247,7 +285,8 @@ def settle_run(cache_dir: str, run_id: str, attempts: pa.Table, finished: frozen
         # itself failed (finish_reason 'error') keeps it in the cache.
         signed(dict({name: a.get(name) for name in SIGNED_FIELDS}, run_id=run_id, error=None))
         for a in attempts.to_pylist()
-        if a["run_id"] == run_id and (a.get("reused_from_run") is None or a["reused_from_run"] not in finished)
+        if a["run_id"] == run_id
+        and (a.get("reused_from_run") is None or a["reused_from_run"] not in finished)
         # Only generations: an attempt's `error` is the verifier's; a failed request never got here.
         and a["finish_reason"] not in ("error", "request_failed")
     ]

@@ -49,16 +49,22 @@ def _read_key(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as e:
-        raise CacheKeyError(f"the attempt-cache key {path} cannot be opened ({e.strerror}); it must be a plain "
-                            "file of this user, mode 0600") from None
+        raise CacheKeyError(
+            f"the attempt-cache key {path} cannot be opened ({e.strerror}); it must be a plain "
+            "file of this user, mode 0600"
+        ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            raise CacheKeyError(f"the attempt-cache key {path} is not a plain file owned by this user; remove it "
-                                "(a new key is made; cached attempts are then regenerated)")
+            raise CacheKeyError(
+                f"the attempt-cache key {path} is not a plain file owned by this user; remove it "
+                "(a new key is made; cached attempts are then regenerated)"
+            )
         if st.st_mode & 0o077:
-            raise CacheKeyError(f"the attempt-cache key {path} is readable or writable by others (mode "
-                                f"{stat.S_IMODE(st.st_mode):04o}); run chmod 600 on it, or remove it")
+            raise CacheKeyError(
+                f"the attempt-cache key {path} is readable or writable by others (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}); run chmod 600 on it, or remove it"
+            )
         data = os.read(fd, 4 * KEY_BYTES + 1)
     finally:
         os.close(fd)
@@ -67,8 +73,10 @@ def _read_key(path: Path) -> bytes:
     except ValueError:
         key = b""
     if len(key) != KEY_BYTES:
-        raise CacheKeyError(f"the attempt-cache key {path} is damaged; remove it (a new key is made; cached "
-                            "attempts are then regenerated)")
+        raise CacheKeyError(
+            f"the attempt-cache key {path} is damaged; remove it (a new key is made; cached "
+            "attempts are then regenerated)"
+        )
     return key
 
 
@@ -122,8 +130,9 @@ def entry_ok(rec: dict, fields: list[str]) -> bool:
 
 
 def marker_mac(run_id: str) -> str:
-    return hmac.new(cache_key(), (MARKER_CONTEXT + run_id).encode("utf-8", "surrogateescape"),
-                    hashlib.sha256).hexdigest()
+    return hmac.new(
+        cache_key(), (MARKER_CONTEXT + run_id).encode("utf-8", "surrogateescape"), hashlib.sha256
+    ).hexdigest()
 
 
 def marker_ok(run_id: str, content: bytes) -> bool:

@@ -49,9 +49,15 @@ def classify(n_pass: int, n_attempts: int, min_pass_rate: float = 0.0, max_pass_
     rate = n_pass / n_attempts
     lo, hi = wilson_interval(n_pass, n_attempts)
     out = {
-        "n_attempts": n_attempts, "n_pass": n_pass, "pass_rate": rate,
-        "pass_rate_lo": lo, "pass_rate_hi": hi, "difficulty": difficulty_bucket(rate),
-        "drop_stage": None, "drop_reason": None, "drop_detail": None,
+        "n_attempts": n_attempts,
+        "n_pass": n_pass,
+        "pass_rate": rate,
+        "pass_rate_lo": lo,
+        "pass_rate_hi": hi,
+        "difficulty": difficulty_bucket(rate),
+        "drop_stage": None,
+        "drop_reason": None,
+        "drop_detail": None,
     }
     if n_pass == n_attempts:
         out["status"] = "all_pass"

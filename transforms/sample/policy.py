@@ -75,8 +75,12 @@ def prob_rest_all_same(a: float, b: float, n_same: int, n_done: int, remaining: 
     """P(the next `remaining` attempts all repeat the one outcome seen so far)
     for a Beta(a, b) prior after `n_same` of `n_done` attempts had it and the
     rest (none) did not: E[p^m] under Beta(a + n_same, b) = B(a+s+m, b) / B(a+s, b)."""
-    return math.exp(math.lgamma(a + n_same + remaining) - math.lgamma(a + n_same)
-                    + math.lgamma(a + b + n_done) - math.lgamma(a + b + n_done + remaining))
+    return math.exp(
+        math.lgamma(a + n_same + remaining)
+        - math.lgamma(a + n_same)
+        + math.lgamma(a + b + n_done)
+        - math.lgamma(a + b + n_done + remaining)
+    )
 
 
 def prob_in_band(a: float, b: float, lo: float, hi: float) -> float:

@@ -23,8 +23,13 @@ import apache_beam as beam
 
 from tasksieve.schemas.config import BandConfig, JudgeConfig, SamplingConfig, VerifyConfig
 from tasksieve.schemas.rows import Task
-from tasksieve.transforms.sample.attempt_cache import (CacheWriter, cache_record, pick_cached, read_cache_file,
-                                                writer_for)
+from tasksieve.transforms.sample.attempt_cache import (
+    CacheWriter,
+    cache_record,
+    pick_cached,
+    read_cache_file,
+    writer_for,
+)
 from tasksieve.transforms.backends.base import NOT_RECORDED, REQUEST_FAILED, Backend, GenRequest, GenResult
 from tasksieve.transforms.sample.classify import classify
 from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped, split_tagged
@@ -72,16 +77,28 @@ class SamplePlan:
     @property
     def policy(self) -> Policy:
         s, b = self.sampling, self.band
-        return Policy(s.mode, s.k, tuple(s.waves), b.min_pass_rate, b.max_pass_rate,
-                      s.bayes.prior_a, s.bayes.prior_b, s.bayes.confidence)
+        return Policy(
+            s.mode,
+            s.k,
+            tuple(s.waves),
+            b.min_pass_rate,
+            b.max_pass_rate,
+            s.bayes.prior_a,
+            s.bayes.prior_b,
+            s.bayes.confidence,
+        )
 
 
 def needs_no_sampling(task: dict) -> dict | None:
     """The task marked dropped if no verifier can judge its attempts."""
     if task["domain"] in VERIFIABLE:
         return None
-    return drop_record(task, STAGE, "no_verifier",
-                       {"domain": task["domain"], "why": f"no {task['domain']} verifier is available; not sampled, nothing spent"})
+    return drop_record(
+        task,
+        STAGE,
+        "no_verifier",
+        {"domain": task["domain"], "why": f"no {task['domain']} verifier is available; not sampled, nothing spent"},
+    )
 
 
 def messages_for(task: dict, plan: SamplePlan) -> tuple:
@@ -106,8 +123,14 @@ class SamplingStats:
 
 
 def _from_cache(rec: dict) -> GenResult:
-    return GenResult(rec["completion"], rec["prompt_tokens"], rec["completion_tokens"], rec["finish_reason"],
-                     rec["gen_seconds"], None)
+    return GenResult(
+        rec["completion"],
+        rec["prompt_tokens"],
+        rec["completion_tokens"],
+        rec["finish_reason"],
+        rec["gen_seconds"],
+        None,
+    )
 
 
 def checked(res: GenResult) -> GenResult:
@@ -121,8 +144,14 @@ def checked(res: GenResult) -> GenResult:
         ok = False
     if ok:
         return res
-    return GenResult("", 0, 0, REQUEST_FAILED, res.gen_seconds,
-                     error="the completion is not valid text (a lone surrogate such as \\ud800, or not a string)")
+    return GenResult(
+        "",
+        0,
+        0,
+        REQUEST_FAILED,
+        res.gen_seconds,
+        error="the completion is not valid text (a lone surrogate such as \\ud800, or not a string)",
+    )
 
 
 def is_generation(res: GenResult) -> bool:
@@ -132,8 +161,13 @@ def is_generation(res: GenResult) -> bool:
 
 
 def sample_tasks(
-    tasks: list[Task], backend: Backend, plan: SamplePlan, on_task_done: Callable[[int], None] | None = None,
-    cache: CacheWriter | None = None, stats: SamplingStats | None = None, judge: Backend | None = None,
+    tasks: list[Task],
+    backend: Backend,
+    plan: SamplePlan,
+    on_task_done: Callable[[int], None] | None = None,
+    cache: CacheWriter | None = None,
+    stats: SamplingStats | None = None,
+    judge: Backend | None = None,
     cached: dict[str, list[dict]] | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """Yield ("attempt", row) for every attempt and ("result", row) for every
@@ -194,13 +228,22 @@ def _initial_state(tasks: list[dict], cached: dict[str, list[dict]]) -> dict:
     return state
 
 
-def _run_wave(wave: list[tuple[dict, int]], backend: Backend, judge: Backend | None, plan: SamplePlan,
-              cache: CacheWriter | None, stats: SamplingStats) -> Iterator[tuple[str, dict]]:
+def _run_wave(
+    wave: list[tuple[dict, int]],
+    backend: Backend,
+    judge: Backend | None,
+    plan: SamplePlan,
+    cache: CacheWriter | None,
+    stats: SamplingStats,
+) -> Iterator[tuple[str, dict]]:
     """Generate and verify one wave; yield its attempts and count them into the task states."""
     requests = [
-        GenRequest(messages=messages_for(st["task"], plan),
-                   seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
-                   content_hash=st["task"]["content_hash"], attempt_idx=idx)
+        GenRequest(
+            messages=messages_for(st["task"], plan),
+            seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
+            content_hash=st["task"]["content_hash"],
+            attempt_idx=idx,
+        )
         for st, idx in wave
     ]
     generated = _generate(backend, plan, wave, requests, cache, stats)
@@ -215,17 +258,29 @@ def _run_wave(wave: list[tuple[dict, int]], backend: Backend, judge: Backend | N
             stats.failed += 1
             stats.first_failure = stats.first_failure or (gen.error or gen.finish_reason)[:300]
     # One call verifies the wave: sandboxes in parallel, one judge batch.
-    verdicts = verify_attempts([(wave[i][0]["task"], generated[i][0].completion) for i in real],
-                               judge, plan.verify, [requests[i].seed for i in real])
+    verdicts = verify_attempts(
+        [(wave[i][0]["task"], generated[i][0].completion) for i in real],
+        judge,
+        plan.verify,
+        [requests[i].seed for i in real],
+    )
     for i, verdict in zip(real, verdicts):
         (st, idx), req, (gen, reused_from) = wave[i], requests[i], generated[i]
         task = st["task"]
         attempt = {
-            "run_id": plan.run_id, "content_hash": task["content_hash"], "model_id": plan.model_id,
-            "sampler_key": plan.sampler_key, "attempt_idx": idx, "seed": req.seed,
-            "completion": gen.completion, "prompt_tokens": gen.prompt_tokens,
-            "completion_tokens": gen.completion_tokens, "finish_reason": gen.finish_reason,
-            "gen_seconds": gen.gen_seconds, **verdict, "reused_from_run": reused_from or gen.origin,
+            "run_id": plan.run_id,
+            "content_hash": task["content_hash"],
+            "model_id": plan.model_id,
+            "sampler_key": plan.sampler_key,
+            "attempt_idx": idx,
+            "seed": req.seed,
+            "completion": gen.completion,
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens,
+            "finish_reason": gen.finish_reason,
+            "gen_seconds": gen.gen_seconds,
+            **verdict,
+            "reused_from_run": reused_from or gen.origin,
         }
         st["n"] += 1
         st["pass"] += int(bool(attempt["passed"]))
@@ -278,8 +333,11 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
 
 def _result(st: dict, plan: SamplePlan) -> dict:
     if st.get("failed"):
-        why = {"why": "a request to the model got no usable completion; nothing of it was verified or cached",
-               "error": st["failed"][:300], "attempts_before": st["n"]}
+        why = {
+            "why": "a request to the model got no usable completion; nothing of it was verified or cached",
+            "error": st["failed"][:300],
+            "attempts_before": st["n"],
+        }
         return dict(drop_record(st["task"], STAGE, "generation_failed", why), run_id=plan.run_id, status="dropped")
     if st["n"] == 0:
         # Replay with no recorded attempt for this task: nothing to judge.
@@ -314,8 +372,13 @@ class _Progress:
 
 
 class _SampleFn(beam.DoFn):
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], stats_dir: str | None,
-                 judge_factory: Callable[[], Backend] | None = None):
+    def __init__(
+        self,
+        plan: SamplePlan,
+        backend_factory: Callable[[], Backend],
+        stats_dir: str | None,
+        judge_factory: Callable[[], Backend] | None = None,
+    ):
         self.plan = plan
         self.backend_factory = backend_factory
         self.stats_dir = stats_dir
@@ -341,8 +404,16 @@ class _SampleFn(beam.DoFn):
         stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
-            yield from sample_tasks(tasks[i : i + tasks_per_batch], self.backend, self.plan,
-                                    lambda n: _Progress.update(total, n), self.cache, stats, self.judge, cached)
+            yield from sample_tasks(
+                tasks[i : i + tasks_per_batch],
+                self.backend,
+                self.plan,
+                lambda n: _Progress.update(total, n),
+                self.cache,
+                stats,
+                self.judge,
+                cached,
+            )
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 
@@ -396,9 +467,17 @@ class SampleAndClassify(beam.PTransform):
     sampled) out. Cached generations (attempt_cache.py) are joined to their
     tasks by content_hash first, so they are re-used, not paid for again."""
 
-    def __init__(self, plan: SamplePlan, backend_factory: Callable[[], Backend], tasks_per_batch: int, groups: int,
-                 cache_files: list[str] = (), finished_runs: frozenset = frozenset(), stats_dir: str | None = None,
-                 judge_factory: Callable[[], Backend] | None = None):
+    def __init__(
+        self,
+        plan: SamplePlan,
+        backend_factory: Callable[[], Backend],
+        tasks_per_batch: int,
+        groups: int,
+        cache_files: list[str] = (),
+        finished_runs: frozenset = frozenset(),
+        stats_dir: str | None = None,
+        judge_factory: Callable[[], Backend] | None = None,
+    ):
         super().__init__()
         self.plan = plan
         self.backend_factory = backend_factory
@@ -443,10 +522,12 @@ class SampleAndClassify(beam.PTransform):
             # batch from finish_bundle, which Beam 2.77's DaskRunner drops.
             | "KeyByGroup" >> beam.Map(lambda tc: (int(tc[0]["content_hash"][:8], 16) % groups, tc))
             | "Group" >> beam.GroupByKey()
-            | "SampleVerifyClassify" >> beam.ParDo(
+            | "SampleVerifyClassify"
+            >> beam.ParDo(
                 _SampleFn(self.plan, self.backend_factory, self.stats_dir, self.judge_factory),
                 beam.pvalue.AsSingleton(total),
-                self.tasks_per_batch)
+                self.tasks_per_batch,
+            )
         )
         out = split_tagged(sampled, "SampledSplit", (RESULT_TAG, ATTEMPT_TAG))
         return out[RESULT_TAG], out[ATTEMPT_TAG], unsampled

@@ -78,8 +78,11 @@ class _Groups:
 
     def __init__(self, cand: Candidates, budget: Budget, caps: Caps):
         self.dims = []
-        for name, keys, share in (("cluster", [str(c) for c in cand.cluster.tolist()], caps.cluster),
-                                  ("source", cand.source, caps.source), ("domain", cand.domain, caps.domain)):
+        for name, keys, share in (
+            ("cluster", [str(c) for c in cand.cluster.tolist()], caps.cluster),
+            ("source", cand.source, caps.source),
+            ("domain", cand.domain, caps.domain),
+        ):
             labels, codes = np.unique(np.array(keys, dtype=object).astype(str), return_inverse=True)
             self.dims.append((name, labels, codes, np.zeros(len(labels)), budget.cap(share)))
 
@@ -111,8 +114,13 @@ def choose(cand: Candidates, budget: Budget, caps: Caps = Caps(), redundancy: fl
     n = len(cand)
     spend = budget.spend_of(cand.price)
     groups = _Groups(cand, budget, caps)
-    out = Choice(rank=np.zeros(n, dtype=np.int64), marginal=np.zeros(n), nearest=np.full(n, -1),
-                 similarity=np.zeros(n), reason=[""] * n)
+    out = Choice(
+        rank=np.zeros(n, dtype=np.int64),
+        marginal=np.zeros(n),
+        nearest=np.full(n, -1),
+        similarity=np.zeros(n),
+        reason=[""] * n,
+    )
     max_sim = np.zeros(n)
     chosen = np.zeros(n, dtype=bool)
     while True:

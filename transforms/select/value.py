@@ -28,9 +28,18 @@ import ast
 
 import numpy as np
 
-from tasksieve.schemas.value_formula import (ARITY, BINARY_OPS, DEFAULT_VALUE, MAX_FORMULA_CHARS,  # noqa: F401
-                                             MAX_FORMULA_DEPTH, MAX_FORMULA_NODES, NAMES, UNARY_OPS,
-                                             ValueFormulaError, check_formula)
+from tasksieve.schemas.value_formula import (
+    ARITY,
+    BINARY_OPS,
+    DEFAULT_VALUE,
+    MAX_FORMULA_CHARS,  # noqa: F401
+    MAX_FORMULA_DEPTH,
+    MAX_FORMULA_NODES,
+    NAMES,
+    UNARY_OPS,
+    ValueFormulaError,
+    check_formula,
+)
 
 FUNCTIONS = {"min": np.minimum, "max": np.maximum, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "abs": np.abs}
 _BINARY = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide, ast.Pow: np.power}
@@ -73,16 +82,23 @@ def pool_prior(n_pass: np.ndarray, n: np.ndarray) -> float:
     return float(np.sum(n_pass)) / total if total > 0 else 0.5
 
 
-def task_values(n_pass, n, formula: str = DEFAULT_VALUE, prior_strength: float = 4.0,
-                group_size: int = 8) -> tuple[np.ndarray, np.ndarray, float]:
+def task_values(
+    n_pass, n, formula: str = DEFAULT_VALUE, prior_strength: float = 4.0, group_size: int = 8
+) -> tuple[np.ndarray, np.ndarray, float]:
     """(value, shrunk p, prior mean) per task. Values are finite and >= 0:
     a formula that gives NaN or a negative number for a task gives it 0."""
     n_pass = np.asarray(n_pass, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     m = pool_prior(n_pass, n)
     p = shrunk_pass_rate(n_pass, n, m, prior_strength)
-    names = {"p": p, "p_raw": np.divide(n_pass, n, out=np.zeros_like(n), where=n > 0), "n": n, "n_pass": n_pass,
-             "m": np.float64(m), "G": np.float64(group_size)}
+    names = {
+        "p": p,
+        "p_raw": np.divide(n_pass, n, out=np.zeros_like(n), where=n > 0),
+        "n": n,
+        "n_pass": n_pass,
+        "m": np.float64(m),
+        "G": np.float64(group_size),
+    }
     tree = check_formula(formula)
     with np.errstate(all="ignore"):
         raw = _evaluate(tree, names)

@@ -31,8 +31,14 @@ import stat
 import threading
 from dataclasses import dataclass
 
-from tasksieve.schemas.regular_file import (ORDINARY_UNDER_SPECIAL, SPECIAL_ROOTS, SourceRefused,  # noqa: F401
-                                            kind_of, open_regular, special_reason)
+from tasksieve.schemas.regular_file import (
+    ORDINARY_UNDER_SPECIAL,
+    SPECIAL_ROOTS,
+    SourceRefused,  # noqa: F401
+    kind_of,
+    open_regular,
+    special_reason,
+)
 
 # Rows a source may hold per byte of its file. A real task row takes more
 # than a byte even compressed (a 1M-row templated Parquet file with zstd:
@@ -46,6 +52,7 @@ FREE_ROWS = 10_000  # a small file may hold this many rows whatever its size
 MAX_EXPANSION = 200
 FREE_BYTES = 32 << 20  # a small file may decode to this much whatever its size
 MAX_META_BYTES = 1 << 20  # a datasets folder's state.json / dataset_dict.json
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -93,14 +100,18 @@ def _size_text(n: int) -> str:
 
 
 def expansion_reason(what: str, size: int, budget: Budget) -> str:
-    return (f"{what} over {_size_text(budget.bytes)} ({budget.bytes // max(size, 1):,}x its {_size_text(size)} on "
-            f"disk; the limit is {MAX_EXPANSION}x or {_size_text(FREE_BYTES)}): a decompression bomb or a corrupt "
-            "file; it is not read")
+    return (
+        f"{what} over {_size_text(budget.bytes)} ({budget.bytes // max(size, 1):,}x its {_size_text(size)} on "
+        f"disk; the limit is {MAX_EXPANSION}x or {_size_text(FREE_BYTES)}): a decompression bomb or a corrupt "
+        "file; it is not read"
+    )
 
 
 def rows_reason(declared: int, size: int, budget: Budget, what: str = "declares") -> str:
-    return (f"the file {what} {declared:,} rows in {_size_text(size)} (at most {MAX_ROWS_PER_BYTE} rows a byte or "
-            f"{FREE_ROWS:,} are read): its metadata is corrupt or it is a decompression bomb; it is not read")
+    return (
+        f"the file {what} {declared:,} rows in {_size_text(size)} (at most {MAX_ROWS_PER_BYTE} rows a byte or "
+        f"{FREE_ROWS:,} are read): its metadata is corrupt or it is a decompression bomb; it is not read"
+    )
 
 
 # --- verdicts, cached per file identity ------------------------------------------------------

@@ -41,6 +41,7 @@ def _warn(message: str) -> None:
 
 # --- which files are deliveries ------------------------------------------------------------
 
+
 def delivery_kind(name: str) -> str | None:
     """'jsonl' or 'parquet' for a delivery file name (case-insensitive,
     JSONL optionally compressed), else None."""
@@ -66,9 +67,7 @@ def _why_not_read(name: str) -> str:
 
 def is_datasets_folder(path: Path) -> bool:
     return path.is_dir() and (
-        (path / "dataset_info.json").exists()
-        or (path / "state.json").exists()
-        or (path / "dataset_dict.json").exists()
+        (path / "dataset_info.json").exists() or (path / "state.json").exists() or (path / "dataset_dict.json").exists()
     )
 
 
@@ -108,8 +107,9 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
                 continue
             found = _scan_folder(p, seen_dirs, seen_files, warn)
             if not found:
-                raise InputError(f"input folder {raw} holds no delivery files and is not a datasets folder "
-                                 f"(read: {READABLE})")
+                raise InputError(
+                    f"input folder {raw} holds no delivery files and is not a datasets folder (read: {READABLE})"
+                )
             for real_file, shown in found:
                 out.setdefault(real_file, shown)
         else:

@@ -29,14 +29,21 @@ import pyarrow as pa
 
 from tasksieve.transforms.sources.values import RAW_KEEP_CHARS, RowLimitError, cap, check_value
 from tasksieve.transforms.sources.values import raw_row as _raw_row
-from tasksieve.transforms.sources.guard import (MAX_META_BYTES, SourceRefused, budget_for, expansion_reason,
-                                             open_regular, rows_reason)
+from tasksieve.transforms.sources.guard import (
+    MAX_META_BYTES,
+    SourceRefused,
+    budget_for,
+    expansion_reason,
+    open_regular,
+    rows_reason,
+)
 
 BATCH_ROWS = 4096
 DECODE_BYTES = 64 << 20  # dictionary text expanded at once, at most (a batch is split until under it)
 
 
 # --- validation before use --------------------------------------------------------------------
+
 
 def _binary_type(t: pa.DataType) -> pa.DataType:
     """`t` with every text type as its binary twin (the same layout), so a
@@ -73,8 +80,10 @@ def validate_batch(batch: pa.RecordBatch) -> None:
         except pa.ArrowNotImplementedError:
             col.validate(full=True)  # a type with no binary twin: validated as it is
         except Exception as e:
-            raise SourceRefused(f"column '{cap(name, 60)}' is damaged ({type(e).__name__}: {cap(str(e), 120)}); "
-                                "the file is corrupt, re-export it") from None
+            raise SourceRefused(
+                f"column '{cap(name, 60)}' is damaged ({type(e).__name__}: {cap(str(e), 120)}); "
+                "the file is corrupt, re-export it"
+            ) from None
 
 
 def decoded_bytes(batch) -> int:
@@ -87,10 +96,12 @@ def decoded_bytes(batch) -> int:
     for col in batch.columns:
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
         for arr in chunks:
-            if pa.types.is_dictionary(arr.type) and (pa.types.is_binary(arr.type.value_type)
-                                                     or pa.types.is_string(arr.type.value_type)
-                                                     or pa.types.is_large_string(arr.type.value_type)
-                                                     or pa.types.is_large_binary(arr.type.value_type)):
+            if pa.types.is_dictionary(arr.type) and (
+                pa.types.is_binary(arr.type.value_type)
+                or pa.types.is_string(arr.type.value_type)
+                or pa.types.is_large_string(arr.type.value_type)
+                or pa.types.is_large_binary(arr.type.value_type)
+            ):
                 lengths = pc.binary_length(arr.dictionary.view(_binary_type(arr.dictionary.type)))
                 total += int(pc.sum(pc.take(lengths, arr.indices)).as_py() or 0) + arr.indices.nbytes
             else:
@@ -99,6 +110,7 @@ def decoded_bytes(batch) -> int:
 
 
 # --- rows of a batch ----------------------------------------------------------------------------
+
 
 def _dumps_raw(record) -> str:
     try:
@@ -160,8 +172,11 @@ def _dictionary_row_bytes(batch):
     sizes = None
     for col in batch.columns:
         if pa.types.is_dictionary(col.type):
-            lengths = pc.binary_length(col.dictionary.view(_binary_type(col.dictionary.type))) \
-                if not pa.types.is_integer(col.dictionary.type) else None
+            lengths = (
+                pc.binary_length(col.dictionary.view(_binary_type(col.dictionary.type)))
+                if not pa.types.is_integer(col.dictionary.type)
+                else None
+            )
             if lengths is None:
                 continue
             per_row = pc.fill_null(pc.take(lengths, col.indices), 0).to_numpy(zero_copy_only=False)
@@ -178,8 +193,13 @@ def batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dic
         if sizes.max(initial=0) > max_row_bytes:
             for j in range(batch.num_rows):
                 if sizes[j] > max_row_bytes:
-                    yield _raw_row(path, first + j, None, "", f"row is over {int(sizes[j])} bytes, over the "
-                                                               f"{max_row_bytes}-byte limit")
+                    yield _raw_row(
+                        path,
+                        first + j,
+                        None,
+                        "",
+                        f"row is over {int(sizes[j])} bytes, over the {max_row_bytes}-byte limit",
+                    )
                 else:
                     yield from batch_rows(path, batch.slice(j, 1), first + j, max_row_bytes)
             return
@@ -189,8 +209,10 @@ def batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dic
             yield from batch_rows(path, batch.slice(half), first + half, max_row_bytes)
             return
         # Dense before to_pylist: a dictionary column converts value by value (2-3x slower).
-        batch = pa.RecordBatch.from_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c
-                                            for c in batch.columns], names=batch.schema.names)
+        batch = pa.RecordBatch.from_arrays(
+            [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
+            names=batch.schema.names,
+        )
     try:
         records = batch.to_pylist()
     except Exception:
@@ -211,6 +233,7 @@ def batch_rows(path: str, batch, first: int, max_row_bytes: int) -> Iterator[dic
 
 # --- Parquet --------------------------------------------------------------------------------------
 
+
 def _parquet_file(fh):
     """The ParquetFile of an open file, its footer checked against the
     file's size; text columns stored with a dictionary are read as
@@ -224,8 +247,10 @@ def _parquet_file(fh):
     groups = [md.row_group(g) for g in range(md.num_row_groups)]
     declared = [rg.num_rows for rg in groups]
     if any(n < 0 for n in declared) or sum(declared) != md.num_rows:
-        raise SourceRefused(f"the file's metadata declares {md.num_rows:,} rows but its row groups "
-                            f"{cap(str(declared), 60)}: it is corrupt; it is not read")
+        raise SourceRefused(
+            f"the file's metadata declares {md.num_rows:,} rows but its row groups "
+            f"{cap(str(declared), 60)}: it is corrupt; it is not read"
+        )
     if md.num_rows > budget.rows:
         raise SourceRefused(rows_reason(md.num_rows, size, budget))
     schema = md.schema
@@ -236,14 +261,23 @@ def _parquet_file(fh):
             col, leaf = rg.column(c), schema.column(c)
             starts = [o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None]
             start = min(starts) if starts else -1
-            if (start < 0 or start >= max(data_end, 0) or col.total_compressed_size < 0
-                    or start + col.total_compressed_size > size or col.total_uncompressed_size < 0):
-                raise SourceRefused(f"row group {g} column '{cap(leaf.path, 60)}' lies outside the file "
-                                    f"(offset {start:,}, {col.total_compressed_size:,} bytes, file "
-                                    f"{size:,} bytes): it is corrupt; it is not read")
+            if (
+                start < 0
+                or start >= max(data_end, 0)
+                or col.total_compressed_size < 0
+                or start + col.total_compressed_size > size
+                or col.total_uncompressed_size < 0
+            ):
+                raise SourceRefused(
+                    f"row group {g} column '{cap(leaf.path, 60)}' lies outside the file "
+                    f"(offset {start:,}, {col.total_compressed_size:,} bytes, file "
+                    f"{size:,} bytes): it is corrupt; it is not read"
+                )
             if col.num_values < rg.num_rows or (leaf.max_repetition_level == 0 and col.num_values != rg.num_rows):
-                raise SourceRefused(f"row group {g} declares {rg.num_rows:,} rows but column "
-                                    f"'{cap(leaf.path, 60)}' {col.num_values:,} values: it is corrupt; it is not read")
+                raise SourceRefused(
+                    f"row group {g} declares {rg.num_rows:,} rows but column "
+                    f"'{cap(leaf.path, 60)}' {col.num_values:,} values: it is corrupt; it is not read"
+                )
             unpacked += col.total_uncompressed_size
             if col.has_dictionary_page and leaf.physical_type == "BYTE_ARRAY" and "." not in leaf.path:
                 as_dictionary.add(leaf.path)
@@ -267,11 +301,15 @@ def check_parquet(path: str) -> int:
             except SourceRefused:
                 raise
             except Exception as e:
-                raise SourceRefused(f"row group {g} of the file does not decode: {type(e).__name__}: "
-                                    f"{cap(str(e), 120)}; it is corrupt, re-export it") from None
+                raise SourceRefused(
+                    f"row group {g} of the file does not decode: {type(e).__name__}: "
+                    f"{cap(str(e), 120)}; it is corrupt, re-export it"
+                ) from None
             if table.num_rows != declared:
-                raise SourceRefused(f"row group {g} declares {declared:,} rows but holds {table.num_rows:,}: "
-                                    "the file's metadata is corrupt; it is not read")
+                raise SourceRefused(
+                    f"row group {g} declares {declared:,} rows but holds {table.num_rows:,}: "
+                    "the file's metadata is corrupt; it is not read"
+                )
             for batch in table.to_batches(max_chunksize=BATCH_ROWS):
                 validate_batch(batch)
                 decoded += decoded_bytes(batch)
@@ -297,9 +335,15 @@ def read_parquet(path: str, max_row_bytes: int) -> Iterator[dict]:
 
 # --- datasets folders -------------------------------------------------------------------------------
 
+
 def _plain_name(name) -> bool:
-    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
-            and "\x00" not in name)
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\x00" not in name
+    )
 
 
 def _small_json(path: Path, what: str):
@@ -333,8 +377,10 @@ def _arrow_files(folder: Path, top: Path, where: str) -> list[str]:
     for entry in files:
         name = entry.get("filename") if isinstance(entry, dict) else None
         if not _plain_name(name):
-            raise SourceRefused(f"its {where}state.json names a data file {cap(repr(name), 80)} that is not a plain "
-                                "file name inside the folder; it is not read")
+            raise SourceRefused(
+                f"its {where}state.json names a data file {cap(repr(name), 80)} that is not a plain "
+                "file name inside the folder; it is not read"
+            )
         p = folder / name
         if not _inside(p, top):
             raise SourceRefused(f"its data file {where}{cap(name, 80)} is a link to outside the folder; it is not read")

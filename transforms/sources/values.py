@@ -15,10 +15,9 @@ RAW_KEEP_CHARS = 2000
 REASON_MAX_CHARS = 300
 # Limits on what a row may hold, so every value is safe for every coder and
 # sink downstream (Beam's coders, pyarrow, DuckDB, json.dumps).
-MAX_DEPTH = 64           # nesting levels of objects/lists in one row
+MAX_DEPTH = 64  # nesting levels of objects/lists in one row
 MAX_NUMBER_DIGITS = 100  # digits of one integer literal
 _MAX_INT_BITS = MAX_NUMBER_DIGITS * 3.33  # an int of more bits has over that many digits (log2 10 = 3.32)
-
 
 
 def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
@@ -28,6 +27,7 @@ def cap(text: str, limit: int = REASON_MAX_CHARS) -> str:
 
 
 # --- making a parsed row safe ---------------------------------------------------------------
+
 
 class RowLimitError(ValueError):
     """A parsed row holds something over a limit; the message is the reason."""
@@ -83,8 +83,10 @@ def check_value(value, where: str | None = None) -> None:
         if isinstance(v, str):
             if not v.isascii() and _has_surrogate(v):  # isascii: a fast C scan, true of most text
                 name = _named(field)
-                raise RowLimitError(f"{name} holds a lone surrogate escape ({_surrogate_at(v)}), which is not "
-                                    "valid Unicode text; re-export the row as UTF-8")
+                raise RowLimitError(
+                    f"{name} holds a lone surrogate escape ({_surrogate_at(v)}), which is not "
+                    "valid Unicode text; re-export the row as UTF-8"
+                )
         elif isinstance(v, bool) or v is None or isinstance(v, float):
             continue
         elif isinstance(v, LongNumber):
@@ -93,8 +95,10 @@ def check_value(value, where: str | None = None) -> None:
         elif isinstance(v, int):
             if v.bit_length() > _MAX_INT_BITS:
                 name = _named(field)
-                raise RowLimitError(f"{name} holds an integer of over {MAX_NUMBER_DIGITS} digits, over the "
-                                    f"{MAX_NUMBER_DIGITS}-digit limit")
+                raise RowLimitError(
+                    f"{name} holds an integer of over {MAX_NUMBER_DIGITS} digits, over the "
+                    f"{MAX_NUMBER_DIGITS}-digit limit"
+                )
         elif isinstance(v, (dict, list, tuple)):
             if depth > MAX_DEPTH:
                 name = _named(field)
@@ -102,8 +106,10 @@ def check_value(value, where: str | None = None) -> None:
             items = v.items() if isinstance(v, dict) else enumerate(v)
             for k, child in items:
                 if isinstance(k, str) and not k.isascii() and _has_surrogate(k):
-                    raise RowLimitError(f"a field name holds a lone surrogate escape ({_surrogate_at(k)}), which "
-                                        "is not valid Unicode text; re-export the row as UTF-8")
+                    raise RowLimitError(
+                        f"a field name holds a lone surrogate escape ({_surrogate_at(k)}), which "
+                        "is not valid Unicode text; re-export the row as UTF-8"
+                    )
                 stack.append((child, depth + 1, field if field is not None else (k if isinstance(v, dict) else None)))
 
 
@@ -160,5 +166,10 @@ def loads_limited(text: str, field: str | None = None):
 
 
 def raw_row(source_file: str, line: int, record, raw: str, error: str | None) -> dict:
-    return {"source_file": source_file, "line": line, "record": record, "raw": raw[:RAW_KEEP_CHARS],
-            "error": None if error is None else cap(error)}
+    return {
+        "source_file": source_file,
+        "line": line,
+        "record": record,
+        "raw": raw[:RAW_KEEP_CHARS],
+        "error": None if error is None else cap(error),
+    }

@@ -67,11 +67,11 @@ def _split_alternatives(answer: str) -> list[str]:
         return [answer]  # too long to be an answer at all: the verifier refuses it whole
     parts, depth, last, pos = [], 0, 0, 0
     for m in _ALTERNATIVES.finditer(answer):
-        chunk = answer[pos:m.start()]
+        chunk = answer[pos : m.start()]
         depth += sum(chunk.count(c) for c in "([{") - sum(chunk.count(c) for c in ")]}")
         pos = m.start()
         if depth == 0:
-            parts.append(answer[last:m.start()])
+            parts.append(answer[last : m.start()])
             last = m.end()
     parts.append(answer[last:])
     return [p.strip().strip("$").strip() for p in parts if p.strip().strip("$").strip()]
@@ -124,7 +124,7 @@ def extract_final_answers(completion: str, prompt: str = "", math_only: bool = T
         return list(dict.fromkeys(boxed)), "boxed"
     phrases = []
     for m in _ANSWER_PHRASE.finditer(completion):
-        tail = completion[m.end():].strip()
+        tail = completion[m.end() :].strip()
         line = (tail.splitlines()[0] if tail else "").strip().rstrip(".").strip().strip("$").strip()
         # "the answer is straightforward" names no answer.
         if line and (not math_only or _HAS_MATH.search(line)):

@@ -46,8 +46,12 @@ def _invisible(ch: str) -> bool:
     o = ord(ch)
     if ch in "\n\r\t":
         return False
-    return (unicodedata.category(ch) in _INVISIBLE_CATEGORIES or o in _BLANK_FILLERS
-            or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF)
+    return (
+        unicodedata.category(ch) in _INVISIBLE_CATEGORIES
+        or o in _BLANK_FILLERS
+        or 0xFE00 <= o <= 0xFE0F
+        or 0xE0100 <= o <= 0xE01EF
+    )
 
 
 def has_invisible(text: str) -> bool:
@@ -85,13 +89,17 @@ def invisible_near_digit(text: str) -> bool:
 
 # --- text groups and hedges ----------------------------------------------------------------
 
-_TEXT_CMD = re.compile(r"\\(?:text[a-z]*|mbox|hbox|fbox|mathrm|mathbf|mathit|mathsf|mathtt|mathnormal|operatorname\*?"
-                       r"|emph|textnormal)\s*\{")
-_HEDGE_WORD = re.compile(r"(?<![a-z\\])(?:or|maybe|possibly|perhaps|either|alternatively|otherwise|else|probably|"
-                         r"unless|instead|nor|vs|versus|likely|guess)(?![a-z])", re.I)
+_TEXT_CMD = re.compile(
+    r"\\(?:text[a-z]*|mbox|hbox|fbox|mathrm|mathbf|mathit|mathsf|mathtt|mathnormal|operatorname\*?"
+    r"|emph|textnormal)\s*\{"
+)
+_HEDGE_WORD = re.compile(
+    r"(?<![a-z\\])(?:or|maybe|possibly|perhaps|either|alternatively|otherwise|else|probably|"
+    r"unless|instead|nor|vs|versus|likely|guess)(?![a-z])",
+    re.I,
+)
 _HEDGE_SYMBOL = re.compile(r"\\(?:lor|vee)(?![a-z])|\|\||∨")
-_APPROX_WORD = re.compile(r"(?<![a-z\\])(?:approx\w*|about|roughly|around|nearly|circa)(?![a-z])|\\approx|≈",
-                          re.I)
+_APPROX_WORD = re.compile(r"(?<![a-z\\])(?:approx\w*|about|roughly|around|nearly|circa)(?![a-z])|\\approx|≈", re.I)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -106,12 +114,15 @@ def _groups(text: str):
         while i < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
-        out.append((m.start(), i, text[m.end():i - 1] if depth == 0 else text[m.end():]))
+        out.append((m.start(), i, text[m.end() : i - 1] if depth == 0 else text[m.end() :]))
         pos = i
 
 
-_FUNCTION_NAME = re.compile(r"\s*(?:C|P|binom|choose|gcd|lcm|mod|log|ln|exp|floor|ceil|max|min|abs|sgn|sum|prod|"
-                            r"fact|factorial|[a-z]*sin|[a-z]*cos|[a-z]*tan)\s*", re.I)
+_FUNCTION_NAME = re.compile(
+    r"\s*(?:C|P|binom|choose|gcd|lcm|mod|log|ln|exp|floor|ceil|max|min|abs|sgn|sum|prod|"
+    r"fact|factorial|[a-z]*sin|[a-z]*cos|[a-z]*tan)\s*",
+    re.I,
+)
 
 
 def _flatten_text(text: str, repl: str | None = None) -> str:
@@ -131,8 +142,8 @@ _SPACES = re.compile(r"(?:\\[,;:! ]|\\q?quad(?![a-z])|~|\s)*")
 
 def _between_values(text: str, start: int, end: int) -> bool:
     """A text group with a value on each side: `5 \\text{(}6\\text{)}`, not a unit."""
-    before = _SPACES.sub("", text[max(0, start - 64):start])
-    after = _SPACES.sub("", text[end:end + 64])
+    before = _SPACES.sub("", text[max(0, start - 64) : start])
+    after = _SPACES.sub("", text[end : end + 64])
     return bool(before) and before[-1] in "0123456789)" and re.match(r"[-+−(\[]?\d", after) is not None
 
 
@@ -143,8 +154,9 @@ def is_hedge(answer: str) -> bool:
     if any(_between_values(answer, start, end) for start, end, _ in groups) or _RANGE.search(answer):
         return True
     outside = _flatten_text(answer, repl=" ")
-    if any(_NUM.search(inner) for *_, inner in groups) and (_NUM.search(outside) or
-                                                            sum(bool(_NUM.search(g[2])) for g in groups) > 1):
+    if any(_NUM.search(inner) for *_, inner in groups) and (
+        _NUM.search(outside) or sum(bool(_NUM.search(g[2])) for g in groups) > 1
+    ):
         return True
     flat = _flatten_text(answer)
     if _HEDGE_WORD.search(flat) or _HEDGE_SYMBOL.search(flat):
@@ -154,9 +166,12 @@ def is_hedge(answer: str) -> bool:
 
 # --- percent -------------------------------------------------------------------------------
 
-_PERCENT = re.compile(r"(?:\{\s*\\%\s*\}|\\%|%|％|﹪|\\percent(?![a-z])|"
-                      r"\\(?:text|mathrm|mbox)\s*\{\s*(?:\\%|%|per\s?cent)\s*\}|\bper\s?cent\b|\bpct\b"
-                      r"|(?P<mille>‰|\\permil(?![a-z])|\bper\s?mill?e\b)|(?P<myriad>‱|\bbasis points?\b|\bbps\b))", re.I)
+_PERCENT = re.compile(
+    r"(?:\{\s*\\%\s*\}|\\%|%|％|﹪|\\percent(?![a-z])|"
+    r"\\(?:text|mathrm|mbox)\s*\{\s*(?:\\%|%|per\s?cent)\s*\}|\bper\s?cent\b|\bpct\b"
+    r"|(?P<mille>‰|\\permil(?![a-z])|\bper\s?mill?e\b)|(?P<myriad>‱|\bbasis points?\b|\bbps\b))",
+    re.I,
+)
 _PLAIN_NUMBER = re.compile(r"[-+−]?\d[\d,]*(?:\.\d*)?|[-+−]?\.\d+")
 
 
@@ -171,12 +186,12 @@ def percent_value(text: str) -> str:
         return text
     if m.end() < len(text.rstrip(" .$")) or _PERCENT.search(text, m.end()):
         return text  # a percent in the middle: left to the comparison (and usually failing)
-    body = text[:m.start()]
+    body = text[: m.start()]
     while True:  # spacing before the sign: "6\\,\\%", "6 \\%"
         cut = next((t for t in ("\\,", "\\;", "\\:", "\\!", "\\ ", "~", " ", "$") if body.endswith(t)), None)
         if cut is None:
             break
-        body = body[:-len(cut)]
+        body = body[: -len(cut)]
     body = body.strip().strip("$").strip()
     per = 1000 if m.group("mille") else 10000 if m.group("myriad") else 100
     if _PLAIN_NUMBER.fullmatch(body):
@@ -192,12 +207,16 @@ def percent_value(text: str) -> str:
 
 _SPACING = re.compile(r"\\(?:left|right|displaystyle|[,;:! ]|quad|qquad)(?![a-z])|[$~]")
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°")
-_SCIENTIFIC = re.compile(r"(\d)\s*(?:\\times|\\cdot|×|·|\*)\s*10\s*\^\s*(?:\{\s*[-+−]?\s*\d+\s*\}|[-+−]?\d)"
-                         r"|(\d)[eE][-+]?\d+")
-_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*([-+−]?\s*\d+(?:\.\d+)?)\s*\}\s*\{\s*([-+−]?\s*\d+(?:\.\d+)?)\s*\}"
-                   r"|\\[dt]?frac\s*(\d)(\d)"
-                   r"|\{\s*([-+−]?\d+(?:\.\d+)?)\s*\\over\s*([-+−]?\d+(?:\.\d+)?)\s*\}"
-                   r"|(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|÷|\\div)\s*(\d+(?:\.\d+)?)(?![\d.])")
+_SCIENTIFIC = re.compile(
+    r"(\d)\s*(?:\\times|\\cdot|×|·|\*)\s*10\s*\^\s*(?:\{\s*[-+−]?\s*\d+\s*\}|[-+−]?\d)"
+    r"|(\d)[eE][-+]?\d+"
+)
+_FRAC = re.compile(
+    r"\\[dt]?frac\s*\{\s*([-+−]?\s*\d+(?:\.\d+)?)\s*\}\s*\{\s*([-+−]?\s*\d+(?:\.\d+)?)\s*\}"
+    r"|\\[dt]?frac\s*(\d)(\d)"
+    r"|\{\s*([-+−]?\d+(?:\.\d+)?)\s*\\over\s*([-+−]?\d+(?:\.\d+)?)\s*\}"
+    r"|(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|÷|\\div)\s*(\d+(?:\.\d+)?)(?![\d.])"
+)
 _SQRT = re.compile(r"\\sqrt\s*(\[[^\]]*\])?\s*(?:\{\s*(\d+)\s*\}|(\d)|\{)|√\s*(\d+)?")
 _KINDS = [
     ("product", re.compile(r"\\times|\\cdot|\\ast|×|·|∗|\*|\btimes\b|\bmultiplied\b", re.I)),
@@ -207,19 +226,33 @@ _KINDS = [
     ("implicit_product", re.compile(r"[\d)]\s*\((?!\s*[-+−]?\d+\s*,)|\)\s*\d")),
     ("power", re.compile(r"[\d)\]}!]\s*(?:\^|\*\*)|[²³¹⁰⁴-⁹]|\bsquared\b|\bcubed\b|\bpower\b", re.I)),
     ("factorial", re.compile(r"!|\bfactorial\b", re.I)),
-    ("binomial", re.compile(r"\\[dt]?binom|\\choose|\bchoose\b|\b[nN]?C[rR]?\s*\(|\^\s*\{?\d+\}?\s*C|\bC_|\bC\s*[\^_]\s*\{?\s*\d|"
-                            r"\\mathrm\{C\}|\\(?:operatorname|mathrm)\{(?:C|binom)\}", re.I)),
+    (
+        "binomial",
+        re.compile(
+            r"\\[dt]?binom|\\choose|\bchoose\b|\b[nN]?C[rR]?\s*\(|\^\s*\{?\d+\}?\s*C|\bC_|\bC\s*[\^_]\s*\{?\s*\d|"
+            r"\\mathrm\{C\}|\\(?:operatorname|mathrm)\{(?:C|binom)\}",
+            re.I,
+        ),
+    ),
     ("permutation", re.compile(r"\bP\s*\(\s*\d|\bnPr\b|\}\s*P\s*_|\bP_\s*\{?\d")),
     ("sum", re.compile(r"\\sum|∑|\bsum\b", re.I)),
     ("product_over", re.compile(r"\\prod|∏|\bprod\b", re.I)),
     ("integral", re.compile(r"\\[io]*int|∫", re.I)),
     ("limit", re.compile(r"\\lim(?![a-z])", re.I)),
-    ("function", re.compile(r"\\(?:log|ln|lg|exp|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|gcd|lcm|"
-                            r"max|min|det|floor|lfloor|lceil|mod|bmod|pmod)(?![a-z])|\b(?:gcd|lcm|mod|log|ln|floor|"
-                            r"ceil|max|min|abs|exp|sqrt)\b|\\operatorname\{", re.I)),
+    (
+        "function",
+        re.compile(
+            r"\\(?:log|ln|lg|exp|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|gcd|lcm|"
+            r"max|min|det|floor|lfloor|lceil|mod|bmod|pmod)(?![a-z])|\b(?:gcd|lcm|mod|log|ln|floor|"
+            r"ceil|max|min|abs|exp|sqrt)\b|\\operatorname\{",
+            re.I,
+        ),
+    ),
     ("root", re.compile(r"\\sqrt\s*\[|∛|∜")),
-    ("sum_or_difference", re.compile(r"(?:[\d)\]}!.]|\\pi|\bpi\b)\s*(?:[-+−]|\bplus\b|\bminus\b)\s*(?=[-+−]?\s*[\d(\\{.a-zA-Z])",
-                                     re.I)),
+    (
+        "sum_or_difference",
+        re.compile(r"(?:[\d)\]}!.]|\\pi|\bpi\b)\s*(?:[-+−]|\bplus\b|\bminus\b)\s*(?=[-+−]?\s*[\d(\\{.a-zA-Z])", re.I),
+    ),
     ("absolute", re.compile(r"\|[^|]+\|")),
 ]
 # Letters that name a constant or a unit, not a variable.
@@ -280,9 +313,9 @@ def _final_side(text: str) -> str:
             depth += 1
         elif ch in "})]":
             depth -= 1
-        elif ch == "=" and depth == 0 and text[i - 1:i] not in ("<", ">", "!", "\\"):
+        elif ch == "=" and depth == 0 and text[i - 1 : i] not in ("<", ">", "!", "\\"):
             cut = i
-    return text[cut + 1:] if cut >= 0 else text
+    return text[cut + 1 :] if cut >= 0 else text
 
 
 def kinds_of(text: str) -> set:

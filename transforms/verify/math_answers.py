@@ -51,8 +51,17 @@ import time
 
 from tasksieve.transforms.verify import answer_form, answer_memo
 from tasksieve.transforms.verify.answer_extract import (  # noqa: F401 - extraction lives there, re-exported
-    _ANSWER_PHRASE, _HAS_MATH, _NUMBER, MAX_ANSWERS, MAX_CANDIDATE_CHARS, _boxed_all, _last_number_answer,
-    _stated_numbers, extract_final_answer, extract_final_answers)
+    _ANSWER_PHRASE,
+    _HAS_MATH,
+    _NUMBER,
+    MAX_ANSWERS,
+    MAX_CANDIDATE_CHARS,
+    _boxed_all,
+    _last_number_answer,
+    _stated_numbers,
+    extract_final_answer,
+    extract_final_answers,
+)
 
 # We switch math-verify's signal-based timeouts off on purpose (see above);
 # its warning about that on every call is noise.
@@ -64,6 +73,7 @@ _POOL_SIZE = {"n": 2}
 # Address space of a worker: sympy on a hostile power tower allocates without end.
 WORKER_MEMORY_BYTES = 2 * 2**30
 STARTUP_TIMEOUT_S = 120.0
+
 
 def _parse(text: str) -> list:
     """math-verify's parse of an answer (a fresh list: callers may keep it)."""
@@ -143,7 +153,11 @@ class _MathWorker:
     def __init__(self):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from tasksieve.transforms.verify.math_answers import _serve; _serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.buf = b""
         # One poll object for the worker's life: a selector per answer was
         # three more system calls (create, register, close) on every answer.
@@ -255,8 +269,11 @@ def _timed_out(timeout_s: float) -> dict:
 
 def _math_request(reference: str, answer: str) -> dict:
     """A percent is read as hundredths on both sides (answer_form.py)."""
-    return {"op": "math", "reference": answer_form.percent_value(reference),
-            "candidate": answer_form.percent_value(answer)}
+    return {
+        "op": "math",
+        "reference": answer_form.percent_value(reference),
+        "candidate": answer_form.percent_value(answer),
+    }
 
 
 @contextlib.contextmanager
@@ -289,8 +306,12 @@ def _ask_ahead(reference: str, completions: list[str], prompt: str, timeout_s: f
         for a in found[0]:
             request = _math_request(reference, a)
             key = _request_key(request)
-            if len(a) > MAX_CANDIDATE_CHARS or key in batch or answer_memo.holds(key) \
-                    or answer_form.refusal(a, reference):
+            if (
+                len(a) > MAX_CANDIDATE_CHARS
+                or key in batch
+                or answer_memo.holds(key)
+                or answer_form.refusal(a, reference)
+            ):
                 continue  # (an answer the memo holds is found there by ask_with_deadline)
             n = len(json.dumps(request)) + 1  # ASCII: characters are bytes
             if size + n > AHEAD_MAX_BYTES:

@@ -62,15 +62,21 @@ def _check_answer_domain(task: dict, settings: VerifyConfig) -> list[tuple[str, 
     own_text, probes = f"The answer is \\boxed{{{answer}}}", answer_probes(task)
     # Math: every answer the checks below will ask the worker about, asked
     # in one batch first (the same answers, without ~15 round trips).
-    ahead = vm.answered_ahead(task["answer"], [own_text] + [p.text for p in probes], task.get("prompt") or "",
-                              settings.math_timeout_s) if task["domain"] == "math" else contextlib.nullcontext()
+    ahead = (
+        vm.answered_ahead(
+            task["answer"], [own_text] + [p.text for p in probes], task.get("prompt") or "", settings.math_timeout_s
+        )
+        if task["domain"] == "math"
+        else contextlib.nullcontext()
+    )
     with ahead:
         if not regex:
             own = verify_one(task, own_text, settings)
             if not own["passed"]:
                 why = f" ({own['error']})" if own.get("error") else ""
-                problems.append(("reference_fails",
-                                 f"the reference answer {answer[:60]!r} does not verify against itself{why}"))
+                problems.append(
+                    ("reference_fails", f"the reference answer {answer[:60]!r} does not verify against itself{why}")
+                )
         for probe in probes:
             if verify_one(task, probe.text, settings)["passed"]:
                 problems.append(_probe_problem(probe))
@@ -96,11 +102,14 @@ def _check_code(task: dict, settings: VerifyConfig) -> tuple[list[tuple[str, str
     else:
         err = compile_error(solution, "reference_solution")
         if err:
-            problems.append(("reference_does_not_compile",
-                             f"reference_solution does not compile: {err.split(': ', 1)[-1]}"))
+            problems.append(
+                ("reference_does_not_compile", f"reference_solution does not compile: {err.split(': ', 1)[-1]}")
+            )
         elif entry.isidentifier():
             tree = ast.parse(solution)
-            defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            defined = {
+                n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            }
             if entry not in defined:
                 problems.append(("bad_entry_point", f"reference_solution does not define entry_point {entry!r}"))
     if problems and any(code in ("bad_entry_point", "no_tests", "tests_do_not_compile") for code, _ in problems):
@@ -142,8 +151,12 @@ def check_verifier(task: dict, settings: VerifyConfig | None = None) -> dict:
             found = [("no_verifier", f"no sanity check for domain {domain!r}")]
     except Exception as e:  # the check itself failed: the task cannot be trusted
         found = [("sanity_check_failed", f"the sanity check crashed: {type(e).__name__}: {e}"[:300])]
-    return {"broken": bool(found), "problems": [p for _, p in found], "reasons": [c for c, _ in found],
-            "executed": executed}
+    return {
+        "broken": bool(found),
+        "problems": [p for _, p in found],
+        "reasons": [c for c, _ in found],
+        "executed": executed,
+    }
 
 
 def sanity_route(task: dict, settings: VerifyConfig) -> tuple[str, dict]:
@@ -151,8 +164,12 @@ def sanity_route(task: dict, settings: VerifyConfig) -> tuple[str, dict]:
     verdict = check_verifier(task, settings)
     if not verdict["broken"]:
         return KEPT, task
-    detail = {"domain": task["domain"], "problems": verdict["problems"], "reasons": verdict["reasons"],
-              "executed": verdict["executed"]}
+    detail = {
+        "domain": task["domain"],
+        "problems": verdict["problems"],
+        "reasons": verdict["reasons"],
+        "executed": verdict["executed"],
+    }
     return DROPPED, drop_record(task, STAGE, verdict["reasons"][0], detail, sort_keys=False)
 
 

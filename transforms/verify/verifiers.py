@@ -43,8 +43,15 @@ EXTRACTED_KEEP_CHARS = 4000
 
 
 def _verdict(verifier: str, **kw) -> dict:
-    out = {"passed": False, "score": 0.0, "extracted_answer": None, "error": None, "verifier": verifier,
-           "verify_seconds": 0.0, **{f: None for f in JUDGE_FIELDS}}
+    out = {
+        "passed": False,
+        "score": 0.0,
+        "extracted_answer": None,
+        "error": None,
+        "verifier": verifier,
+        "verify_seconds": 0.0,
+        **{f: None for f in JUDGE_FIELDS},
+    }
     out.update(kw)
     return out
 
@@ -77,10 +84,18 @@ def verify_exact(reference: str, completion: str, prompt: str = "", timeout_s: f
                 return {"ok": False, "error": None}
             return vm.regex_with_deadline(reference[1:-1], a.strip(), timeout_s)
     else:
+
         def check(a):
             return {"ok": normalize_text(a) == normalize_text(reference), "error": None}
-    ans = vm.all_answers_pass(answers, lambda a: {"ok": False, "error": "invisible_character"}
-                              if has_invisible(a) and not has_invisible(reference) else check(a))
+
+    ans = vm.all_answers_pass(
+        answers,
+        lambda a: (
+            {"ok": False, "error": "invisible_character"}
+            if has_invisible(a) and not has_invisible(reference)
+            else check(a)
+        ),
+    )
     out.update(passed=bool(ans["ok"]), score=1.0 if ans["ok"] else 0.0, error=ans.get("error"))
     out["verify_seconds"] = time.perf_counter() - t0
     return out
@@ -116,8 +131,9 @@ def extract_code(completion: str, entry_point: str) -> str:
     entry point, else all of them joined. No fence: from the first line that
     starts code (def/class/import/from/@) on, with trailing prose lines cut
     until it compiles; "" when there is no code at all."""
-    blocks = [body for lang, body in _FENCE.findall(completion or "")
-              if lang.lower() in ("", "python", "py", "python3")]
+    blocks = [
+        body for lang, body in _FENCE.findall(completion or "") if lang.lower() in ("", "python", "py", "python3")
+    ]
     if blocks:
         defining = [b for b in blocks if _defines(b, entry_point)]
         return (defining[-1] if defining else "\n\n".join(blocks)).strip("\n")
@@ -150,8 +166,13 @@ def calls_check(tests: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
-    calls = any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
-                and n.value.func.id == "check" for n in tree.body)
+    calls = any(
+        isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+        and n.value.func.id == "check"
+        for n in tree.body
+    )
     return defines and not calls
 
 
@@ -160,13 +181,22 @@ def code_case(task: dict, solution: str) -> dict:
     harness takes the helpers the tests use (HumanEval's `poly`) from it,
     never from the attempt."""
     tests = task.get("tests") or ""
-    return {"solution": solution, "tests": tests, "entry_point": (task.get("entry_point") or "").strip(),
-            "call_check": calls_check(tests), "support": task.get("reference_solution") or ""}
+    return {
+        "solution": solution,
+        "tests": tests,
+        "entry_point": (task.get("entry_point") or "").strip(),
+        "call_check": calls_check(tests),
+        "support": task.get("reference_solution") or "",
+    }
 
 
 def limits_of(settings: VerifyConfig) -> sandbox.Limits:
-    return sandbox.Limits(cpu_seconds=settings.code_cpu_seconds, wall_seconds=settings.code_wall_seconds,
-                          memory_mb=settings.code_memory_mb, output_bytes=settings.code_output_kb * 1024)
+    return sandbox.Limits(
+        cpu_seconds=settings.code_cpu_seconds,
+        wall_seconds=settings.code_wall_seconds,
+        memory_mb=settings.code_memory_mb,
+        output_bytes=settings.code_output_kb * 1024,
+    )
 
 
 def _syntax_error(code: str) -> str | None:
@@ -230,16 +260,18 @@ def judge_seed(task: dict, completion: str, seed: int | None) -> int:
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
 
 
-def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, settings: VerifyConfig,
-                        seeds: list[int | None] | None = None) -> list[dict]:
+def verify_rubric_batch(
+    items: list[tuple[dict, str]], judge: Backend | None, settings: VerifyConfig, seeds: list[int | None] | None = None
+) -> list[dict]:
     """All rubric attempts of a wave, judged in one judge.generate call."""
     if not items:
         return []
     if judge is None:
         return [_verdict("rubric", error="no judge backend configured") for _ in items]
     seeds = seeds or [None] * len(items)
-    asked = [judge_prompt.judge_messages(t["prompt"], criteria_of(t), c or "", settings.judge_max_chars)
-             for t, c in items]
+    asked = [
+        judge_prompt.judge_messages(t["prompt"], criteria_of(t), c or "", settings.judge_max_chars) for t, c in items
+    ]
     requests = [GenRequest(messages=m, seed=judge_seed(t, c, s)) for (t, c), (m, _), s in zip(items, asked, seeds)]
     try:
         results = judge.generate(requests)
@@ -250,9 +282,14 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
     out = []
     for (task, _), (_, nonce), res in zip(items, asked, results):
         t0 = time.perf_counter()
-        v = _verdict("rubric", judge_model_id=judge.model_id, judge_prompt_tokens=res.prompt_tokens,
-                     judge_completion_tokens=res.completion_tokens, judge_seconds=res.gen_seconds,
-                     extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS])
+        v = _verdict(
+            "rubric",
+            judge_model_id=judge.model_id,
+            judge_prompt_tokens=res.prompt_tokens,
+            judge_completion_tokens=res.completion_tokens,
+            judge_seconds=res.gen_seconds,
+            extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS],
+        )
         if res.error:
             v["error"] = f"judge failed: {res.error}"
         else:
@@ -268,14 +305,17 @@ def verify_rubric_batch(items: list[tuple[dict, str]], judge: Backend | None, se
 
 # --- one interface -------------------------------------------------------------------------
 
+
 def verify_one(task: dict, completion: str, settings: VerifyConfig | None = None) -> dict:
     """Any domain but rubric (which needs a judge: verify_attempts)."""
     settings = settings or VerifyConfig()
     domain = task["domain"]
     try:
         if domain == "math":
-            return dict(_verdict("math"), **vm.verify_math(task["answer"], completion, settings.math_timeout_s,
-                                                          task.get("prompt") or ""))
+            return dict(
+                _verdict("math"),
+                **vm.verify_math(task["answer"], completion, settings.math_timeout_s, task.get("prompt") or ""),
+            )
         if domain == "exact":
             return verify_exact(task["answer"], completion, task.get("prompt") or "", settings.math_timeout_s)
         if domain == "code":
@@ -285,8 +325,12 @@ def verify_one(task: dict, completion: str, settings: VerifyConfig | None = None
         return _verdict(domain, error=f"verifier_error: {type(e).__name__}")
 
 
-def verify_attempts(items: list[tuple[dict, str]], judge: Backend | None = None,
-                    settings: VerifyConfig | None = None, seeds: list[int | None] | None = None) -> list[dict]:
+def verify_attempts(
+    items: list[tuple[dict, str]],
+    judge: Backend | None = None,
+    settings: VerifyConfig | None = None,
+    seeds: list[int | None] | None = None,
+) -> list[dict]:
     """Verdicts for a wave of (task, completion) pairs, in order. Code and
     math run `settings.parallel` at a time; rubric attempts go to the judge
     in one batched call while those run."""

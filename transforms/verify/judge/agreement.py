@@ -34,8 +34,9 @@ def cohen_kappa(human: list[bool], judge: list[bool]) -> float | None:
     return round((p_o - p_e) / (1 - p_e), 12) + 0.0
 
 
-def bootstrap_interval(human: list[bool], judge: list[bool], resamples: int = 1000, min_n: int = 20,
-                       seed: int = 0) -> tuple[float | None, float | None]:
+def bootstrap_interval(
+    human: list[bool], judge: list[bool], resamples: int = 1000, min_n: int = 20, seed: int = 0
+) -> tuple[float | None, float | None]:
     """(lo, hi) of a 95% percentile bootstrap of kappa; (None, None) with
     fewer than `min_n` labels, no resamples, or too few defined kappas."""
     n = len(human)
@@ -56,8 +57,13 @@ def bootstrap_interval(human: list[bool], judge: list[bool], resamples: int = 10
 
 def summarise(human: list[bool], judge: list[bool], resamples: int = 1000, min_n: int = 20) -> dict:
     lo, hi = bootstrap_interval(human, judge, resamples, min_n)
-    return {"n_labels": len(human), "agreement": observed_agreement(human, judge), "kappa": cohen_kappa(human, judge),
-            "kappa_lo": lo, "kappa_hi": hi}
+    return {
+        "n_labels": len(human),
+        "agreement": observed_agreement(human, judge),
+        "kappa": cohen_kappa(human, judge),
+        "kappa_lo": lo,
+        "kappa_hi": hi,
+    }
 
 
 def self_agreement(first: list[bool], second: list[bool]) -> float | None:

@@ -103,8 +103,9 @@ def _probe_passes(probe, ratings, threshold: float) -> bool:
     return _passes(ratings, threshold)
 
 
-def screen(tasks: list[dict], judge, judge_cfg, verify_cfg, run_id: str,
-           graded_file: dict | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+def screen(
+    tasks: list[dict], judge, judge_cfg, verify_cfg, run_id: str, graded_file: dict | None = None
+) -> tuple[list[dict], list[dict], list[dict]]:
     """(kept tasks, dropped results, gate records) for a batch of tasks. Only
     rubric tasks are looked at; the others pass through unchanged."""
     kept, dropped, records = [], [], []
@@ -119,11 +120,18 @@ def screen(tasks: list[dict], judge, judge_cfg, verify_cfg, run_id: str,
         graded = [] if label_problem else graded_of(task)
         forward = tuple(range(len(criteria)))
         backward = tuple(reversed(forward))
-        calib = [(g, asks.add(task, criteria, g["response"], forward, f"cal:{i}"),
-                  asks.add(task, criteria, g["response"], backward, f"cal-rev:{i}") if len(criteria) > 1 else None)
-                 for i, g in enumerate(graded)]
-        probes = [(p, asks.add(task, criteria, p.text, forward, f"probe:{p.name}"))
-                  for p in (judge_probes(task["prompt"], criteria, graded) if judge_cfg.probes else [])]
+        calib = [
+            (
+                g,
+                asks.add(task, criteria, g["response"], forward, f"cal:{i}"),
+                asks.add(task, criteria, g["response"], backward, f"cal-rev:{i}") if len(criteria) > 1 else None,
+            )
+            for i, g in enumerate(graded)
+        ]
+        probes = [
+            (p, asks.add(task, criteria, p.text, forward, f"probe:{p.name}"))
+            for p in (judge_probes(task["prompt"], criteria, graded) if judge_cfg.probes else [])
+        ]
         plans.append((task, criteria, graded, label_problem, calib, probes))
     answers = asks.answer(judge) if plans else []
     model_id = getattr(judge, "model_id", None)
@@ -131,12 +139,24 @@ def screen(tasks: list[dict], judge, judge_cfg, verify_cfg, run_id: str,
         rec = _decide(task, criteria, graded, label_problem, calib, probes, answers, judge_cfg, verify_cfg, model_id)
         records.append(dict(rec, run_id=run_id))
         if rec["verdict"] in ("trusted", "unmeasured"):
-            kept.append(dict(task, judge_agreement="measured" if rec["verdict"] == "trusted" else "unmeasured",
-                             judge_kappa=rec["kappa"]))
+            kept.append(
+                dict(
+                    task,
+                    judge_agreement="measured" if rec["verdict"] == "trusted" else "unmeasured",
+                    judge_kappa=rec["kappa"],
+                )
+            )
         else:
             d = drop_record(task, STAGE, rec["verdict"], rec["evidence"], sort_keys=False)
-            dropped.append(dict(d, run_id=run_id, status="dropped", judge_kappa=rec["kappa"],
-                                judge_agreement="measured" if rec["kappa"] is not None else "unmeasured"))
+            dropped.append(
+                dict(
+                    d,
+                    run_id=run_id,
+                    status="dropped",
+                    judge_kappa=rec["kappa"],
+                    judge_agreement="measured" if rec["kappa"] is not None else "unmeasured",
+                )
+            )
     return kept, dropped, records
 
 
@@ -173,11 +193,17 @@ def _decide(task, criteria, graded, label_problem, calib, probes, answers, judge
     for lab in labels:
         if lab["human"] != lab["judge"]:
             disagree[lab["criterion"]] = disagree.get(lab["criterion"], 0) + 1
-    evidence = {"judge": model_id, "kappa": stats["kappa"], "n_labels": stats["n_labels"],
-                "agreement": stats["agreement"], "min_kappa": judge_cfg.min_kappa,
-                "disagreeing_criteria": [{"criterion": c, "text": criteria[c - 1][:200], "disagreements": n}
-                                         for c, n in sorted(disagree.items())],
-                "probes_passed": [p.name for p in hacked]}
+    evidence = {
+        "judge": model_id,
+        "kappa": stats["kappa"],
+        "n_labels": stats["n_labels"],
+        "agreement": stats["agreement"],
+        "min_kappa": judge_cfg.min_kappa,
+        "disagreeing_criteria": [
+            {"criterion": c, "text": criteria[c - 1][:200], "disagreements": n} for c, n in sorted(disagree.items())
+        ],
+        "probes_passed": [p.name for p in hacked],
+    }
     if label_problem:
         verdict, evidence = "graded_attempts_invalid", dict(evidence, problem=label_problem)
     elif hacked:
@@ -187,13 +213,24 @@ def _decide(task, criteria, graded, label_problem, calib, probes, answers, judge
         verdict = "judge_unreliable"
     elif stats["kappa"] is None and judge_cfg.require_calibration:
         verdict = "judge_uncalibrated"
-        evidence = dict(evidence, why="no graded_attempts with both met and unmet criteria; "
-                                      "[judge] require_calibration = true")
+        evidence = dict(
+            evidence, why="no graded_attempts with both met and unmet criteria; [judge] require_calibration = true"
+        )
     else:
         verdict = "trusted" if stats["kappa"] is not None else "unmeasured"
-    return {"task_id": task.get("task_id"), "source": task.get("source"), "content_hash": task.get("content_hash"),
-            "judge_model_id": model_id, "rubric_author": _rubric_author(task), "verdict": verdict,
-            "evidence": evidence, "labels": labels, **stats,
-            "self_agreement": self_agreement(firsts, seconds) if firsts else None,
-            "probes": probe_results, "judge_prompt_tokens": tokens[0], "judge_completion_tokens": tokens[1],
-            "judge_seconds": tokens[2]}
+    return {
+        "task_id": task.get("task_id"),
+        "source": task.get("source"),
+        "content_hash": task.get("content_hash"),
+        "judge_model_id": model_id,
+        "rubric_author": _rubric_author(task),
+        "verdict": verdict,
+        "evidence": evidence,
+        "labels": labels,
+        **stats,
+        "self_agreement": self_agreement(firsts, seconds) if firsts else None,
+        "probes": probe_results,
+        "judge_prompt_tokens": tokens[0],
+        "judge_completion_tokens": tokens[1],
+        "judge_seconds": tokens[2],
+    }

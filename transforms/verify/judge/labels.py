@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-MAX_GRADED = 200          # graded attempts per task
+MAX_GRADED = 200  # graded attempts per task
 MAX_GRADER_CHARS = 200
 MAX_FILE_BYTES = 200 << 20
 
@@ -48,8 +48,10 @@ def parse_graded(value, n_criteria: int, max_chars: int = 100_000) -> list[dict]
             raise LabelError(f"{where} has unknown key {unknown[0][:40]!r}; expected response, criteria_met, grader")
         response, met, grader = g.get("response"), g.get("criteria_met"), g.get("grader")
         if not isinstance(response, str):
-            raise LabelError(f"{where}.response is {'missing' if response is None else 'a ' + type(response).__name__}"
-                             ", expected text")
+            raise LabelError(
+                f"{where}.response is {'missing' if response is None else 'a ' + type(response).__name__}"
+                ", expected text"
+            )
         if len(response) > max_chars:
             raise LabelError(f"{where}.response is {len(response)} characters, over the {max_chars}-character limit")
         if not isinstance(met, list) or not all(type(b) is bool for b in met):
@@ -108,8 +110,11 @@ def load_graded_file(path: str | Path) -> dict[str, list]:
                 row = json.loads(line)
             except (ValueError, RecursionError):
                 raise GradedFileError(f"--graded {path}: line {n} is not JSON") from None
-            if not isinstance(row, dict) or not isinstance(row.get("task_id"), (str, int)) or isinstance(
-                    row.get("task_id"), bool):
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("task_id"), (str, int))
+                or isinstance(row.get("task_id"), bool)
+            ):
                 raise GradedFileError(f"--graded {path}: line {n} is not an object with a task_id")
             rows.append(row)
     out: dict[str, list] = {}

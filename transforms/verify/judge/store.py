@@ -25,13 +25,25 @@ from tasksieve.transforms.verify.judge.agreement import summarise
 
 GATE_DIR = "judge_gate"
 
-AGREEMENT_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string()), pa.field("scope", pa.string()), pa.field("scope_value", pa.string()),
-    pa.field("task_id", pa.string()), pa.field("source", pa.string()), pa.field("criterion", pa.int64()),
-    pa.field("judge_model_id", pa.string()), pa.field("n_labels", pa.int64()), pa.field("agreement", pa.float64()),
-    pa.field("kappa", pa.float64()), pa.field("kappa_lo", pa.float64()), pa.field("kappa_hi", pa.float64()),
-    pa.field("self_agreement", pa.float64()), pa.field("verdict", pa.string()), pa.field("detail", pa.string()),
-])
+AGREEMENT_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("scope", pa.string()),
+        pa.field("scope_value", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("criterion", pa.int64()),
+        pa.field("judge_model_id", pa.string()),
+        pa.field("n_labels", pa.int64()),
+        pa.field("agreement", pa.float64()),
+        pa.field("kappa", pa.float64()),
+        pa.field("kappa_lo", pa.float64()),
+        pa.field("kappa_hi", pa.float64()),
+        pa.field("self_agreement", pa.float64()),
+        pa.field("verdict", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
 
 
 def write_records(folder: str | Path, records: list[dict]) -> None:
@@ -68,54 +80,109 @@ def agreement_rows(records: list[dict], judge_cfg) -> list[dict]:
     for r in records:
         judge_id = r.get("judge_model_id")
         detail = {"probes": r.get("probes"), "evidence": r.get("evidence")}
-        rows.append({"run_id": r["run_id"], "scope": "task", "scope_value": r.get("task_id"),
-                     "task_id": r.get("task_id"), "source": r.get("source"), "criterion": None,
-                     "judge_model_id": judge_id, "n_labels": r["n_labels"], "agreement": r["agreement"],
-                     "kappa": r["kappa"], "kappa_lo": r["kappa_lo"], "kappa_hi": r["kappa_hi"],
-                     "self_agreement": r.get("self_agreement"), "verdict": r["verdict"],
-                     "detail": json.dumps(detail, ensure_ascii=False, sort_keys=True)})
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "scope": "task",
+                "scope_value": r.get("task_id"),
+                "task_id": r.get("task_id"),
+                "source": r.get("source"),
+                "criterion": None,
+                "judge_model_id": judge_id,
+                "n_labels": r["n_labels"],
+                "agreement": r["agreement"],
+                "kappa": r["kappa"],
+                "kappa_lo": r["kappa_lo"],
+                "kappa_hi": r["kappa_hi"],
+                "self_agreement": r.get("self_agreement"),
+                "verdict": r["verdict"],
+                "detail": json.dumps(detail, ensure_ascii=False, sort_keys=True),
+            }
+        )
         by_criterion: dict[int, list[dict]] = {}
         for lab in r.get("labels") or ():
             by_criterion.setdefault(lab["criterion"], []).append(lab)
-            for scope, value in (("source", r.get("source")), ("grader", lab.get("grader")),
-                                 ("rubric_author", r.get("rubric_author")), ("judge", judge_id), ("all", "all")):
+            for scope, value in (
+                ("source", r.get("source")),
+                ("grader", lab.get("grader")),
+                ("rubric_author", r.get("rubric_author")),
+                ("judge", judge_id),
+                ("all", "all"),
+            ):
                 if value is not None:
                     groups.setdefault((scope, str(value), judge_id), []).append(lab)
         for c, labs in sorted(by_criterion.items()):
             s = summarise([x["human"] for x in labs], [x["judge"] for x in labs], 0)
-            rows.append({"run_id": r["run_id"], "scope": "criterion", "scope_value": str(c),
-                         "task_id": r.get("task_id"), "source": r.get("source"), "criterion": c,
-                         "judge_model_id": judge_id, **s, "self_agreement": None,
-                         "verdict": _pooled_verdict(s["kappa"], judge_cfg.min_kappa), "detail": None})
+            rows.append(
+                {
+                    "run_id": r["run_id"],
+                    "scope": "criterion",
+                    "scope_value": str(c),
+                    "task_id": r.get("task_id"),
+                    "source": r.get("source"),
+                    "criterion": c,
+                    "judge_model_id": judge_id,
+                    **s,
+                    "self_agreement": None,
+                    "verdict": _pooled_verdict(s["kappa"], judge_cfg.min_kappa),
+                    "detail": None,
+                }
+            )
     run_id = records[0]["run_id"] if records else None
     for (scope, value, judge_id), labs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))):
-        s = summarise([x["human"] for x in labs], [x["judge"] for x in labs], judge_cfg.bootstrap,
-                      judge_cfg.min_labels_for_interval)
-        rows.append({"run_id": run_id, "scope": scope, "scope_value": value, "task_id": None,
-                     "source": value if scope == "source" else None, "criterion": None, "judge_model_id": judge_id,
-                     **s, "self_agreement": None, "verdict": _pooled_verdict(s["kappa"], judge_cfg.min_kappa),
-                     "detail": None})
+        s = summarise(
+            [x["human"] for x in labs],
+            [x["judge"] for x in labs],
+            judge_cfg.bootstrap,
+            judge_cfg.min_labels_for_interval,
+        )
+        rows.append(
+            {
+                "run_id": run_id,
+                "scope": scope,
+                "scope_value": value,
+                "task_id": None,
+                "source": value if scope == "source" else None,
+                "criterion": None,
+                "judge_model_id": judge_id,
+                **s,
+                "self_agreement": None,
+                "verdict": _pooled_verdict(s["kappa"], judge_cfg.min_kappa),
+                "detail": None,
+            }
+        )
     return rows
 
 
 def agreement_table(records: list[dict], judge_cfg) -> pa.Table:
     rows = agreement_rows(records, judge_cfg)
-    return pa.Table.from_pylist([{f: r.get(f) for f in AGREEMENT_SCHEMA.names} for r in rows],
-                                schema=AGREEMENT_SCHEMA)
+    return pa.Table.from_pylist([{f: r.get(f) for f in AGREEMENT_SCHEMA.names} for r in rows], schema=AGREEMENT_SCHEMA)
 
 
 def cost_rows(records: list[dict], rates) -> list[dict]:
     """Component `judge` rows (attempt_idx NULL) for the gate's judge calls."""
     out = []
     for r in records:
-        if not r.get("judge_model_id") or not (r.get("judge_prompt_tokens") or r.get("judge_completion_tokens")
-                                                or r.get("judge_seconds")):
+        if not r.get("judge_model_id") or not (
+            r.get("judge_prompt_tokens") or r.get("judge_completion_tokens") or r.get("judge_seconds")
+        ):
             continue  # no judge call was made for this task
         usd, qty, unit = rates.for_model(r["judge_model_id"]).usd(
-            r.get("judge_prompt_tokens") or 0, r.get("judge_completion_tokens") or 0, r.get("judge_seconds") or 0.0)
-        out.append({"run_id": r["run_id"], "content_hash": r.get("content_hash"), "source": r.get("source"),
-                    "task_id": r.get("task_id"), "component": "judge", "quantity": qty, "unit": unit, "usd": usd,
-                    "attempt_idx": None})
+            r.get("judge_prompt_tokens") or 0, r.get("judge_completion_tokens") or 0, r.get("judge_seconds") or 0.0
+        )
+        out.append(
+            {
+                "run_id": r["run_id"],
+                "content_hash": r.get("content_hash"),
+                "source": r.get("source"),
+                "task_id": r.get("task_id"),
+                "component": "judge",
+                "quantity": qty,
+                "unit": unit,
+                "usd": usd,
+                "attempt_idx": None,
+            }
+        )
     return out
 
 
@@ -137,8 +204,9 @@ def load_table(db_path: Path, run_id: str, table: pa.Table) -> None:
         con.close()
 
 
-def judge_figures(records: list[dict], judge_cfg, results: pa.Table, attempts: pa.Table, costs: pa.Table,
-                  k: int) -> dict:
+def judge_figures(
+    records: list[dict], judge_cfg, results: pa.Table, attempts: pa.Table, costs: pa.Table, k: int
+) -> dict:
     """Figures for the summary: the judge, its pooled kappa, tasks it could
     not be trusted on, and the money the gate saved (estimated: each
     dropped task at k attempts, at this run's mean cost of a rubric
@@ -151,12 +219,18 @@ def judge_figures(records: list[dict], judge_cfg, results: pa.Table, attempts: p
     per_attempt = _mean_attempt_usd(results, attempts, costs)
     judges = sorted({str(r.get("judge_model_id")) for r in records})
     selfs = [r["self_agreement"] for r in records if r.get("self_agreement") is not None]
-    return {"judge_model_id": ", ".join(judges), "judge_kappa": pooled["kappa"], "judge_labels": pooled["n_labels"],
-            "judge_rubric_tasks": len(records), "judge_dropped": len(dropped),
-            "judge_unmeasured": sum(r["verdict"] == "unmeasured" for r in records),
-            "judge_gate_saved_usd": len(dropped) * k * per_attempt if per_attempt is not None else None,
-            "judge_gate_saved_attempts": len(dropped) * k, "judge_min_kappa": judge_cfg.min_kappa,
-            "judge_self_agreement": sum(selfs) / len(selfs) if selfs else None}
+    return {
+        "judge_model_id": ", ".join(judges),
+        "judge_kappa": pooled["kappa"],
+        "judge_labels": pooled["n_labels"],
+        "judge_rubric_tasks": len(records),
+        "judge_dropped": len(dropped),
+        "judge_unmeasured": sum(r["verdict"] == "unmeasured" for r in records),
+        "judge_gate_saved_usd": len(dropped) * k * per_attempt if per_attempt is not None else None,
+        "judge_gate_saved_attempts": len(dropped) * k,
+        "judge_min_kappa": judge_cfg.min_kappa,
+        "judge_self_agreement": sum(selfs) / len(selfs) if selfs else None,
+    }
 
 
 def _mean_attempt_usd(results: pa.Table, attempts: pa.Table, costs: pa.Table) -> float | None:
@@ -179,17 +253,29 @@ def judge_line(fig: dict) -> str | None:
     be trusted on, how to point [judge] elsewhere."""
     if not fig.get("judge_rubric_tasks"):
         return None
-    kappa = "agreement unmeasured (no graded attempts)" if fig.get("judge_kappa") is None else \
-        f"kappa {fig['judge_kappa']:.2f} vs graders on {fig['judge_labels']} labels"
-    saved = (f"; the gate saved ~${fig['judge_gate_saved_usd']:.4f} ({fig['judge_gate_saved_attempts']} attempts "
-             "not sampled)") if fig.get("judge_gate_saved_usd") is not None and fig["judge_dropped"] else ""
+    kappa = (
+        "agreement unmeasured (no graded attempts)"
+        if fig.get("judge_kappa") is None
+        else f"kappa {fig['judge_kappa']:.2f} vs graders on {fig['judge_labels']} labels"
+    )
+    saved = (
+        (
+            f"; the gate saved ~${fig['judge_gate_saved_usd']:.4f} ({fig['judge_gate_saved_attempts']} attempts "
+            "not sampled)"
+        )
+        if fig.get("judge_gate_saved_usd") is not None and fig["judge_dropped"]
+        else ""
+    )
     if fig.get("judge_self_agreement") is not None:
         kappa += f" (self-agreement {fig['judge_self_agreement']:.2f} with the criteria reordered)"
-    line = (f"rubric judge {fig['judge_model_id']}: {kappa}; "
-            f"not trusted on {fig['judge_dropped']} of {fig['judge_rubric_tasks']} rubric tasks (dropped)"
-            + (f", {fig['judge_unmeasured']} judged with agreement unmeasured" if fig.get("judge_unmeasured") else "")
-            + saved)
+    line = (
+        f"rubric judge {fig['judge_model_id']}: {kappa}; "
+        f"not trusted on {fig['judge_dropped']} of {fig['judge_rubric_tasks']} rubric tasks (dropped)"
+        + (f", {fig['judge_unmeasured']} judged with agreement unmeasured" if fig.get("judge_unmeasured") else "")
+        + saved
+    )
     if fig["judge_dropped"] or fig.get("judge_unmeasured"):
-        line += ("; point [judge] at a better model: path = \"DIR\" or backend = \"openai\" with [judge.openai] "
-                 "base_url/model")
+        line += (
+            '; point [judge] at a better model: path = "DIR" or backend = "openai" with [judge.openai] base_url/model'
+        )
     return line

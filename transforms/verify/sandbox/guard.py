@@ -53,6 +53,7 @@ class NotPlainData(Exception):
 
 # --- the plain-data codec ------------------------------------------------------------------
 
+
 def encode(value):
     """A JSON-able tagged tree of `value`; NotPlainData for anything that is
     not exactly one of the plain types (subclasses included: `type(x) is int`)."""
@@ -186,6 +187,7 @@ class LineReader:
 
 # --- privileges, kernel filter, limits -----------------------------------------------------
 
+
 def drop_privileges(ids, allow_root=False):
     """Become (uid, gid) when started as root; then insist on not being root
     and on holding no capability (unless the user named the unsafe mode)."""
@@ -209,25 +211,92 @@ def drop_privileges(ids, allow_root=False):
 # x86_64 system call numbers refused by the filter (EPERM). Threads need
 # clone too, and RLIMIT_NPROC = 0 refuses them anyway.
 _DENY_X86_64 = {
-    "socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288,
-    "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone3": 435,
-    "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
-    "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438,
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
-    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308,
-    "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428,
-    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-    "request_key": 249, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
-    "kexec_file_load": 320, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163,
-    "name_to_handle_at": 303, "open_by_handle_at": 304, "iopl": 172, "ioperm": 173,
-    "personality": 135, "syslog": 103, "setuid": 105, "setgid": 106, "setreuid": 113,
-    "setregid": 114, "setresuid": 117, "setresgid": 119, "setgroups": 116, "capset": 126,
+    "socket": 41,
+    "connect": 42,
+    "accept": 43,
+    "bind": 49,
+    "listen": 50,
+    "accept4": 288,
+    "clone": 56,
+    "fork": 57,
+    "vfork": 58,
+    "execve": 59,
+    "execveat": 322,
+    "clone3": 435,
+    "kill": 62,
+    "tkill": 200,
+    "tgkill": 234,
+    "rt_sigqueueinfo": 129,
+    "rt_tgsigqueueinfo": 297,
+    "pidfd_open": 434,
+    "pidfd_send_signal": 424,
+    "pidfd_getfd": 438,
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "kcmp": 312,
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "unshare": 272,
+    "setns": 308,
+    "fsopen": 430,
+    "fsmount": 432,
+    "move_mount": 429,
+    "open_tree": 428,
+    "bpf": 321,
+    "perf_event_open": 298,
+    "userfaultfd": 323,
+    "keyctl": 250,
+    "add_key": 248,
+    "request_key": 249,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "kexec_load": 246,
+    "kexec_file_load": 320,
+    "reboot": 169,
+    "swapon": 167,
+    "swapoff": 168,
+    "acct": 163,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "iopl": 172,
+    "ioperm": 173,
+    "personality": 135,
+    "syslog": 103,
+    "setuid": 105,
+    "setgid": 106,
+    "setreuid": 113,
+    "setregid": 114,
+    "setresuid": 117,
+    "setresgid": 119,
+    "setgroups": 116,
+    "capset": 126,
     # System V IPC and POSIX message queues outlive a process in its IPC namespace: a pooled
     # sandbox's next case would find them (docs/verification.md, "Pooled sandboxes").
-    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67, "msgget": 68,
-    "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240, "mq_unlink": 241,
-    "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "shmdt": 67,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "semtimedop": 220,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
 }
 _AUDIT_ARCH_X86_64 = 0xC000003E
 
@@ -238,8 +307,13 @@ def seccomp_program(deny=_DENY_X86_64):
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     kill, allow, eperm = 0x80000000, 0x7FFF0000, 0x00050000 | 1
     nrs = sorted(set(deny.values()))
-    prog = [(ld_abs, 0, 0, 4), (jeq, 1, 0, _AUDIT_ARCH_X86_64), (ret, 0, 0, kill), (ld_abs, 0, 0, 0),
-            (jge, len(nrs) + 1, 0, 0x40000000)]
+    prog = [
+        (ld_abs, 0, 0, 4),
+        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
+        (ret, 0, 0, kill),
+        (ld_abs, 0, 0, 0),
+        (jge, len(nrs) + 1, 0, 0x40000000),
+    ]
     for i, nr in enumerate(nrs):
         prog.append((jeq, len(nrs) - i, 0, nr))  # jump over the rest and ALLOW, to EPERM
     prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm)]
@@ -270,8 +344,9 @@ def native():
             _pack_ = 1
             _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
 
-        _NATIVE.update(ctypes=ctypes, libc=libc, Fprog=Fprog, Ruleset=Ruleset, Beneath=Beneath,
-                       seccomp=seccomp_program())
+        _NATIVE.update(
+            ctypes=ctypes, libc=libc, Fprog=Fprog, Ruleset=Ruleset, Beneath=Beneath, seccomp=seccomp_program()
+        )
     return _NATIVE
 
 
@@ -361,8 +436,11 @@ def install_landlock(read_only, read_write, files):
         if ruleset < 0:
             return f"off (landlock ruleset: errno {ctypes.get_errno()})"
         try:
-            rules = [(p, _LL_READ) for p in read_only] + [(p, fs) for p in read_write] + \
-                    [(p, 2 | 4 | (1 << 14) | (1 << 15)) for p in files]
+            rules = (
+                [(p, _LL_READ) for p in read_only]
+                + [(p, fs) for p in read_write]
+                + [(p, 2 | 4 | (1 << 14) | (1 << 15)) for p in files]
+            )
             for path, access in rules:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -372,8 +450,12 @@ def install_landlock(read_only, read_write, files):
                     if not stat.S_ISDIR(os.fstat(fd).st_mode):
                         access &= _LL_FILE_ONLY
                     rule = Beneath(access & fs, fd)
-                    if libc.syscall(_SYS_ADD, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule),
-                                    ctypes.c_uint32(0)) != 0:
+                    if (
+                        libc.syscall(
+                            _SYS_ADD, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
+                        )
+                        != 0
+                    ):
                         return f"off (landlock rule for {path}: errno {ctypes.get_errno()})"
                 finally:
                     os.close(fd)
@@ -395,8 +477,16 @@ _ROOTS = []
 def confine_roots():
     """The folders `confine` lets the process read: the interpreter's and the system's."""
     if not _ROOTS:
-        lib = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                             os.path.dirname(os.__file__), os.path.dirname(sys.executable))]
+        lib = [
+            os.path.realpath(p)
+            for p in (
+                sys.prefix,
+                sys.base_prefix,
+                sys.exec_prefix,
+                os.path.dirname(os.__file__),
+                os.path.dirname(sys.executable),
+            )
+        ]
         system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
         _ROOTS.extend(p for p in dict.fromkeys(lib + system) if p != "/")  # "/" would allow everything
     return list(_ROOTS)
@@ -407,20 +497,67 @@ def confine(workdir):
     the system's libraries to read, its work dir to use, its own /proc
     entry, a few devices. Nothing else of the host, and no other process's
     /proc entry (not even bwrap's init: /proc/1/fd of a non-root bwrap)."""
-    return install_landlock(confine_roots() + [f"/proc/{os.getpid()}"], [workdir],
-                            ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"])
+    return install_landlock(
+        confine_roots() + [f"/proc/{os.getpid()}"], [workdir], ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+    )
 
 
 # --- the audit hook (defence in depth) --------------------------------------------------------
 
-NET = {"socket.__new__", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-       "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo"}
-PROC = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen",
-        "os.kill", "os.killpg", "os.startfile", "pty.spawn"}
-FS_WRITE = {"os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.chmod", "os.chown", "os.link", "os.symlink",
-            "os.truncate", "os.utime", "os.mkfifo", "os.mknod", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
-NATIVE = {"ctypes", "_ctypes", "_posixsubprocess", "multiprocessing", "_multiprocessing", "_xxsubinterpreters",
-          "_testcapi", "_testinternalcapi", "cffi", "_cffi_backend", "gc"}
+NET = {
+    "socket.__new__",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyaddr",
+    "socket.getnameinfo",
+}
+PROC = {
+    "os.fork",
+    "os.forkpty",
+    "os.posix_spawn",
+    "os.exec",
+    "os.spawn",
+    "os.system",
+    "subprocess.Popen",
+    "os.kill",
+    "os.killpg",
+    "os.startfile",
+    "pty.spawn",
+}
+FS_WRITE = {
+    "os.remove",
+    "os.rmdir",
+    "os.mkdir",
+    "os.rename",
+    "os.chmod",
+    "os.chown",
+    "os.link",
+    "os.symlink",
+    "os.truncate",
+    "os.utime",
+    "os.mkfifo",
+    "os.mknod",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+}
+NATIVE = {
+    "ctypes",
+    "_ctypes",
+    "_posixsubprocess",
+    "multiprocessing",
+    "_multiprocessing",
+    "_xxsubinterpreters",
+    "_testcapi",
+    "_testinternalcapi",
+    "cffi",
+    "_cffi_backend",
+    "gc",
+}
 WHY = ("network", "process", "native", "write", "read")
 
 
@@ -532,8 +669,15 @@ def _lock_down(req):
     seccomp = install_seccomp()
     set_limits(lim["cpu"], lim["memory"], lim["output"])
     if req.get("audit_hook", True):
-        readable = [sys.prefix, sys.base_prefix, sys.exec_prefix, "/dev/null", "/dev/urandom", "/proc/self",
-                    f"/proc/{os.getpid()}", os.path.dirname(os.__file__)]
+        readable = [
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            "/dev/null",
+            "/dev/urandom",
+            "/proc/self",
+            f"/proc/{os.getpid()}",
+            os.path.dirname(os.__file__),
+        ]
         install_audit_hook(req["workdir"], readable)
     return seccomp
-

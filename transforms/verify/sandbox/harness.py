@@ -44,10 +44,26 @@ import sandbox_guard as guard
 # here as fresh instances of the built-in class. Anything else (StopIteration,
 # which would end a `map()` early; SystemExit; custom classes) becomes a
 # CandidateError.
-RAISABLE = ("ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError", "ArithmeticError",
-            "OverflowError", "RuntimeError", "RecursionError", "NotImplementedError", "AttributeError",
-            "LookupError", "AssertionError", "UnicodeError", "FloatingPointError", "NameError", "OSError",
-            "Exception")
+RAISABLE = (
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "ZeroDivisionError",
+    "ArithmeticError",
+    "OverflowError",
+    "RuntimeError",
+    "RecursionError",
+    "NotImplementedError",
+    "AttributeError",
+    "LookupError",
+    "AssertionError",
+    "UnicodeError",
+    "FloatingPointError",
+    "NameError",
+    "OSError",
+    "Exception",
+)
 
 
 class CandidateError(Exception):
@@ -93,8 +109,8 @@ def _sync(orig, new):
         for i in range(min(len(orig), len(new))):
             if not _sync(orig[i], new[i]):
                 orig[i] = new[i]
-        del orig[len(new):]
-        orig.extend(new[len(orig):])
+        del orig[len(new) :]
+        orig.extend(new[len(orig) :])
     elif t is dict:
         for k in [k for k in orig if k not in new]:
             del orig[k]
@@ -197,13 +213,20 @@ class Harness:
         if after is None:
             return
         new = [guard.decode(t) for t in after] if type(after) is list and len(after) == 2 else None
-        if new is None or type(new[0]) is not list or type(new[1]) is not dict or len(new[0]) != len(args) \
-                or list(new[1]) != list(kwargs) or len(after[1][1]) != len(kwargs):
+        if (
+            new is None
+            or type(new[0]) is not list
+            or type(new[1]) is not dict
+            or len(new[0]) != len(args)
+            or list(new[1]) != list(kwargs)
+            or len(after[1][1]) != len(kwargs)
+        ):
             raise guard.NotPlainData("malformed arguments")
         trees_before = sent["args"][1] + [v for _, v in sent["kwargs"][1]]
         trees_after = after[0][1] + [v for _, v in after[1][1]]
-        for orig, changed, before, now in zip(list(args) + list(kwargs.values()), new[0] + list(new[1].values()),
-                                              trees_before, trees_after):
+        for orig, changed, before, now in zip(
+            list(args) + list(kwargs.values()), new[0] + list(new[1].values()), trees_before, trees_after
+        ):
             if now != before:
                 _sync(orig, changed)
 
@@ -216,8 +239,13 @@ class Harness:
             raise guard.NotPlainData("malformed alias")
         roots = [list(args), list(kwargs.values())]
         for pair in alias:
-            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not list or type(pair[1]) is not list \
-                    or len(pair[1]) < 2:
+            if (
+                type(pair) is not list
+                or len(pair) != 2
+                or type(pair[0]) is not list
+                or type(pair[1]) is not list
+                or len(pair[1]) < 2
+            ):
                 raise guard.NotPlainData("malformed alias")
             target = roots
             for i in pair[1]:

@@ -70,8 +70,12 @@ def leaks(setup, run_case, limits) -> str | None:
         os.chmod(planted, 0o644)
         pid_ns = "--pid" in setup.prefix  # then not even the parent's pid may be seen to exist
         head = f"PARENT = {os.getpid()}\nPLANTED = {planted!r}\nPID_NS = {pid_ns}\n" + _CHECKS
-        case = {"solution": head + "print(_leaks(), flush=True)\ndef f():\n    return _leaks()\n",
-                "tests": head + "assert _leaks() == []\nassert f() == []\n", "entry_point": "f", "call_check": False}
+        case = {
+            "solution": head + "print(_leaks(), flush=True)\ndef f():\n    return _leaks()\n",
+            "tests": head + "assert _leaks() == []\nassert f() == []\n",
+            "entry_point": "f",
+            "call_check": False,
+        }
         try:
             res, out, _ = run_case(case, limits, setup, False)
         except Exception as e:  # noqa: BLE001 - a probe that cannot run is a mode that is not used

@@ -53,17 +53,20 @@ class WorkerFailed(RuntimeError):
 @dataclass
 class Exited:
     """What `_verdict` reads of a process: its return code (-N for signal N)."""
+
     returncode: int | None
 
 
 def _boot(sources: dict[str, str], role: str, config: dict) -> str:
-    return ("import sys, types\n"
-            "m = types.ModuleType('sandbox_guard')\n"
-            f"exec(compile({sources['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
-            "sys.modules['sandbox_guard'] = m\n"
-            f"exec(compile({sources['sandbox_worker']!r}, 'sandbox_worker.py', 'exec'), "
-            f"{{'__name__': '__main__', 'ROLE_NAME': {role!r}, 'ROLE_SOURCE': {sources[role]!r}, "
-            f"'CONFIG': {config!r}}})\n")
+    return (
+        "import sys, types\n"
+        "m = types.ModuleType('sandbox_guard')\n"
+        f"exec(compile({sources['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
+        "sys.modules['sandbox_guard'] = m\n"
+        f"exec(compile({sources['sandbox_worker']!r}, 'sandbox_worker.py', 'exec'), "
+        f"{{'__name__': '__main__', 'ROLE_NAME': {role!r}, 'ROLE_SOURCE': {sources[role]!r}, "
+        f"'CONFIG': {config!r}}})\n"
+    )
 
 
 class Worker:
@@ -77,8 +80,16 @@ class Worker:
             argv_prefix = ("bwrap", "--as-pid-1", *argv_prefix[1:])  # bwrap's own init in a per-case sandbox
         argv = [*argv_prefix, python, "-I", "-S", "-B", "-c", _boot(sources, role, config)]
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
-                                         env={}, cwd="/", pass_fds=(theirs.fileno(),), start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.err,
+                env={},
+                cwd="/",
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
         finally:
             theirs.close()
         self.ctrl.settimeout(START_TIMEOUT_S)
@@ -324,7 +335,7 @@ def _memfd(name: str, data: bytes = b"") -> int:
     if data:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
@@ -360,8 +371,17 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
     key = secrets.token_hex(16)  # only the harness's child learns it
     entry = (case.get("entry_point") or "").strip()
     a_req = make_request("/tmp", fd_in=3, fd_out=4, entry_point=entry, code=case["solution"])
-    h_req = make_request("/tmp", fd_to=3, fd_from=4, fd_result=5, verdict_key=key, entry_point=entry,
-                         tests=case["tests"], call_check=bool(case.get("call_check")), support=case.get("support") or "")
+    h_req = make_request(
+        "/tmp",
+        fd_to=3,
+        fd_from=4,
+        fd_result=5,
+        verdict_key=key,
+        entry_point=entry,
+        tests=case["tests"],
+        call_check=bool(case.get("call_check")),
+        support=case.get("support") or "",
+    )
     attempt = pool.acquire("sandbox_attempt")
     try:
         harness = pool.acquire("sandbox_harness")
@@ -377,8 +397,10 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
     line, timed_out, codes, lost = None, False, [None, None], False
     try:
         try:
-            for w, fds in ((attempt, [a_in, a_out, a_err, c2a[0], a2c[1]]),
-                           (harness, [h_in, h_err, h_err, c2a[1], a2c[0], res[1]])):
+            for w, fds in (
+                (attempt, [a_in, a_out, a_err, c2a[0], a2c[1]]),
+                (harness, [h_in, h_err, h_err, c2a[1], a2c[0], res[1]]),
+            ):
                 try:
                     w.start(fds, lock)
                 except OSError:
@@ -410,8 +432,9 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
         os.close(res[0])
         for w in workers:
             pool.release(w)
-        sizes_tails = {n: _tail(fd) for n, fd in (("attempt.out", a_out), ("attempt.err", a_err),
-                                                   ("harness.err", h_err))}
+        sizes_tails = {
+            n: _tail(fd) for n, fd in (("attempt.out", a_out), ("attempt.err", a_err), ("harness.err", h_err))
+        }
         for fd in (a_out, a_err, h_err):
             os.close(fd)
     # A worker that died under the case (killed from outside, or broken: a case's child cannot signal it)
@@ -419,6 +442,11 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
     # on fresh workers.
     if len(started) < 2 or lost:
         raise _Gone()
-    return {"line": line, "timed_out": timed_out, "procs": [Exited(codes[0]), Exited(codes[1])],
-            "sizes": {n: st[0] for n, st in sizes_tails.items()}, "tails": {n: st[1] for n, st in sizes_tails.items()},
-            "key": key}
+    return {
+        "line": line,
+        "timed_out": timed_out,
+        "procs": [Exited(codes[0]), Exited(codes[1])],
+        "sizes": {n: st[0] for n, st in sizes_tails.items()},
+        "tails": {n: st[1] for n, st in sizes_tails.items()},
+        "key": key,
+    }

@@ -66,8 +66,10 @@ log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 # The three programs are read from guard.py, attempt.py and harness.py beside
 # this file; inside the sandbox they keep their `sandbox_*` module names.
-_SOURCES = {name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
-            for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness", "sandbox_worker")}
+_SOURCES = {
+    name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
+    for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness", "sandbox_worker")
+}
 MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
 PYTHON = os.path.realpath(sys.executable)
 NOBODY = "nobody"
@@ -86,11 +88,13 @@ SANDBOX_ENV: dict[str, str] = {}
 
 def _boot(role: str) -> str:
     """The -c program: load the guard as module `sandbox_guard`, then run the role."""
-    return ("import sys, types\n"
-            "m = types.ModuleType('sandbox_guard')\n"
-            f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
-            "sys.modules['sandbox_guard'] = m\n"
-            f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n")
+    return (
+        "import sys, types\n"
+        "m = types.ModuleType('sandbox_guard')\n"
+        f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
+        "sys.modules['sandbox_guard'] = m\n"
+        f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n"
+    )
 
 
 _BOOT = {role: _boot(role) for role in ("sandbox_attempt", "sandbox_harness")}
@@ -124,6 +128,7 @@ class NoSafeSandbox(RuntimeError):
 
 
 # --- where and as whom ------------------------------------------------------------------------
+
 
 def _nobody_ids() -> tuple[int, int] | None:
     """(uid, gid) to drop to when we are root; None when we are not."""
@@ -185,9 +190,25 @@ def _bwrap_prefix(tmpfs_bytes: int) -> list[str]:
     # No --new-session: the whole sandbox stays in the process group (and
     # session) it is started in, so one killpg ends all of it; that session
     # has no terminal, which is what --new-session protects.
-    common = ["--die-with-parent", "--clearenv", *_bind_args(), "--proc", "/proc",
-              "--dev", "/dev", "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/tmp",
-              "--remount-ro", "/", "--chdir", "/tmp"]
+    common = [
+        "--die-with-parent",
+        "--clearenv",
+        *_bind_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/tmp",
+    ]
     if os.geteuid() != 0:
         return ["bwrap", "--unshare-all", "--cap-drop", "ALL", *common]
     # As root bwrap runs privileged and without a user namespace (inside one,
@@ -220,8 +241,12 @@ def _warn_once(key: str, message: str) -> None:
     print(f"\n*** WARNING: {message}\n", file=sys.stderr, flush=True)
 
 
-_PROBE = {"solution": "import collections, fractions, decimal, statistics\ndef f():\n    return 1\n",
-          "tests": "assert f() == 1", "entry_point": "f", "call_check": False}
+_PROBE = {
+    "solution": "import collections, fractions, decimal, statistics\ndef f():\n    return 1\n",
+    "tests": "assert f() == 1",
+    "entry_point": "f",
+    "call_check": False,
+}
 
 
 def _probe(setup: _Setup) -> str | None:
@@ -249,7 +274,10 @@ def _unshare_prefix() -> list[str]:
         tries.append(["unshare", "--net", "--ipc", "--"])
     for prefix in tries:
         try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode == 0
+            ok = (
+                subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env=dict(SANDBOX_ENV)).returncode
+                == 0
+            )
         except (OSError, subprocess.SubprocessError):
             ok = False
         if ok:
@@ -268,8 +296,11 @@ def _find_setup(mode: str) -> _Setup | str:
     prefix = tuple(_unshare_prefix())
     ids = _nobody_ids()
     if mode == "unsafe-root" and ids is not None:
-        _warn_once("unsafe", "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
-                   "seccomp filter only; it can read every file on this machine")
+        _warn_once(
+            "unsafe",
+            "sandbox mode 'unsafe-root': model-written code runs AS ROOT with rlimits and a "
+            "seccomp filter only; it can read every file on this machine",
+        )
         return _Setup("unsafe-root", prefix, PYTHON, None, False, "try")
     if ids is None:  # not root: the attempt runs as our uid; landlock keeps it off our files and processes
         setup = _Setup(mode, prefix, PYTHON, None, False, FALLBACK_CONFINE)
@@ -300,10 +331,13 @@ def _setup_for(requested: str) -> _Setup:
             found = _CACHE[mode]
             if isinstance(found, _Setup):
                 if requested == "auto" and mode != "bwrap":
-                    _warn_once("fallback", f"{reasons[0]}; model-written code runs in the rlimit fallback "
-                               "(Landlock keeps host files and processes out; it passed its isolation probe: "
-                               "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
-                               "bubblewrap) for the full sandbox.")
+                    _warn_once(
+                        "fallback",
+                        f"{reasons[0]}; model-written code runs in the rlimit fallback "
+                        "(Landlock keeps host files and processes out; it passed its isolation probe: "
+                        "see README, 'The code sandbox'). Install bubblewrap (apt-get install "
+                        "bubblewrap) for the full sandbox.",
+                    )
                 return found
             reasons.append(f"{mode}: {found}")
         raise NoSafeSandbox("; ".join(reasons))
@@ -330,6 +364,7 @@ def describe(requested: str = "auto") -> str:
 
 # --- running ----------------------------------------------------------------------------------
 
+
 def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", audit_hook: bool = True) -> SandboxRun:
     """Run each case (dict: solution, tests, entry_point, call_check, and
     optionally support = the reference solution, for helpers the tests use)
@@ -341,23 +376,40 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
     setup = _setup_for(mode)
     results, out, err = [], "", ""
     for case in cases:
-        res, out, err = _run_pooled(case, limits, setup, audit_hook) if _pooled(setup) else \
-            _run_case(case, limits, setup, audit_hook)
+        res, out, err = (
+            _run_pooled(case, limits, setup, audit_hook)
+            if _pooled(setup)
+            else _run_case(case, limits, setup, audit_hook)
+        )
         results.append(res)
     return SandboxRun(results, time.perf_counter() - t0, setup.mode, out, err)
 
 
 def _lock_settings(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool) -> dict:
     """What guard.lock_down reads from a request (guard.LOCK_KEYS)."""
-    return {"workdir": workdir, "drop": setup.drop, "allow_root": setup.mode == "unsafe-root", "audit_hook": audit_hook,
-            "confine": setup.confine,
-            "limits": {"cpu": max(1, int(limits.cpu_seconds)), "memory": limits.memory_mb * 2**20,
-                       "output": limits.output_bytes, "case_wall": float(limits.wall_seconds)}}
+    return {
+        "workdir": workdir,
+        "drop": setup.drop,
+        "allow_root": setup.mode == "unsafe-root",
+        "audit_hook": audit_hook,
+        "confine": setup.confine,
+        "limits": {
+            "cpu": max(1, int(limits.cpu_seconds)),
+            "memory": limits.memory_mb * 2**20,
+            "output": limits.output_bytes,
+            "case_wall": float(limits.wall_seconds),
+        },
+    }
 
 
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
-    return json.dumps({**_lock_settings(setup, workdir, limits, audit_hook), "message_cap": MESSAGE_CAP, **kw,
-                       }).encode("utf-8", "surrogatepass")
+    return json.dumps(
+        {
+            **_lock_settings(setup, workdir, limits, audit_hook),
+            "message_cap": MESSAGE_CAP,
+            **kw,
+        }
+    ).encode("utf-8", "surrogatepass")
 
 
 # --- pooled: pre-built bubblewrap sandboxes that fork a fresh child per case (pool.py, worker.py)
@@ -377,16 +429,22 @@ def _run_pooled(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> 
         return _request(setup, workdir, limits, audit_hook, **kw)
 
     try:
-        raw = sandbox_pool.run_case(pool, case, make_request, limits.wall_seconds + POOLED_MARGIN_S,
-                                    json.loads(json.dumps(_lock_settings(setup, "/tmp", limits, audit_hook))))
+        raw = sandbox_pool.run_case(
+            pool,
+            case,
+            make_request,
+            limits.wall_seconds + POOLED_MARGIN_S,
+            json.loads(json.dumps(_lock_settings(setup, "/tmp", limits, audit_hook))),
+        )
     except sandbox_pool.WorkerFailed as e:
         with _LOCK:
             if not _POOL_BROKEN:
                 _POOL_BROKEN.append(str(e))
                 _warn_once("pool", f"pooled sandboxes do not work here ({e}); each case starts its own")
         return _run_case(case, limits, setup, audit_hook)
-    result = _verdict(raw["line"], raw["timed_out"], raw["procs"], limits, setup, raw["tails"]["harness.err"],
-                      raw["key"])
+    result = _verdict(
+        raw["line"], raw["timed_out"], raw["procs"], limits, setup, raw["tails"]["harness.err"], raw["key"]
+    )
     if raw["sizes"]["attempt.out"] >= limits.output_bytes or raw["sizes"]["attempt.err"] >= limits.output_bytes:
         result = CaseResult(False, "output_too_large")
     return result, raw["tails"]["attempt.out"], raw["tails"]["attempt.err"]
@@ -410,8 +468,16 @@ def _spawn(setup: _Setup, role: str, workdir: str, host_tmp: str, name: str, fds
     out = open(os.path.join(host_tmp, f"{name}.out"), "wb")
     err = open(os.path.join(host_tmp, f"{name}.err"), "wb")
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=dict(SANDBOX_ENV),
-                                cwd="/" if setup.private_tmp else workdir, pass_fds=fds, start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            env=dict(SANDBOX_ENV),
+            cwd="/" if setup.private_tmp else workdir,
+            pass_fds=fds,
+            start_new_session=True,
+        )
     finally:
         out.close()
         err.close()
@@ -436,11 +502,23 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
     try:
         entry = (case.get("entry_point") or "").strip()
         a_dir, h_dir = _workdir(setup, host_tmp, "a"), _workdir(setup, host_tmp, "h")
-        a_req = _request(setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry,
-                         code=case["solution"])
-        h_req = _request(setup, h_dir, limits, audit_hook, fd_to=c2a[1], fd_from=a2c[0], fd_result=res[1], verdict_key=key,
-                         entry_point=entry, tests=case["tests"], call_check=bool(case.get("call_check")),
-                         support=case.get("support") or "")
+        a_req = _request(
+            setup, a_dir, limits, audit_hook, fd_in=c2a[0], fd_out=a2c[1], entry_point=entry, code=case["solution"]
+        )
+        h_req = _request(
+            setup,
+            h_dir,
+            limits,
+            audit_hook,
+            fd_to=c2a[1],
+            fd_from=a2c[0],
+            fd_result=res[1],
+            verdict_key=key,
+            entry_point=entry,
+            tests=case["tests"],
+            call_check=bool(case.get("call_check")),
+            support=case.get("support") or "",
+        )
         attempt = _spawn(setup, "sandbox_attempt", a_dir, host_tmp, "attempt", (c2a[0], a2c[1]))
         procs.append(attempt)
         harness = _spawn(setup, "sandbox_harness", h_dir, host_tmp, "harness", (c2a[1], a2c[0], res[1]))
@@ -481,8 +559,9 @@ def _signal_of(rc: int | None, setup: _Setup) -> int | None:
     return None
 
 
-def _verdict(line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup,
-             harness_err: str, key: str) -> CaseResult:
+def _verdict(
+    line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup, harness_err: str, key: str
+) -> CaseResult:
     attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
     if line is not None:
         try:

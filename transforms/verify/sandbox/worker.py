@@ -51,9 +51,33 @@ import sys
 import sandbox_guard as guard
 
 # What attempts commonly import, loaded once here (each child gets its own copy).
-PRELOAD = ("array", "bisect", "collections", "copy", "dataclasses", "datetime", "decimal", "enum", "fractions",
-           "functools", "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "statistics",
-           "string", "textwrap", "traceback", "typing", "unicodedata", "ctypes")
+PRELOAD = (
+    "array",
+    "bisect",
+    "collections",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "textwrap",
+    "traceback",
+    "typing",
+    "unicodedata",
+    "ctypes",
+)
 MAX_FDS = 8
 WIPE_BUDGET = 2000  # entries of /tmp a case may leave; more and the worker is replaced instead
 
@@ -299,7 +323,9 @@ def main():
             raise SystemExit("sandbox worker: unexpected message")
         lock = req.get("lock")
         pid = _start_case(ctrl, fds, role, spare, lock)
-        spare = _serve_case(ctrl, pid, tmp, (lambda lock=lock: _fork_spare(ctrl, role, lock)) if lock else (lambda: None))
+        spare = _serve_case(
+            ctrl, pid, tmp, (lambda lock=lock: _fork_spare(ctrl, role, lock)) if lock else (lambda: None)
+        )
 
 
 main()
