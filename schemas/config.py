@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from tasksieve.schemas.config_dedup import DecontamConfig, DedupConfig, Section
 from tasksieve.schemas.records import DOMAINS
 from tasksieve.schemas.toml_files import load_toml_model
 
@@ -26,12 +27,7 @@ DEFAULT_SYSTEM_PROMPTS = {
 }
 
 
-class _Section(BaseModel):
-    # A typo in a key is an error, not a silently ignored setting.
-    model_config = ConfigDict(extra="forbid")
-
-
-class LimitsConfig(_Section):
+class LimitsConfig(Section):
     max_row_bytes: int = Field(1_000_000, gt=0, description="a raw row larger than this is quarantined")
     max_field_chars: int = Field(100_000, gt=0, description="a text field longer than this is quarantined")
     max_expert_minutes: float = Field(100_000, gt=0, description="expert_minutes above this is quarantined (absurd)")
@@ -40,158 +36,7 @@ class LimitsConfig(_Section):
     )
 
 
-class DedupConfig(_Section):
-    """Near dedup (MinHash + LSH, confirmed by exact Jaccard) and dedup
-    against earlier stages' pools. Defaults and why: README, "Dedup and
-    decontamination"."""
-
-    near: bool = Field(True, description="run the near-duplicate stage (exact dedup always runs)")
-    shingle: Literal["char", "word"] = Field("char", description="shingle unit: characters (any script) or words")
-    shingle_size: int = Field(5, ge=1, le=64, description="characters (or words) per shingle")
-    num_perm: int = Field(100, ge=8, le=1024, description="MinHash permutations")
-    bands: int = Field(20, ge=1, description="LSH bands; a pair sharing one band's rows is a candidate")
-    rows: int = Field(5, ge=1, description="signature rows per band")
-    threshold: float = Field(
-        0.7, gt=0, le=1, description="exact Jaccard of shingle sets that confirms a candidate pair"
-    )
-    number_overlap: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="a pair less similar than number_guard_below is "
-        "confirmed only if this share of its numbers agree (multiset Jaccard): in a short "
-        "prompt, a template refilled with new numbers is a new problem",
-    )
-    number_guard_below: float = Field(
-        0.9,
-        gt=0,
-        le=1,
-        description="pairs at least this similar are duplicates "
-        "whatever their numbers (one number edited in a long prompt)",
-    )
-    seed: int = Field(1, description="MinHash permutation seed (an index is only reusable with the same one)")
-    max_bucket_pairs: int = Field(
-        32, ge=2, description="buckets up to this size compare all pairs; larger: star + chain"
-    )
-    semantic: bool = Field(
-        True,
-        description="also find paraphrases: tasks stating the same quantities whose "
-        "meaning is close (sentence embeddings), confirmed by the same-problem rules",
-    )
-    semantic_min: float = Field(
-        0.8,
-        ge=-1,
-        le=1,
-        description="cosine at which two tasks with the same quantities (and agreeing answers) are the same problem",
-    )
-    semantic_alone_min: float = Field(0.93, ge=-1, le=1, description="cosine for two tasks without any number")
-    batch: bool = Field(
-        True,
-        description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
-        "false: the row-at-a-time reference path, the same decisions, slower and "
-        "with memory growing with the pool",
-    )
-    edge_shards: int = Field(
-        0,
-        ge=0,
-        le=4096,
-        description="batch path: the shards where near dedup's candidate "
-        "pairs meet their two rows to be judged. A row goes to every shard holding one of its "
-        "pairs, so fewer shards send each row fewer times; more spread the judging over more "
-        "workers and hold fewer rows each. 0: one per 125,000 input tasks, at least 8. The "
-        "decisions are the same for any number",
-    )
-    shards: int = Field(
-        0,
-        ge=0,
-        le=1024,
-        description="batch path: the shards of ids, content hashes and LSH "
-        "buckets, each grouped on its own. 0: one per 12,500 input tasks, 8 to 32 (32 against a "
-        "reference pool). The decisions are the same for any number",
-    )
-    memory_mib: int = Field(
-        1536,
-        ge=0,
-        description="on the in-process runner, MiB of tasks (estimated) the batch "
-        "path hands between its stages as objects instead of pickling them to a spill file: "
-        "faster; past it, values spill to disk, so memory stays bounded. 0: always spill",
-    )
-    against: list[str] = Field(
-        default_factory=list,
-        description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified",
-    )
-    save_index: str | None = Field(None, description="save the index of `against` here for reuse")
-
-    @model_validator(mode="after")
-    def _bands_fit(self):
-        if self.bands * self.rows > self.num_perm:
-            raise ValueError(
-                f"dedup.bands x dedup.rows ({self.bands} x {self.rows}) exceeds dedup.num_perm ({self.num_perm})"
-            )
-        return self
-
-
-class DecontamConfig(_Section):
-    ngram: int = Field(
-        8,
-        ge=4,
-        description="word n-gram length shared with a benchmark that drops a task "
-        "(open-r1's 8: prompts are short; see README for 13 and 12)",
-    )
-    benchmarks: list[str] = Field(
-        default_factory=lambda: ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"],
-        description="bundled benchmarks to check against",
-    )
-    extra_paths: list[str] = Field(default_factory=list, description="user benchmark files (JSONL/Parquet/datasets)")
-    short_min_words: int = Field(
-        4,
-        ge=1,
-        description="benchmark items shorter than ngram words (but this long) "
-        "drop a task that contains their whole word sequence",
-    )
-    fuzzy: bool = Field(True, description="also catch lightly reworded benchmark items (in-order word coverage)")
-    fuzzy_threshold: float = Field(
-        0.6,
-        gt=0,
-        le=1,
-        description="share of a benchmark item's words found in order in the task that marks it reworded",
-    )
-    fuzzy_probe: int = Field(3, ge=1, description="word n-gram length used to find fuzzy candidates")
-    fuzzy_max_df: int = Field(50, ge=1, description="a probe n-gram in more benchmark items than this is ignored")
-    # Same-problem confirmation (transforms/same_problem/rules.py, docs/same_problem.md).
-    confirm: bool = Field(
-        True,
-        description="confirm each candidate on what makes a problem (numbers, reference "
-        "answer, code behaviour, boilerplate-weighted text); off: any candidate drops",
-    )
-    semantic: bool = Field(
-        True,
-        description="also propose items whose quantities the task states and whose meaning "
-        "is close (sentence embeddings): catches rewordings that keep few words",
-    )
-    numbers_min: float = Field(
-        0.75,
-        gt=0,
-        le=1,
-        description="share of a benchmark item's quantities the task must state to be that item (answers unknown)",
-    )
-    semantic_min: float = Field(0.6, ge=-1, le=1, description="cosine that makes a quantity-sharing item a candidate")
-    text_min: float = Field(
-        0.6,
-        gt=0,
-        le=1,
-        description="IDF-weighted in-order word coverage that confirms an item with too few numbers to judge by",
-    )
-    run_code: bool = Field(
-        True, description="run a code item's own tests against the task's reference solution (in the sandbox)"
-    )
-    background_paths: list[str] = Field(
-        default_factory=list,
-        description="clean tasks whose phrases count as boilerplate (IDF) when matching; JSONL/Parquet/datasets",
-    )
-
-
-class OpenAIConfig(_Section):
+class OpenAIConfig(Section):
     """An OpenAI-compatible server (`vllm serve`, SGLang, a hosted API)."""
 
     base_url: str = Field("http://127.0.0.1:8000/v1", description="the server's /v1 URL")
@@ -234,7 +79,7 @@ class OpenAIConfig(_Section):
         return v
 
 
-class ModelConfig(_Section):
+class ModelConfig(Section):
     backend: Literal["vllm", "openai", "replay"] = "vllm"
     # None means the bundled default, SmolLM2-135M-Instruct, prepared on first use.
     path: str | None = None
@@ -273,7 +118,7 @@ class ModelConfig(_Section):
 MAX_K = 4096
 
 
-class BayesConfig(_Section):
+class BayesConfig(Section):
     """`bayes` stopping: a Beta posterior on each task's pass rate."""
 
     # U-shaped on purpose: most tasks are always or never solved (55% all-pass
@@ -286,7 +131,7 @@ class BayesConfig(_Section):
     confidence: float = Field(0.95, gt=0.5, lt=1, description="stop when the decision is at least this probable")
 
 
-class SamplingConfig(_Section):
+class SamplingConfig(Section):
     mode: Literal["sequential", "fixed", "bayes"] = "sequential"
     k: int = Field(8, ge=1, le=MAX_K, description="most attempts per task")
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
@@ -345,7 +190,7 @@ class SamplingConfig(_Section):
         return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class VerifyConfig(_Section):
+class VerifyConfig(Section):
     """How attempts are verified (transforms/verify/verifiers.py, verify/sandbox/)."""
 
     parallel: int = Field(
@@ -371,7 +216,7 @@ class VerifyConfig(_Section):
     )
 
 
-class JudgeConfig(_Section):
+class JudgeConfig(Section):
     """The rubric judge (transforms/verify/judge/, docs/verification.md,
     "The rubric judge"): by default the sampling engine itself."""
 
@@ -409,7 +254,7 @@ class JudgeConfig(_Section):
     )
 
 
-class BandConfig(_Section):
+class BandConfig(Section):
     """Which pass rates count as learnable. The default is docs/design.md's:
     at least one pass and at least one fail."""
 
@@ -423,7 +268,7 @@ class BandConfig(_Section):
         return self
 
 
-class SelectConfig(_Section):
+class SelectConfig(Section):
     """`tasksieve select`: choosing a training set from the learnable pool
     (transforms/select/, docs/selection.md)."""
 
@@ -467,7 +312,7 @@ class SelectConfig(_Section):
         return v
 
 
-class RunConfig(_Section):
+class RunConfig(Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     decontam: DecontamConfig = Field(default_factory=DecontamConfig)

@@ -1,9 +1,9 @@
 """One case per class of bad input in README's "What happens to bad input"
 table: each writes a small delivery and says what must happen to it.
 
-`tests/test_bad_input.py` runs every case through the reader and the
+`tests/transforms/test_bad_input.py` runs every case through the reader and the
 validator (the functions the pipeline runs) and checks that the README row
-names exactly what they produce; `tests/test_hostile.py` plants every class
+names exactly what they produce; `tests/run/test_hostile.py` plants every class
 in a large generated delivery and runs it end to end.
 
 A case returns (input paths, expectation), where the expectation is one of

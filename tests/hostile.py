@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hostile_material import WEIRD_TEXT, byte_mutation, raw_line, template, value_mutation, is_row, write_jsonl
 
 SEED = 11
 OUTCOMES = ("learnable", "all_pass", "all_fail")
@@ -90,194 +91,18 @@ def replay_rows(rows: list[dict], outcomes: list[str]) -> list[dict]:
 
 # --- hostile material -----------------------------------------------------------------------------
 
-# Strings that must stay plain text all the way to Parquet and DuckDB.
-WEIRD_TEXT = [
-    "'; DROP TABLE tasks; --",
-    "bob's runs",
-    "<script>alert(1)</script>",
-    "../../etc/passwd",
-    "\u202eevil\u202c",
-    "z\u0335\u0336a\u0337l\u0338g\u0321o",
-    "\u0000nul",
-    "tab\tand\u000bvt",
-    "\U0001f600 emoji",
-    "\u200b\u200d",
-    "\ufeffbom inside",
-    "\u2028line sep\u2029",
-    "%s%n%x",
-    "{{7*7}}",
-    "C:\\\\windows\\\\path",
-    "\\\\ud800 as text",
-    "\u0085next line",
-    "⓺x circled",
-    "7" * 5000,
-    "hundred " * 600,
-]  # each once stopped near dedup's number reader
-
-# Values a field may be given (RAW markers become raw JSON text, see _raw).
-VALUE_POOL = [
-    None,
-    "",
-    " ",
-    True,
-    False,
-    0,
-    -1,
-    -0.5,
-    1e308,
-    1e-320,
-    10**50,
-    [1, 2],
-    {"a": 1},
-    [],
-    {},
-    "poetry",
-    "2026-13-45",
-    "ten",
-    "inf",
-    "NaN",
-    "-3",
-    "x" * 120_000,
-    "9" * 5000,
-    "RAW:NaN",
-    "RAW:Infinity",
-    "RAW:-Infinity",
-    "RAW:" + "9" * 5000,
-    "RAW:" + "1" * 150,
-    "RAW:" + "[" * 70 + "]" * 70,
-    "RAW:" + "[" * 2500 + "]" * 2500,
-    'RAW:"\\ud800"',
-    'RAW:"a\\udfff"',
-    "RAW:1e999",
-    "RAW:-1e999",
-    'RAW:{"\\ud800": 1}',
-] + WEIRD_TEXT
-FIELDS = [
-    "task_id",
-    "prompt",
-    "answer",
-    "domain",
-    "expert_minutes",
-    "expert_cost_usd",
-    "created_at",
-    "meta",
-    "rubric",
-    "tests",
-    "entry_point",
-    "license",
-    "source",
-    "batch_id",
-    "vendor_extra",
-]
-INTERESTING_BYTES = [
-    b"\x00",
-    b"\xff",
-    b"\xc3",
-    b"\xed\xa0\x80",
-    b"\\ud800",
-    b"\\u0000",
-    b"{",
-    b"[",
-    b"]",
-    b'"',
-    b",",
-    b":",
-    b"9" * 120,
-    b"\xef\xbb\xbf",
-    b"NaN",
-    b"\t",
-    b"\\",
-    b"\x7f",
-    b"\xe2\x80\xa8",
-]
-
-
-def template(rng: random.Random, n: int) -> dict:
-    """A hostile row that would be valid: its own prompt text, never like a valid row's."""
-    words = rng.sample(
-        [
-            "violet",
-            "granite",
-            "harbour",
-            "lantern",
-            "meadow",
-            "quartz",
-            "saffron",
-            "thistle",
-            "walnut",
-            "zephyr",
-            "cobalt",
-            "ember",
-            "fjord",
-            "juniper",
-        ],
-        4,
-    )
-    return {
-        "task_id": f"H-{n}",
-        "prompt": f"Hostile row {n}: which of {', '.join(words)} is longest?",
-        "answer": words[0],
-        "domain": rng.choice(["exact", "math", "exact"]),
-        "expert_minutes": rng.choice([1, 2.5, "3"]),
-        "created_at": "2026-01-01",
-        "license": "MIT",
-        "meta": rng.choice([None, {"k": "v"}, json.dumps({"k": [1, 2]}), "free text"]),
-    }
-
-
-def _raw(rec: dict) -> bytes:
-    """The row as one JSON line; "RAW:..." string values become raw JSON text."""
-    raws = {}
-
-    def mark(v):
-        if isinstance(v, str) and v.startswith("RAW:"):
-            key = f"__raw_{len(raws)}__"
-            raws[key] = v[4:].encode()
-            return key
-        if isinstance(v, dict):
-            return {mark(k) if isinstance(k, str) and k.startswith("RAW:") else k: mark(x) for k, x in v.items()}
-        return v
-
-    text = json.dumps({k: mark(v) for k, v in rec.items()}, allow_nan=True).encode()
-    for key, raw in raws.items():
-        text = text.replace(f'"{key}"'.encode(), raw)
-    return text
-
-
-def value_mutation(rng: random.Random, rec: dict) -> bytes:
-    rec = dict(rec)
-    for _ in range(rng.randint(1, 3)):
-        rec[rng.choice(FIELDS)] = rng.choice(VALUE_POOL)
-    return _raw(rec)
-
-
-def byte_mutation(rng: random.Random, data: bytes) -> bytes:
-    b = bytearray(data)
-    for _ in range(rng.randint(1, 4)):
-        op = rng.randrange(4)
-        pos = rng.randrange(len(b) + 1)
-        if op == 0 and b:
-            b[min(pos, len(b) - 1)] = rng.choice([x for x in range(256) if x not in (10, 13)])
-        elif op == 1:
-            b[pos:pos] = rng.choice(INTERESTING_BYTES)
-        elif op == 2 and b:
-            del b[pos : pos + rng.randint(1, 12)]
-        else:
-            b[pos:pos] = b[pos : pos + rng.randint(1, 40)]
-    return bytes(b)
-
 
 # Hand-planted JSONL rows: (class, line bytes, reason substring). None: the row is valid.
 def planted_jsonl(rng: random.Random, n: int) -> list[tuple[str, bytes, str | None]]:
     t = template(rng, n)
-    good = _raw(t)
+    good = raw_line(t)
     return [
         ("malformed JSON line", good[:-1] + b' "x" 1}', "malformed JSON"),
         ("a JSON array/string/number row", b"[1, 2, 3]", "row is a JSON list"),
         ("a JSON array/string/number row", b'"just a string"', "row is a JSON str"),
         ("a JSON array/string/number row", b"42", "row is a JSON int"),
         ("invalid UTF-8 in a JSONL line", good[:30] + b"\xff\xfe" + good[30:], "invalid UTF-8"),
-        ("row over `limits.max_row_bytes`", _raw(dict(t, prompt="y" * 1_000_100)), "over the 1000000-byte limit"),
+        ("row over `limits.max_row_bytes`", raw_line(dict(t, prompt="y" * 1_000_100)), "over the 1000000-byte limit"),
         (
             "nesting too deep to parse (~1,000 levels)",
             b'{"meta": ' + b"[" * 3000 + b"]" * 3000 + b"}",
@@ -285,87 +110,107 @@ def planted_jsonl(rng: random.Random, n: int) -> list[tuple[str, bytes, str | No
         ),
         (
             "nesting over 64 levels",
-            _raw(dict(t, meta="RAW:" + '{"a": ' * 80 + "1" + "}" * 80)),
+            raw_line(dict(t, meta="RAW:" + '{"a": ' * 80 + "1" + "}" * 80)),
             "nests deeper than the 64-level limit",
         ),
         (
             "a number literal over 100 digits (up to any length)",
-            _raw(dict(t, expert_minutes="RAW:" + "9" * 400)),
+            raw_line(dict(t, expert_minutes="RAW:" + "9" * 400)),
             "holds a number of 400 digits",
         ),
         (
             "a number literal over 100 digits (up to any length)",
-            _raw(dict(t, expert_cost_usd="RAW:" + "9" * 5000)),
+            raw_line(dict(t, expert_cost_usd="RAW:" + "9" * 5000)),
             "holds a number of 5000 digits",
         ),
         (
             "a number literal over 100 digits (up to any length)",
-            _raw(dict(t, meta=json.dumps({"n": 1}), vendor_extra="RAW:" + "7" * 4301)),
+            raw_line(dict(t, meta=json.dumps({"n": 1}), vendor_extra="RAW:" + "7" * 4301)),
             "holds a number of 4301 digits",
         ),
         (
             'a lone surrogate escape (`"\\ud800"`) in any value or key',
-            _raw(dict(t, prompt='RAW:"Hostile \\ud800 prompt"')),
+            raw_line(dict(t, prompt='RAW:"Hostile \\ud800 prompt"')),
             "field 'prompt' holds a lone surrogate",
         ),
         (
             'a lone surrogate escape (`"\\ud800"`) in any value or key',
-            _raw(dict(t, task_id='RAW:"\\udc00"')),
+            raw_line(dict(t, task_id='RAW:"\\udc00"')),
             "field 'task_id' holds a lone surrogate",
         ),
         (
             'a lone surrogate escape (`"\\ud800"`) in any value or key',
-            _raw(dict(t, vendor_column='RAW:"\\ud800"')),
+            raw_line(dict(t, vendor_column='RAW:"\\ud800"')),
             "field 'vendor_column' holds a lone surrogate",
         ),
         (
             'a lone surrogate escape (`"\\ud800"`) in any value or key',
-            _raw(dict(t, meta='RAW:{"k": "\\ud800"}')),
+            raw_line(dict(t, meta='RAW:{"k": "\\ud800"}')),
             "field 'meta' holds a lone surrogate",
         ),
         (
             'a lone surrogate escape (`"\\ud800"`) in any value or key',
-            _raw(dict(t, meta='RAW:{"\\ud800": 1}')),
+            raw_line(dict(t, meta='RAW:{"\\ud800": 1}')),
             "a field name holds a lone surrogate",
         ),
-        ("missing/empty prompt or task_id", _raw(dict(t, prompt="   ")), "field 'prompt' is missing or empty"),
-        ("missing/empty prompt or task_id", _raw(dict(t, task_id=None)), "field 'task_id' is missing or empty"),
-        ("wrong type", _raw(dict(t, prompt=["a", "list"])), "field 'prompt' is a list, expected text"),
-        ("unknown domain", _raw(dict(t, domain="poetry")), "field 'domain' is 'poetry'"),
-        ("no reference for the domain", _raw(dict(t, answer="")), "task has no 'answer'"),
-        ("negative / non-numeric cost", _raw(dict(t, expert_minutes=-3)), "is negative"),
-        ("negative / non-numeric cost", _raw(dict(t, expert_cost_usd="ten dollars")), "expected a non-negative number"),
-        ("absurd cost or minutes", _raw(dict(t, expert_cost_usd=1e308)), "over the limits.max_expert_cost_usd limit"),
-        ("absurd cost or minutes", _raw(dict(t, expert_minutes=10**40)), "over the limits.max_expert_minutes limit"),
-        ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_cost_usd="RAW:NaN")), "is nan"),
-        ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_minutes="RAW:1e999")), "is inf"),
-        ("non-finite cost or minutes (`NaN`, `Infinity`)", _raw(dict(t, expert_cost_usd="-inf")), "is -inf"),
+        ("missing/empty prompt or task_id", raw_line(dict(t, prompt="   ")), "field 'prompt' is missing or empty"),
+        ("missing/empty prompt or task_id", raw_line(dict(t, task_id=None)), "field 'task_id' is missing or empty"),
+        ("wrong type", raw_line(dict(t, prompt=["a", "list"])), "field 'prompt' is a list, expected text"),
+        ("unknown domain", raw_line(dict(t, domain="poetry")), "field 'domain' is 'poetry'"),
+        ("no reference for the domain", raw_line(dict(t, answer="")), "task has no 'answer'"),
+        ("negative / non-numeric cost", raw_line(dict(t, expert_minutes=-3)), "is negative"),
+        (
+            "negative / non-numeric cost",
+            raw_line(dict(t, expert_cost_usd="ten dollars")),
+            "expected a non-negative number",
+        ),
+        (
+            "absurd cost or minutes",
+            raw_line(dict(t, expert_cost_usd=1e308)),
+            "over the limits.max_expert_cost_usd limit",
+        ),
+        (
+            "absurd cost or minutes",
+            raw_line(dict(t, expert_minutes=10**40)),
+            "over the limits.max_expert_minutes limit",
+        ),
+        ("non-finite cost or minutes (`NaN`, `Infinity`)", raw_line(dict(t, expert_cost_usd="RAW:NaN")), "is nan"),
+        ("non-finite cost or minutes (`NaN`, `Infinity`)", raw_line(dict(t, expert_minutes="RAW:1e999")), "is inf"),
+        ("non-finite cost or minutes (`NaN`, `Infinity`)", raw_line(dict(t, expert_cost_usd="-inf")), "is -inf"),
         (
             "`meta` as JSON text nested too deep, or with a huge number",
-            _raw(dict(t, meta="[" * 3000 + "]" * 3000)),
+            raw_line(dict(t, meta="[" * 3000 + "]" * 3000)),
             "field 'meta' nests too deeply to parse",
         ),
         (
             "`meta` as JSON text nested too deep, or with a huge number",
-            _raw(dict(t, meta='{"n": ' + "9" * 5000 + "}")),
+            raw_line(dict(t, meta='{"n": ' + "9" * 5000 + "}")),
             "field 'meta' holds a number of 5000 digits",
         ),
         (
             "`meta` as JSON text nested too deep, or with a huge number",
-            _raw(dict(t, meta='{"n": NaN}')),
+            raw_line(dict(t, meta='{"n": NaN}')),
             "non-finite number",
         ),
         (
             "`meta` as JSON text nested too deep, or with a huge number",
-            _raw(dict(t, meta='"\\ud800"')),
+            raw_line(dict(t, meta='"\\ud800"')),
             "field 'meta' holds a lone surrogate",
         ),
-        ("`created_at` not ISO 8601", _raw(dict(t, created_at="2026-13-45")), "expected an ISO 8601 date"),
-        ("field over `limits.max_field_chars`", _raw(dict(t, answer="z" * 100_001)), "over the 100000-character limit"),
-        ("task_id repeated within a source", _raw(dict(t, prompt=t["prompt"] + " (again)")), "repeats within source"),
+        ("`created_at` not ISO 8601", raw_line(dict(t, created_at="2026-13-45")), "expected an ISO 8601 date"),
+        (
+            "field over `limits.max_field_chars`",
+            raw_line(dict(t, answer="z" * 100_001)),
+            "over the 100000-character limit",
+        ),
+        (
+            "task_id repeated within a source",
+            raw_line(dict(t, prompt=t["prompt"] + " (again)")),
+            "repeats within source",
+        ),
         (
             "weird but valid text",
-            _raw(dict(t, task_id=f"H-{n}-w", prompt=t["prompt"] + " " + rng.choice(WEIRD_TEXT))),
+            raw_line(dict(t, task_id=f"H-{n}-w", prompt=t["prompt"] + " " + rng.choice(WEIRD_TEXT))),
             None,
         ),
     ], good
@@ -389,28 +234,14 @@ def jsonl_file_lines(
         if rng.random() < 0.5:
             data = value_mutation(rng, t)
         else:
-            data = byte_mutation(rng, _raw(t))
+            data = byte_mutation(rng, raw_line(t))
         out.append((data, None, None))
     # Blank lines are layout, not rows.
     out.append((b"   ", None, None))
     out.append((b"", None, None))
     for v in valid:
-        out.insert(rng.randrange(1, len(out) + 1), (_raw(v), None, v))
+        out.insert(rng.randrange(1, len(out) + 1), (raw_line(v), None, v))
     return out, n
-
-
-def _is_row(data: bytes) -> bool:
-    return bool(data.strip())
-
-
-def write_jsonl(path: Path, lines: list[bytes], style: str) -> None:
-    end = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}[style.replace("bom-", "").replace("gz-", "")]
-    data = b"".join(ln + end for ln in lines)
-    if style.startswith("bom-"):
-        data = b"\xef\xbb\xbf" + data
-    if style.startswith("gz-"):
-        data = gzip.compress(data, mtime=0)
-    path.write_bytes(data)
 
 
 def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus:
@@ -441,7 +272,7 @@ def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus
         line_no = 0
         for data, reason, v in lines:
             line_no += 1
-            if not _is_row(data):
+            if not is_row(data):
                 continue
             corpus.rows += 1
             corpus.hostile_rows += v is None
@@ -450,7 +281,7 @@ def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus
         corpus.baseline_rows += len(chunks[i])
 
     # A truncated last line (no final line end) after valid rows.
-    lines = [_raw(v) for v in chunks[5]] + [b'{"task_id": "H-trunc", "prompt": "Hostile and cut']
+    lines = [raw_line(v) for v in chunks[5]] + [b'{"task_id": "H-trunc", "prompt": "Hostile and cut']
     (corpus.hostile_in / "trunc.jsonl").write_bytes(b"\n".join(lines))
     (corpus.baseline_in / "trunc.jsonl").write_bytes(b"\n".join(lines[:-1]) + b"\n")
     corpus.planted[("trunc.jsonl", len(lines))] = "truncated last line"
@@ -460,7 +291,7 @@ def build(root: Path, n_valid: int = 60, n_random_per_file: int = 200) -> Corpus
     corpus.baseline_rows += len(chunks[5])
 
     # A compressed file that breaks off: one row for the file.
-    data = gzip.compress(b"".join(_raw(template(rng, n + k)) + b"\n" for k in range(3)), mtime=0)
+    data = gzip.compress(b"".join(raw_line(template(rng, n + k)) + b"\n" for k in range(3)), mtime=0)
     (corpus.hostile_in / "broken.jsonl.gz").write_bytes(data[:-20])
     corpus.planted[("broken.jsonl.gz", 0)] = "cannot read file"
     corpus.classes.add("a compressed file that breaks off")

@@ -19,7 +19,6 @@ import io
 import json
 import lzma
 import os
-import shutil
 import struct
 from pathlib import Path
 

@@ -39,7 +39,7 @@ PAYLOADS = [
     f"</title><script>{RUN}</script>",
     f"</script><script>{RUN}</script>",
     f"<!--<script>{RUN}</script>-->",
-    f"<style>body{{background:url(javascript:PWN)}}</style>",
+    "<style>body{background:url(javascript:PWN)}</style>",
     f"]]><script>{RUN}</script>",
     "{{'PWN'+'ED'}}",
     "{{ 'PWN' ~ 'ED' }}",

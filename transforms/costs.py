@@ -56,7 +56,7 @@ def expert_cost_table(results: pa.Table, rates, run_id: str, schema: pa.Schema) 
     to pack it into columns again was most of a chunk's cost rows. The same
     values: the given cost wins, else minutes / 60 * the source's hourly
     rate, in that order of operations, else an `unpriced` zero
-    (tests/test_verify_costs.py compares both on every kind of task)."""
+    (tests/verify/test_verify_costs.py compares both on every kind of task)."""
     n = results.num_rows
     given, minutes, source = results["expert_cost_usd"], results["expert_minutes"], results["source"]
     has_usd = pc.is_valid(given)

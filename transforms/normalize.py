@@ -25,7 +25,7 @@ def normalize_text(text: str | None) -> str:
     (3x faster; it runs several times per task): `split()` breaks on exactly
     the characters `\\s` matches, and once every whitespace run is one space,
     removing " )" or "( " pairs is what the regexes `\\s+([.,;:!?%)\\]}])`
-    and `([(\\[{])\\s+` did (tests/test_batch_dedup.py compares both forms
+    and `([(\\[{])\\s+` did (tests/batch/test_batch_dedup.py compares both forms
     on random text, since content hashes saved in pool indexes depend on it)."""
     if not text:
         return ""
@@ -33,7 +33,7 @@ def normalize_text(text: str | None) -> str:
     # Already single-spaced (most prompts) when no space leads, trails or
     # doubles and no other whitespace is there: every character split()
     # breaks on but " " is unprintable (checked over all of Unicode in
-    # tests/test_batch_dedup.py). Skips split+join, most of the cost.
+    # tests/batch/test_batch_dedup.py). Skips split+join, most of the cost.
     if not (t.isprintable() and "  " not in t and t[:1] != " " and t[-1:] != " "):
         t = " ".join(t.split())
     if " " in t:

@@ -35,36 +35,29 @@ import apache_beam as beam
 
 from tasksieve.transforms.sources.inputs import (
     COMPRESSIONS,
-    JSONL_SUFFIXES,
-    READABLE,
+    JSONL_SUFFIXES,  # noqa: F401
+    READABLE,  # noqa: F401
     TABLE_SUFFIXES,  # noqa: F401
-    UNREAD_COMPRESSIONS,
-    InputError,
+    UNREAD_COMPRESSIONS,  # noqa: F401
+    InputError,  # noqa: F401
     delivery_kind,
-    expand_inputs,
-    is_datasets_folder,
+    expand_inputs,  # noqa: F401
+    is_datasets_folder,  # noqa: F401
 )
 from tasksieve.transforms.sources.values import (
-    MAX_DEPTH,
-    MAX_NUMBER_DIGITS,
+    MAX_DEPTH,  # noqa: F401
+    MAX_NUMBER_DIGITS,  # noqa: F401
     RAW_KEEP_CHARS,  # noqa: F401
-    REASON_MAX_CHARS,
-    LongNumber,
+    REASON_MAX_CHARS,  # noqa: F401
+    LongNumber,  # noqa: F401
     RowLimitError,
     cap,
-    check_value,
+    check_value,  # noqa: F401
     loads_limited,
 )
 from tasksieve.transforms.sources.values import raw_row as _raw_row
-from tasksieve.transforms.sources.guard import (
-    Capped,
-    SourceRefused,
-    budget_for,
-    expansion_reason,
-    open_regular,  # noqa: F401
-    rows_reason,
-    verdict,
-)
+from tasksieve.schemas.regular_file import SourceRefused, open_regular
+from tasksieve.transforms.sources.guard import Capped, budget_for, expansion_reason, rows_reason, verdict
 
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20

@@ -58,6 +58,6 @@ def dataset_card(rows: list[dict], manifest: dict) -> str:
     lines += (
         ["## Files", ""]
         + [f"- `{f}`" for f in manifest.get("files", [])]
-        + [f"- `export.json`: this export's manifest", ""]
+        + ["- `export.json`: this export's manifest", ""]
     )
     return "\n".join(lines)

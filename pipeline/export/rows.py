@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasksieve.pipeline.select.command import dict_rows
+from tasksieve.pipeline.select.pool import dict_rows
 
 
 class ExportError(Exception):
@@ -34,7 +34,7 @@ class ExportSource:
 def _run(con, db: Path, run_id: str | None) -> dict:
     """The run whose learnable set is exported: `tasksieve select`'s rule
     (the named run, else the latest run that sampled)."""
-    from tasksieve.pipeline.select.command import SelectError, current_run
+    from tasksieve.pipeline.select.pool import SelectError, current_run
 
     try:
         return current_run(con, db, run_id)

@@ -14,7 +14,7 @@ through these helpers:
   descriptor without following links inside.
 
 `step()` marks each write of the output set, so that tests can stop or
-kill a command at every one of them (tests/test_output_set_kill.py).
+kill a command at every one of them (tests/outputs/test_output_set_kill.py).
 """
 
 from __future__ import annotations

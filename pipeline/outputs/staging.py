@@ -1,5 +1,5 @@
 """Staged outputs: the pipeline's PCollections written as Arrow IPC files
-(shards) that `outputs.finalize` reads back, sorts and loads. Arrow IPC,
+(shards) that `finalize.finalize` reads back, sorts and loads. Arrow IPC,
 not Parquet: a staged file is read once, by this run, and writing it
 uncompressed and unencoded took half the time (bench/README.md).
 
@@ -26,7 +26,7 @@ from tasksieve.pipeline.outputs.safe_fs import is_real_dir, real_subdir, remove_
 from tasksieve.schemas.records import conform
 
 SHARDS = 4
-SUFFIX = ".arrow"  # what outputs.read_staged reads back
+SUFFIX = ".arrow"  # what finalize.read_staged reads back
 
 
 def _write_ipc(table: pa.Table, path: Path) -> None:

@@ -93,7 +93,7 @@ def _esc(x) -> str:
     kept tasks no drop stage) is empty, never a crash. Every value that goes
     into the page, in text or in a (double-quoted) attribute, passes here,
     numbers too: a delivery, a model or a file name chose many of them
-    (tests/test_inert_pages.py)."""
+    (tests/report/test_inert_pages.py)."""
     return html.escape("" if x is None else str(x))
 
 

@@ -146,7 +146,7 @@ def judge_html(j: dict, bars, html_table) -> str:
         lambda x: f"{x:.2f}",
     )
     return (
-        f"<h2>Rubric judge: agreement with people</h2>"
+        "<h2>Rubric judge: agreement with people</h2>"
         + "".join(f'<p class="judge-line">{e(line)}</p>' for line in judge_lines(j))
         + chart
         + html_table(

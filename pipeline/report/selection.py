@@ -148,6 +148,10 @@ def selection_html(sel: dict, bars, table, card) -> str:
         for r in sel["top"]
     ]
     graduated = [[f"{g['source']}/{g['task_id']}", g["reason"]] for g in sel["graduated"]]
+    graduated_html = ""
+    if graduated:
+        graduated_table = table(["task", "reason"], graduated, "table-select-graduated")
+        graduated_html = f"<h3>Graduated: all_pass under the current model</h3>{graduated_table}"
     budget = f"{s['budget']:g} tasks" if s["budget_kind"] == "tasks" else f"${s['budget']:,.4f}"
     return f"""<h2 id="selection">Selection {html.escape(s["selection_id"])}: {s["n_selected"]} tasks under a budget of
 {html.escape(budget)}</h2>
@@ -160,5 +164,5 @@ def selection_html(sel: dict, bars, table, card) -> str:
 <h3>By source</h3>{table(["source", "pool", "selected", "signal"], slice_rows(sel["by_source"]), "table-select-source")}
 <h3>The selection, in the order chosen (first {TOP_ROWS})</h3>
 {table(["rank", "task", "cluster", "pass rate", "value", "marginal value", "price", "reason"], top, "table-select-top")}
-{f"<h3>Graduated: all_pass under the current model</h3>{table(["task", "reason"], graduated, "table-select-graduated")}" if graduated else ""}
+{graduated_html}
 """

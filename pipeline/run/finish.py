@@ -1,6 +1,6 @@
 """Finish a run, the same way for `run` and `dedup`: read the counts the
 graph left, write the run record, consolidate and check the outputs
-(`outputs.finalize`) into a new output set and make it current in one
+(`finalize.finalize`) into a new output set and make it current in one
 step (`output_set.OutputSet`), settle the attempt cache from the attempts
 already in hand, and print the summary."""
 

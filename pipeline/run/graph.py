@@ -12,7 +12,7 @@ default) or, with `[dedup] batch = false`, one row at a time
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
-are consolidated, sorted and loaded into DuckDB by `outputs.finalize`, after
+are consolidated, sorted and loaded into DuckDB by `finalize.finalize`, after
 the pipeline, so the final files are the same whatever runner wrote them.
 """
 
@@ -39,12 +39,13 @@ from tasksieve.transforms.dedup.near import NearDedup
 from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
 from tasksieve.transforms.normalize import NormalizeAndHash
 from tasksieve.transforms.read import CountInputRows, ReadDeliveries
-from tasksieve.transforms.sample.stage import SampleAndClassify, SamplePlan
+from tasksieve.transforms.sample.stage import SamplePlan
+from tasksieve.transforms.sample.transform import SampleAndClassify
 from tasksieve.transforms.verify.sanity import VerifierSanity
 from tasksieve.transforms.stage import write_count
 from tasksieve.transforms.validate import ValidateRows
 
-# The staged outputs and their schemas; `outputs.finalize` reads them back.
+# The staged outputs and their schemas; `finalize.finalize` reads them back.
 STAGED = {"results": RESULT_SCHEMA, "attempts": ATTEMPT_SCHEMA, "quarantine": QUARANTINE_SCHEMA, "costs": COST_SCHEMA}
 
 

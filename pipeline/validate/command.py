@@ -33,6 +33,7 @@ from tasksieve.pipeline.validate.report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
 from tasksieve.schemas.profile import Profile, ProfileError, default_profile_path, load_profile
 from tasksieve.pipeline.validate import delivery_checks as dc
+from tasksieve.pipeline.validate.duplicate_checks import duplicates_against_pool, duplicates_within
 from tasksieve.pipeline.validate.rubric_checks import rubric_check
 from tasksieve.transforms.decontam.index import get_index, index_options
 from tasksieve.transforms.dedup.minhash import params_from_config
@@ -262,13 +263,13 @@ def _checks(raws: list, tasks: list[dict], contract_failures, gx: dict, pool_pat
     f, th = profile.fields, profile.thresholds
     checks = dc.field_checks(gx["results"], contract_failures, raws, th.max_schema_failures, FIELD_CHECKS)
     dedup, rules = _near_settings(profile)
-    checks.append(dc.duplicates_within(tasks, th.max_duplicate_rate, dedup, rules))
+    checks.append(duplicates_within(tasks, th.max_duplicate_rate, dedup, rules))
     pool = unusable = pool_rows = None
     if pool_paths is not None:
         pool, unusable = dc.read_pool(pool_paths, f.max_row_bytes, f.max_field_chars)
         pool_rows = list(index_rows(pool_paths, params_from_config(dedup), f.max_row_bytes, f.max_field_chars))
     checks.append(
-        dc.duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows, dedup, rules)
+        duplicates_against_pool(tasks, pool, unusable or 0, th.max_pool_overlap_rate, pool_rows, dedup, rules)
     )
     checks.append(_contamination(tasks, profile))
     checks.append(rubric_check(tasks, dc.check, dc.offender, dc.where))

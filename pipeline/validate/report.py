@@ -74,7 +74,7 @@ code{background:#f4f4f4;padding:0 .2rem}.muted{color:#666;font-size:.85rem}
 def _e(x) -> str:
     """Escaped text of any value, for text and for (single-quoted)
     attributes: html.escape escapes both quotes. Every value on the page
-    passes here; a delivery chose most of them (tests/test_inert_pages.py)."""
+    passes here; a delivery chose most of them (tests/report/test_inert_pages.py)."""
     return html.escape(_fmt(x) if not isinstance(x, str) else x)
 
 

@@ -10,7 +10,7 @@ tasks or one shard's records, so Beam handles a few thousand elements
 per run instead of millions. batch/near.py does the rest of near dedup;
 transforms/batch/stages.py assembles both.
 
-The decisions are the row path's, by construction (tests/test_batch_dedup.py
+The decisions are the row path's, by construction (tests/batch/test_batch_dedup.py
 compares results.parquet of both): the same validate_row, first_by_position's order,
 content_hash, pick_survivor and band keys (shards.py and signatures.py
 reproduce them bit for bit):
@@ -43,7 +43,7 @@ import numpy as np
 
 from tasksieve.transforms.dedup.exact import pick_survivor
 from tasksieve.transforms.dedup.minhash import MinHashParams
-from tasksieve.transforms.dedup.near import task_node
+from tasksieve.transforms.dedup.near_judge import task_node
 from tasksieve.transforms.batch.shards import (
     StringColumn,
     exact_keys,

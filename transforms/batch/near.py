@@ -5,7 +5,7 @@ of records, never one edge, node or task, so Beam's per-element cost is
 paid a few hundred times per run, not millions.
 
 The decisions are near.py's: the same bucket_pairs, semantic_edges,
-judge_edges, best_links and decide_clusters (tests/test_batch_dedup.py
+judge_edges, best_links and decide_clusters (tests/batch/test_batch_dedup.py
 compares both paths). The row path judges edges per connected component
 of *candidate* edges; on a pool built from shared templates those
 percolate into one component holding a large share of the pool (15% at

@@ -5,7 +5,7 @@ Every function here computes, for a whole batch at once, exactly what the
 row path computes one task at a time (minhash.task_bands, near.bucket_key,
 near.exact_key, near.bucket_pairs): the batch path must make the same
 decisions, row for row, so nothing here is an approximation of the row
-path, only a vectorisation of it. tests/test_batch_dedup.py checks each
+path, only a vectorisation of it. tests/batch/test_batch_dedup.py checks each
 kernel against its row counterpart and the whole path end to end.
 """
 

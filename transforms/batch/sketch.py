@@ -26,7 +26,7 @@ stopped), so
 bound is more than 1e-3 under the threshold (and whose rows are not
 copies) is one near.judge_ranked and judge_edges refuse, so dropping it
 first leaves the same confirmed edges and the same decisions
-(tests/test_sketch.py, tests/test_batch_dedup.py). Float division
+(tests/dedup/test_sketch.py, tests/batch/test_batch_dedup.py). Float division
 rounds monotonically, so the bound computed in float64 is never under
 the Jaccard computed in float64.
 

@@ -7,7 +7,7 @@ model breaks the model load ("'_lib_fn_wrapper' object has no attribute
 'get'"), and `tasksieve run` loads the model before the cheap stages run.
 Without numba (or with `enabled` set false), `get()` is None and the
 callers keep their numpy paths: identical results, only slower
-(tests/test_batch_dedup.py checks both agree).
+(tests/batch/test_batch_dedup.py checks both agree).
 Constants are module globals so numba folds them in as uint64; every
 operand is uint64, so nothing is promoted to float.
 

@@ -36,7 +36,7 @@ import apache_beam as beam
 
 from tasksieve.transforms.dedup.exact import survivor_key
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
-from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, best_links, judge_edges, pool_node, task_node  # noqa: F401
+from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, best_links, judge_edges, task_node
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.near_rule import near_options

@@ -3,7 +3,7 @@ similarities (`Component`), and which of its candidate edges are confirmed
 (`judge_edges`, and `judge_ranked` for edges given as index arrays). The
 rule itself is near_rule.py; both engines (near.py's row stage and
 transforms/batch/near.py) judge through these functions, so they decide
-alike (tests/test_batch_dedup.py, tests/test_near_dedup.py)."""
+alike (tests/batch/test_batch_dedup.py, tests/dedup/test_near_dedup.py)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 duplicates, with every bound the rule needs. Both engines (the row stage
 near.py with near_judge.py, and the batch path transforms/batch/near.py)
 and `tasksieve validate` call these; a change to the rule is made here
-only, and the batch-vs-reference tests (tests/test_batch_dedup.py,
-tests/test_number_guard.py) must stay green after it.
+only, and the batch-vs-reference tests (tests/batch/test_batch_dedup.py,
+tests/dedup/test_number_guard.py) must stay green after it.
 
 The rule: a candidate pair is a duplicate when its shingle Jaccard
 similarity, rounded to 4 places (`similarity`), is at least `threshold`,

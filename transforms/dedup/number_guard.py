@@ -18,7 +18,7 @@ smaller count), and the overlap is the same float division of two ints.
 A pair is refused here only when that overlap is more than
 near.FAR_UNDER under the minimum, so rounding it to 4 places (what the
 guard compares) cannot bring it back over; the rest are judged one by
-one, as before (tests/test_number_guard.py compares both).
+one, as before (tests/dedup/test_number_guard.py compares both).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasksieve.transforms.dedup.near import pool_node
+from tasksieve.transforms.dedup.near_judge import pool_node
 from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
 from tasksieve.transforms.normalize import content_hash
 from tasksieve.transforms.read import expand_inputs, read_source

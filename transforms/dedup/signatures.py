@@ -1,7 +1,7 @@
 """MinHash signatures of a whole batch of texts in one compiled loop.
 
 Bit for bit what `minhash.shingle_hashes` + `minhash.signature` compute
-for one text at a time (tests/test_batch_dedup.py compares them), so the
+for one text at a time (tests/batch/test_batch_dedup.py compares them), so the
 batch path keeps the row path's band keys and therefore its decisions.
 
 Why compiled: per text the row code builds a (num_perm x shingles) matrix

@@ -304,7 +304,7 @@ _TOKEN = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+(?:/\d+)?|[^\W\d_]+|%
 # ASCII, \d is [0-9] and [^\W\d_] is [A-Za-z]; letters and the three signs
 # cannot start a number, so trying them first changes no match; the three
 # number forms share their leading digits, tried once. The same tokens
-# (tests/test_same_problem.py compares both on every ASCII string it makes).
+# (tests/dedup/test_same_problem.py compares both on every ASCII string it makes).
 fast = True  # false: _TOKEN and the plain steps only (the tests compare both)
 _TOKEN_ASCII = re.compile(r"[A-Za-z]+|[0-9]+(?:(?:,[0-9]{3})+(?:\.[0-9]+)?|\.[0-9]+|/[0-9]+)?|\.[0-9]+|[%$-]")
 

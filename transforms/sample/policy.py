@@ -1,5 +1,5 @@
 """When to stop sampling a task: the per-task stopping rules, Beam-free.
-tests/test_sampling_policy.py holds their property tests.
+tests/sample/test_sampling_policy.py holds their property tests.
 
 `fixed` asks for all k attempts at once.
 

@@ -33,9 +33,9 @@ from tasksieve.schemas.value_formula import (
     BINARY_OPS,
     DEFAULT_VALUE,
     MAX_FORMULA_CHARS,  # noqa: F401
-    MAX_FORMULA_DEPTH,
-    MAX_FORMULA_NODES,
-    NAMES,
+    MAX_FORMULA_DEPTH,  # noqa: F401
+    MAX_FORMULA_NODES,  # noqa: F401
+    NAMES,  # noqa: F401
     UNARY_OPS,
     ValueFormulaError,
     check_formula,

@@ -31,14 +31,7 @@ import stat
 import threading
 from dataclasses import dataclass
 
-from tasksieve.schemas.regular_file import (
-    ORDINARY_UNDER_SPECIAL,
-    SPECIAL_ROOTS,
-    SourceRefused,  # noqa: F401
-    kind_of,
-    open_regular,
-    special_reason,
-)
+from tasksieve.schemas.regular_file import SourceRefused
 
 # Rows a source may hold per byte of its file. A real task row takes more
 # than a byte even compressed (a 1M-row templated Parquet file with zstd:

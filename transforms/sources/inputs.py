@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from tasksieve.transforms.sources.guard import kind_of, special_reason
+from tasksieve.schemas.regular_file import kind_of, special_reason
 
 TABLE_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")

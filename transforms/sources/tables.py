@@ -29,14 +29,8 @@ import pyarrow as pa
 
 from tasksieve.transforms.sources.values import RAW_KEEP_CHARS, RowLimitError, cap, check_value
 from tasksieve.transforms.sources.values import raw_row as _raw_row
-from tasksieve.transforms.sources.guard import (
-    MAX_META_BYTES,
-    SourceRefused,
-    budget_for,
-    expansion_reason,
-    open_regular,
-    rows_reason,
-)
+from tasksieve.schemas.regular_file import SourceRefused, open_regular
+from tasksieve.transforms.sources.guard import MAX_META_BYTES, budget_for, expansion_reason, rows_reason
 
 BATCH_ROWS = 4096
 DECODE_BYTES = 64 << 20  # dictionary text expanded at once, at most (a batch is split until under it)

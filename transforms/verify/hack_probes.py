@@ -7,7 +7,7 @@ or `hack` (an answer that games the check: spraying numbers, boxing every
 guess, an object whose == is always true, exiting before the asserts...).
 Any probe that passes means the verifier rewards something other than a
 right answer: the task is dropped, with the probe named. The same list is
-the regression suite of the verifiers themselves (tests/test_hacks.py):
+the regression suite of the verifiers themselves (tests/verify/test_hacks.py):
 on a sound task, every probe must fail.
 
 Beam-free, no I/O: building probes never runs anything.

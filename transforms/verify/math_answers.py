@@ -282,7 +282,7 @@ def answered_ahead(reference: str, completions: list[str], prompt: str = "", tim
     for each c in `completions` finds its answers asked for already: every
     candidate answer of them goes to one worker in one batch, not one round
     trip each (a math task's sanity check asks 8-10 times for 3-4 distinct
-    answers: tests/test_verifier_sanity.py). Only the speed
+    answers: tests/verify/test_verifier_sanity.py). Only the speed
     changes: each answer is the worker's answer to the same request under
     the same deadline, and verify_math decides on them in its own order.
     What the batch leaves (past AHEAD_MAX_BYTES, after a deadline passed,

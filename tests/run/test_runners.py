@@ -49,6 +49,7 @@ def test_dask_and_inprocess_give_identical_results(both):
     assert pq.read_table(dask / "attempts.parquet").num_rows == pq.read_table(local / "attempts.parquet").num_rows
 
 
+@pytest.mark.slow
 def test_row_accounting_holds_on_both(both):
     (_, fig_local), (_, fig_dask), _ = both
     for fig in (fig_local, fig_dask):
@@ -56,6 +57,7 @@ def test_row_accounting_holds_on_both(both):
         assert parts == fig["rows_in"] == 98
 
 
+@pytest.mark.slow
 def test_engine_loaded_once_per_worker(both):
     *_, loads = both
     pids = loads.read_text().split()

@@ -6,6 +6,8 @@ when built from this very kernels.py, numba and CPU: never a stale build."""
 import importlib.metadata
 import random
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -179,3 +181,29 @@ def test_a_build_replaces_older_ones_whole(built, tmp_path):
     assert (folder / built[1].name).stat().st_mtime_ns == mtime and stale.exists()  # kept: nothing built
     target = kernels_build.build(folder, force=True)
     assert sorted(p.name for p in folder.iterdir()) == [target.name]
+
+
+def test_vllm_can_load_after_the_compiled_kernels():
+    """numba's llvmlite answers any attribute with a C-function wrapper; vLLM's
+    CPU worker scans every module's objects with `vars(x).get(...)` and failed
+    to load the model once the kernels had run. Replays that scan (vLLM 0.32,
+    triton_utils/dispatcher.py) after the kernels, with the guard the vLLM
+    backend applies before loading."""
+    from tasksieve.transforms.backends.vllm import guard_llvmlite
+
+    # The JIT kernels: an ahead-of-time build (kernels_build.py) loads no llvmlite.
+    assert kernels._compile() is not None and "llvmlite.binding.ffi" in sys.modules
+    guard_llvmlite()
+    for module in list(sys.modules.values()):
+        for value in list((getattr(module, "__dict__", None) or {}).values()):
+            if hasattr(value, "__dict__"):
+                vars(value).get("kernel")
+
+
+def test_the_vllm_guard_is_a_no_op_where_numba_never_ran():
+    code = (
+        "import sys\nfrom tasksieve.transforms.backends.vllm import guard_llvmlite\nguard_llvmlite()\n"
+        "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]

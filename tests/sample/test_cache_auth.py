@@ -264,7 +264,7 @@ def test_planted_edited_moved_and_renamed_entries_change_no_verdict_and_cost(sam
     pq.write_table(pa.Table.from_pylist(rows, schema=CACHE_SCHEMA), cache / "renamed.parquet")
     capfd.readouterr()
 
-    again = run([str(sample_dir)], str(tmp_path / "again"), cfg, None, [], backend_factory=_factory(ScriptedBackend()))
+    run([str(sample_dir)], str(tmp_path / "again"), cfg, None, [], backend_factory=_factory(ScriptedBackend()))
     err = capfd.readouterr().err
     assert _statuses(tmp_path / "again") == before  # no verdict moved
     attempts = pq.read_table(tmp_path / "again" / "attempts.parquet").to_pylist()

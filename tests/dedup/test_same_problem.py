@@ -14,7 +14,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.decontam.index import build_index  # noqa: E402
@@ -259,7 +259,7 @@ def test_code_is_judged_by_the_benchmark_tests_not_the_docstring(index):
     # The same prompt with HumanEval/0's own behaviour as reference is HumanEval/0.
     he0 = next(i for i in cases.ITEMS["humaneval"]() if i["id"] == "HumanEval/0")
     same = dict(
-        edited, reference_solution=he0["text"] + cases._canonical("HumanEval/0"), entry_point="has_close_elements"
+        edited, reference_solution=he0["text"] + cases.canonical("HumanEval/0"), entry_point="has_close_elements"
     )
     assert json.loads(check_task(same, index)["drop_detail"])["benchmark_item"] == "HumanEval/0"
 

@@ -10,37 +10,24 @@ sentences and templates), the same against a reference pool, the
 same-problem hard cases with the meaning stage on, the 1,000-row hostile
 corpus, and on the DaskRunner."""
 
-import dataclasses
-import hashlib
-import hmac
-import json
-import os
-import pickle
 import random
-import re
-import stat
-import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
-from tasksieve.schemas.config import DedupConfig
 from tasksieve.transforms.batch import chunks
 from tasksieve.transforms.dedup import kernels
 from tasksieve.transforms.batch import shards
 from tasksieve.transforms.dedup import minhash as mh
 from tasksieve.transforms.dedup.minhash import MinHashParams, task_bands, text_of
 from tasksieve.transforms.dedup.near import bucket_key, bucket_pairs, exact_key
-from tasksieve.transforms.dedup.near_rule import similarity
 from tasksieve.transforms.dedup.signatures import jaccard_counts
 from tasksieve.transforms.normalize import normalize_text
 
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -182,7 +169,7 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
     matters; and the sizes the signatures' pass counts must be the sizes the
     judgement uses."""
     from tasksieve.transforms.dedup.near_rule import size_bound
-    from tasksieve.transforms.dedup.signatures import jaccard_counts, signatures_sizes_sketches, sizes_and_sketches
+    from tasksieve.transforms.dedup.signatures import signatures_sizes_sketches, sizes_and_sketches
 
     rng = random.Random(5)
     base = _texts(6, 300)
@@ -218,105 +205,6 @@ def test_the_size_bound_only_drops_edges_the_judgement_refuses():
             for b, x in zip(range(1, a + 1), inter.tolist()):
                 s = round(x / (a + b - x), 4)
                 assert size_bound(a, b, threshold) == (s >= threshold), (a, b, threshold)
-
-
-_WS, _BEFORE, _AFTER = re.compile(r"\s+"), re.compile(r"\s+([.,;:!?%)\]}])"), re.compile(r"([(\[{])\s+")
-
-
-def _regex_normal_form(text):
-    """normalize_text as it was written before issue 14; content hashes saved
-    in reference-pool indexes depend on the two agreeing exactly."""
-    if not text:
-        return ""
-    t = _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-    return _AFTER.sub(r"\1", _BEFORE.sub(r"\1", t))
-
-
-def test_whitespace_is_unprintable_but_the_space():
-    # normalize_text's single-spaced shortcut rests on this.
-    assert [c for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c).isprintable()] == [32]
-
-
-def test_normalize_text_equals_its_regex_form_on_hostile_text():
-    spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + ["\u200b", "\ufeff", "\u2028", "\u3000"]
-    alphabet = list("ab1 .,;:!?%)]}([{") + spaces + ["ﬁ", "Ⅻ", "ß", "İ", "（", "）", "．", "︵", "\u0345", "Σ", "¼"]
-    rng = random.Random(7)
-    for _ in range(40_000):
-        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
-        assert normalize_text(s) == _regex_normal_form(s), repr(s)
-
-
-def test_spilled_chunks_round_trip_and_a_planted_file_is_refused(tmp_path):
-    with chunks.spill_folder(str(tmp_path)) as spill:
-        assert stat.S_IMODE(os.stat(spill.folder).st_mode) == 0o700  # private to the user running it
-        rows = [{"task_id": "t1", "prompt": "p"}, {"task_id": "t2", "prompt": "q"}]
-        n, packed = chunks.as_chunk(rows, spill)
-        assert n == 2 and chunks.rows_of((n, packed)) == rows
-        second = chunks.pack(["another"], spill)
-        path, offset, _ = packed
-        assert second[0] == path and second[1] > offset  # one appended file per writing thread
-        assert chunks.unpack(second) == ["another"] and chunks.rows_of((n, packed)) == rows
-        data = Path(path).read_bytes()
-        # The format: blob length, HMAC-SHA256 of "file:offset:" + blob under the run's key, blob.
-        blob = data[second[1] + 40 :]
-        assert data[second[1] : second[1] + 8] == len(blob).to_bytes(8, "little")
-        where = f"{os.path.basename(path)}:{second[1]}:".encode()
-        assert data[second[1] + 8 : second[1] + 40] == hmac.new(spill.key, where + blob, hashlib.sha256).digest()
-        Path(path).write_bytes(data[second[1] :] + data)  # the second blob copied to offset 0
-        with pytest.raises(chunks.SpillTampered):  # its HMAC names the offset it was written at
-            chunks.unpack((path, 0, spill))
-        Path(path).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit of the second blob changed
-        with pytest.raises(chunks.SpillTampered):
-            chunks.unpack(second)
-        assert chunks.rows_of((n, packed)) == rows  # the first blob is untouched
-        for at in (len(data), len(data) + 7, 3):  # past the end, a torn header, inside a blob
-            with pytest.raises(chunks.SpillTampered):
-                chunks.unpack((path, at, spill))
-        planted = Path(spill.folder) / "planted.pkl"  # a pickle that would run code
-        body = b"cos\nsystem\n(S'touch /tmp/pwned'\ntR."
-        planted.write_bytes(len(body).to_bytes(8, "little") + b"\0" * 32 + body)
-        with pytest.raises(chunks.SpillTampered):
-            chunks.unpack((str(planted), 0, spill))
-        with pytest.raises(FileExistsError):  # a file name is never reused
-            open(path, "xb")
-    assert not Path(spill.folder).exists()
-    assert chunks.rows_of(chunks.as_chunk(rows)) == rows  # no spill: bytes in memory
-
-
-def test_held_values_are_the_objects_handed_out_once_within_the_budget(tmp_path):
-    rows = [{"task_id": f"t{i}", "prompt": "p" * 10} for i in range(10)]
-    budget = 15 * chunks.ROW_BYTES
-    with chunks.spill_folder(str(tmp_path), memory_bytes=budget) as spill:
-        n, held = chunks.as_chunk(rows, spill)
-        assert isinstance(held, chunks.Held)
-        # Over the budget with the first still held: pickled to the spill file.
-        spilled = chunks.pack(rows[:6], spill)
-        assert isinstance(spilled, tuple) and spilled[2] is spill
-        assert chunks.rows_of((n, held)) is rows  # the object itself: nothing pickled
-        with pytest.raises(RuntimeError, match="read twice"):  # taken by the first read
-            chunks.rows_of((n, held))
-        again = chunks.pack(rows[:6], spill)  # the budget is free again
-        assert isinstance(again, chunks.Held)
-        # Beam's coders pickle the handle between stages: it still finds its value.
-        assert chunks.unpack(pickle.loads(pickle.dumps(again))) == rows[:6]
-        assert chunks.unpack(spilled) == rows[:6]
-        # A chunk passed on unchanged after it was read: held anew, or the same file blob.
-        n, held = chunks.as_chunk(rows, spill)
-        passed = chunks.unchanged((n, held), chunks.rows_of((n, held)), spill)
-        assert chunks.rows_of(passed) is rows
-        n, blob = chunks.as_chunk(rows, dataclasses.replace(spill, memory_bytes=0))
-        assert chunks.unchanged((n, blob), chunks.rows_of((n, blob)), spill) == (n, blob)
-        # Arrays (cheap to pickle) take at most half the budget; rows the whole.
-        array = np.zeros(budget * 6 // 10 // 8, dtype=np.int64)
-        assert isinstance(chunks.pack((array, array[:1]), spill), tuple)
-        as_rows = chunks.pack(rows[:9], spill)
-        assert isinstance(as_rows, chunks.Held)
-        chunks.unpack(as_rows)
-        small = chunks.pack(array[: budget // 4 // 8], spill)
-        assert isinstance(small, chunks.Held) and chunks.unpack(small).shape == (budget // 4 // 8,)
-        left = chunks.pack(["still held"], spill)
-    with pytest.raises(RuntimeError):  # the run's table went with its folder
-        chunks.unpack(left)
 
 
 def test_shard_buckets_give_the_row_path_edges():
@@ -365,7 +253,8 @@ def test_band_edges_are_the_dict_of_buckets_edges():
     and one-word prompts, `within` off)."""
     from tasksieve.transforms.batch.candidates import band_edges
     from tasksieve.transforms.dedup.minhash import MinHashParams, text_of
-    from tasksieve.transforms.dedup.near import bucket_edges, task_node
+    from tasksieve.transforms.dedup.near import bucket_edges
+    from tasksieve.transforms.dedup.near_judge import task_node
 
     rng = random.Random(11)
     sentences = [
@@ -548,190 +437,6 @@ def test_edge_shard_edges_in_node_order():
             edges(np.array([[1, 5]], dtype=np.int64), {1: "a", 2: "b"})
 
 
-def _run(inputs, out, cfg_text, tmp, *extra):
-    cfg = tmp / f"{out.name}.toml"
-    cfg.write_text(cfg_text)
-    proc = subprocess.run(
-        [
-            *TASKSIEVE,
-            "dedup",
-            *sum((["--input", str(i)] for i in inputs), []),
-            "--out",
-            str(out),
-            "--config",
-            str(cfg),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
-def _table(out, name):
-    t = pq.read_table(out / f"{name}.parquet")
-    return t.drop_columns([c for c in ("run_id",) if c in t.column_names]).to_pylist()
-
-
-def _compare(inputs, tmp, cfg_text, *extra, batch_extra=(), memory_mib=None):
-    """Both paths on the same inputs; every column but the run id must agree.
-    `memory_mib`: the batch path's budget for values held as objects (None:
-    the default, which holds every value of these small inputs; 0: every
-    value spilled to disk; 1: some held, most spilled)."""
-    ref, bat = tmp / "ref", tmp / "batch"
-    _run(inputs, ref, cfg_text.replace("[dedup]", "[dedup]\nbatch = false"), tmp, *extra)
-    held = "" if memory_mib is None else f"\nmemory_mib = {memory_mib}"
-    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true" + held), tmp, *extra, *batch_extra)
-    a, b = _table(ref, "results"), _table(bat, "results")
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert x == y, (x.get("task_id"), {k: (x[k], y[k]) for k in x if x[k] != y[k]})
-    assert _table(ref, "quarantine") == _table(bat, "quarantine")
-    assert _table(ref, "costs") == _table(bat, "costs")
-    return a, proc
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_on_the_bundled_sample(sample_dir, tmp_path):
-    rows, proc = _compare([sample_dir], tmp_path, "[dedup]\n")
-    assert sum(r["status"] == "dropped" for r in rows) == 15
-    assert "row accounting" in proc.stdout and "OK" in proc.stdout
-    assert "rows/s" in proc.stderr  # the progress lines
-    assert "near dedup: edge shards judged (done)" in proc.stderr  # the steps between reading and kept rows
-    assert "hash shards (done): 8 shards" in proc.stderr  # 98 rows: the fewest id, hash and bucket shards
-
-
-@pytest.fixture(scope="module")
-def bench_pool(tmp_path_factory):
-    from dedup import make_pool
-
-    folder = tmp_path_factory.mktemp("pool")
-    make_pool(5000, folder, seed=3)
-    return folder
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_on_a_5000_task_pool(bench_pool, tmp_path):
-    # The meaning stage is off here (embedding 5,000 prompts is the slow part);
-    # the sample and the hard cases run it. 32 id, hash and bucket shards,
-    # where 5,000 tasks would get 8: the decisions must not depend on how many.
-    rows, proc = _compare(
-        [bench_pool], tmp_path, "[dedup]\nsemantic = false\nshards = 32\n[decontam]\nbenchmarks = ['gsm8k']\n"
-    )
-    assert "hash shards (done): 32 shards" in proc.stderr
-    assert len(rows) == 5000
-    stages = {r["drop_stage"] for r in rows if r["status"] == "dropped"}
-    assert {"exact_dedup", "near_dedup"} <= stages
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
-    files = sorted(bench_pool.glob("*.jsonl"))
-    # Three edge shards and five bucket shards (not the defaults): the
-    # decisions must not depend on how many; the pool's bucket records go to
-    # the delivery's bucket shards.
-    rows, _ = _compare(
-        [files[0]],
-        tmp_path,
-        "[dedup]\nsemantic = false\nedge_shards = 3\nshards = 5\n",
-        "--dedup-against",
-        str(files[1]),
-        memory_mib=1,
-    )
-    assert any(r["drop_stage"] == "against_pool" for r in rows)
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_on_the_same_problem_hard_cases(tmp_path):
-    import same_problem_cases as cases
-
-    rows, n = [], 0
-    for a, b in cases.paraphrase_pairs() + cases.sibling_pairs():
-        for t in (a, b):
-            n += 1
-            rows.append(
-                {
-                    k: v
-                    for k, v in dict(t, task_id=f"{t['task_id']}-{n}", domain=t.get("domain") or "math").items()
-                    if k in ("task_id", "prompt", "answer", "domain", "tests", "entry_point")
-                }
-            )
-    delivery = tmp_path / "hard.jsonl"
-    delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    # The meaning stage on (the default); every edge judged in one edge
-    # shard, and ids, hashes, buckets and meaning keys in three shards.
-    got, _ = _compare([delivery], tmp_path, "[dedup]\nedge_shards = 1\nshards = 3\n")
-    assert any(r["drop_reason"] == "near_duplicate" and '"semantic"' in (r["drop_detail"] or "") for r in got)
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path):
-    import hostile
-
-    corpus = hostile.build(tmp_path / "corpus")
-    rows, _ = _compare([corpus.hostile_in], tmp_path, "[dedup]\n", memory_mib=0)
-    assert sum(r["status"] == "quarantined" for r in rows) >= 1000
-
-
-@pytest.mark.slow
-def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
-    """Task nodes are built from (source, task_id), which a delivery writes:
-    ids holding the separator or the source "pool" once spelled another
-    task's node (a row lost on the reference path, a near copy kept on the
-    batch path) or a pool node (copies never paired). Each crafted pair
-    below is a near copy: exactly one of each must go, on both paths, and
-    no row may vanish; the unrelated rows must stay."""
-    us = "\x1f"
-    one = "Compute the sum of the first hundred odd positive integers and explain each step of the work."
-    two = "A train leaves the station at noon and travels west; find when it passes the second signal box."
-    three = "Describe how a binary search tree keeps its keys ordered, and give the cost of one lookup."
-    rows = [
-        {"source": f"a{us}b", "task_id": "c", "prompt": one},
-        {"source": "a", "task_id": f"b{us}c", "prompt": one + "!"},
-        {"source": "pool", "task_id": "p1", "prompt": two},
-        {"source": "pool", "task_id": "p2", "prompt": two + "!"},
-        {
-            "source": "pool",
-            "task_id": f"x{us}a",
-            "prompt": "Name the largest planet and give its radius in km, please.",
-        },
-        {"source": f"{us}1:pool", "task_id": "p3", "prompt": three},
-        {
-            "source": f"{us}1:x",
-            "task_id": "p4",
-            "prompt": "List the primes below fifty whose digits sum to an odd number.",
-        },
-        {"source": "x", "task_id": f"p4{us}", "prompt": three + "!"},
-    ]
-    delivery = tmp_path / "crafted.jsonl"
-    delivery.write_text("".join(json.dumps(dict(r, answer="1", domain="math")) + "\n" for r in rows))
-    pool = tmp_path / "pool.jsonl"  # its row's pool node is "pool<US>x<US>a", the crafted task's old node
-    pool.write_text(
-        json.dumps(
-            {
-                "source": "x",
-                "task_id": "a",
-                "prompt": "Describe the water cycle in four short steps.",
-                "answer": "1",
-                "domain": "math",
-            }
-        )
-        + "\n"
-    )
-    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(pool))
-    assert len(got) == len(rows) and "OK" in proc.stdout
-    status = {(r["source"], r["task_id"]): r["status"] for r in got}
-    for pair in (
-        ((f"a{us}b", "c"), ("a", f"b{us}c")),
-        (("pool", "p1"), ("pool", "p2")),
-        ((f"{us}1:pool", "p3"), ("x", f"p4{us}")),
-    ):
-        assert sorted(status[k] for k in pair) == ["dropped", "kept"], pair
-    assert status[("pool", f"x{us}a")] == status[(f"{us}1:x", "p4")] == "kept"
-
-
 def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
     """batch.repeated_ids sees only id records, never the tasks: for random
     id shards (ids repeated up to 5 times, across files, with separators
@@ -772,134 +477,3 @@ def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
             first, rest = first_by_position(sorted(group, key=lambda t: t["ref"]))
             want.update({t["ref"]: (first["source_file"], first["line"]) for t in rest})
         assert got == want, trial
-
-
-@pytest.mark.slow
-def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
-    """A delivery repeats ids within a file and across files, three times
-    and more, with the same prompt (rows exact dedup would also want) and
-    with other prompts (rows hashed to other shards than their first): the
-    first row by (file, line) stays, each later row is quarantined naming
-    it, the same on both paths, with every value spilled."""
-    rng = random.Random(5)
-    prompts = [
-        f"Problem {i}: find x when {i + 2}x + {i + 1} = {7 * i + 3}, and show each step of the work." for i in range(12)
-    ]
-    folder = tmp_path / "in"
-    folder.mkdir()
-    rows = {}
-    for name in ("b.jsonl", "a.jsonl"):  # b is written first; a sorts first, so its rows come first
-        rows[name] = [
-            {
-                "source": rng.choice(["s1", "s2"]),
-                "task_id": f"t{rng.randint(0, 60)}",
-                "prompt": rng.choice(prompts) + ("" if rng.random() < 0.5 else f" ({name} {n})"),
-                "answer": "1",
-                "domain": "math",
-            }
-            for n in range(150)
-        ]
-        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows[name]))
-    got, proc = _compare(
-        [folder / "b.jsonl", folder / "a.jsonl"], tmp_path, "[dedup]\nsemantic = false\n", memory_mib=0
-    )
-    assert "OK" in proc.stdout
-    first = {}
-    for name in ("a.jsonl", "b.jsonl"):
-        for line, r in enumerate(rows[name], 1):
-            first.setdefault((r["source"], r["task_id"]), (name, line))
-    assert len(first) < 250  # ids do repeat, within and across the files
-    quarantined = [r for r in got if r["status"] == "quarantined"]
-    assert len(quarantined) == 300 - len(first)
-    for r in got:
-        where = (Path(r["source_file"]).name, r["line"])
-        assert (r["status"] == "quarantined") == (where != first[(r["source"], r["task_id"])]), r
-    for q in _table(tmp_path / "batch", "quarantine"):
-        name, line = first[(q["source"], q["task_id"])]
-        assert q["reason"].endswith(f"{name}:{line})") and "repeats within source" in q["reason"], q
-
-
-@pytest.mark.slow
-def test_batch_path_same_decisions_on_dask(sample_dir, tmp_path):
-    _compare([sample_dir], tmp_path, "[dedup]\n", batch_extra=("--runner", "dask", "--dask-workers", "2"))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("runner", [(), ("--runner", "dask", "--dask-workers", "2")], ids=["in_process", "dask"])
-def test_candidates_with_none_confirmed_keep_every_row(tmp_path, runner):
-    """Siblings of one template: near-identical words, other numbers and
-    answers. MinHash pairs them and the same-problem rules clear every
-    pair, so the cluster step has no confirmed edge and outputs nothing at
-    all (not an empty map); every row must still come out kept, as on the
-    reference path, on both runners."""
-    template = (
-        "A farmer has {a} crates of apples with {b} apples in each crate, and sells {c} apples at the "
-        "market on Saturday morning. How many apples does the farmer have left after the market?"
-    )
-    rows = []
-    for i, (a, b, c) in enumerate([(3, 12, 7), (4, 15, 9), (6, 11, 5), (8, 13, 21), (9, 14, 30)]):
-        rows.append(
-            {"task_id": f"s{i}", "domain": "math", "prompt": template.format(a=a, b=b, c=c), "answer": str(a * b - c)}
-        )
-    # Every sibling shares a band with the first (a candidate edge), at a
-    # shingle Jaccard over the threshold: only the rules can clear them.
-    texts = [normalize_text(r["prompt"]) for r in rows]
-    p = MinHashParams()
-    keys = shards.text_bands(texts, p)
-    inter, lens = jaccard_counts(texts, np.zeros(len(rows) - 1, dtype=np.int64), np.arange(1, len(rows)), p)
-    assert all(set(keys[0].tolist()) & set(k.tolist()) for k in keys[1:])
-    assert all(similarity(x, lens[0], lens[j]) >= DedupConfig().threshold for j, x in enumerate(inter.tolist(), 1))
-    delivery = tmp_path / "siblings.jsonl"
-    delivery.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", batch_extra=runner)
-    assert [r["status"] for r in got] == ["kept"] * len(rows) and "OK" in proc.stdout
-
-
-def test_vllm_can_load_after_the_compiled_kernels():
-    """numba's llvmlite answers any attribute with a C-function wrapper; vLLM's
-    CPU worker scans every module's objects with `vars(x).get(...)` and failed
-    to load the model once the kernels had run. Replays that scan (vLLM 0.32,
-    triton_utils/dispatcher.py) after the kernels, with the guard the vLLM
-    backend applies before loading."""
-    from tasksieve.transforms.backends.vllm import guard_llvmlite
-
-    # The JIT kernels: an ahead-of-time build (kernels_build.py) loads no llvmlite.
-    assert kernels._compile() is not None and "llvmlite.binding.ffi" in sys.modules
-    guard_llvmlite()
-    for module in list(sys.modules.values()):
-        for value in list((getattr(module, "__dict__", None) or {}).values()):
-            if hasattr(value, "__dict__"):
-                vars(value).get("kernel")
-
-
-def test_the_vllm_guard_is_a_no_op_where_numba_never_ran():
-    code = (
-        "import sys\nfrom tasksieve.transforms.backends.vllm import guard_llvmlite\nguard_llvmlite()\n"
-        "assert 'llvmlite.binding.ffi' not in sys.modules\nprint('ok')"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
-
-
-def test_progress_rates_a_burst_over_the_run_and_a_stream_over_itself(monkeypatch, capsys):
-    """A step whose elements all come at once (kept rows, once near dedup
-    has decided) showed millions of rows/s when rated from its first
-    element; it is rated over the run so far. A step that streams keeps
-    its own pace (its ETA depends on it)."""
-    from tasksieve.transforms import progress
-
-    now = [100.0]  # the graph is built
-    monkeypatch.setattr(progress.time, "time", lambda: now[0])
-
-    def done_line(arrivals):
-        step = progress.Progress("dedup: kept", total=None)
-        step.setup()
-        for at, rows in arrivals:
-            now[0] = at
-            assert list(step.process((rows, "packed"))) == [(rows, "packed")]  # passed on unchanged
-        now[0] = 500.0  # teardown comes when the whole pipeline ends: not the step's rate
-        step.teardown()
-        return capsys.readouterr().err.splitlines()[-1].strip()
-
-    assert done_line([(110.0, 600), (110.000001, 400)]) == "dedup: kept (done): 1,000 rows, 100 rows/s"
-    assert done_line([(110.0, 600), (115.0, 400)]) == "dedup: kept (done): 1,000 rows, 200 rows/s"

@@ -270,5 +270,5 @@ def test_example_config_documents_the_defaults():
 
     from tasksieve.schemas.config import RunConfig
 
-    example = Path(__file__).parents[1] / "tasksieve.example.toml"
+    example = Path(__file__).parents[2] / "tasksieve.example.toml"
     assert load_config(example) == RunConfig()

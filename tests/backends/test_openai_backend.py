@@ -22,7 +22,7 @@ from tasksieve.schemas.config import RunConfig
 from tasksieve.transforms.backends.openai import OpenAIBackend
 from tasksieve.transforms.backends.base import REQUEST_FAILED, BackendUnavailable, GenRequest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 

@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parents[1] / "scripts" / "demo.sh"
+import pytest
+
+DEMO = Path(__file__).resolve().parents[2] / "scripts" / "demo.sh"
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 
 
@@ -24,6 +26,7 @@ def _demo_paths(out: str) -> tuple[str, str, str]:
     return sample, run.group(1), run.group(2)
 
 
+@pytest.mark.slow
 def test_the_demo_layout_is_accepted_twice(tmp_path):
     sample, inputs, out = _demo_paths(str(tmp_path / "demo-out"))
     assert not Path(sample).resolve().is_relative_to(Path(out).resolve())

@@ -235,7 +235,7 @@ def curated(tmp_path_factory):
     # near dedup rightly merges those (a changed name is a near duplicate), so
     # it is off here, where the subject is the verifier_sanity stage.
     # The scripted judge rates without reading (YES on even seeds): the judge
-    # probes would rightly drop r-good (tests/test_rubric_judge.py); here the
+    # probes would rightly drop r-good (tests/verify/test_rubric_judge.py); here the
     # subject is the other domains' sanity and the judge's attempt costs.
     cfg = RunConfig.model_validate({"dedup": {"near": False}, "judge": {"probes": False}})
     figures = run([str(root / "in")], str(root / "out"), cfg, None, [], backend_factory=lambda: backend)

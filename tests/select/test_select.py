@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasksieve.pipeline.cli import main
-from tasksieve.pipeline.select.command import load_pool, prepare
+from tasksieve.pipeline.select.pool import load_pool, prepare
 from tasksieve.schemas.config import ConfigError, RunConfig, SelectConfig, load_config
 from tasksieve.schemas.rates import load_rates
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, conform
@@ -441,7 +441,7 @@ def test_report_shows_the_selection_in_headless_chromium(sample_selected, tmp_pa
 def test_a_hostile_embedding_cache_in_a_shared_folder_is_ignored(tmp_path, vecs):
     """OUT may be shared: a cache with NaNs, a length that does not match its
     keys, the wrong shape or not numbers is re-computed, never trusted."""
-    from tasksieve.pipeline.select.command import EMBED_CACHE, cached_embeddings
+    from tasksieve.pipeline.select.pool import EMBED_CACHE, cached_embeddings
     from tasksieve.transforms.same_problem.embed import MODEL_NAME
 
     prompts = ["What is 2 + 3?", "Name the capital of France."]

@@ -9,11 +9,8 @@ import shutil
 
 import pytest
 
-from tasksieve.pipeline.outputs.finalize import output_set
-
-from tasksieve.pipeline.outputs.finalize import finalize as outputs
-
-from tasksieve.pipeline.outputs.finalize import safe_fs
+from tasksieve.pipeline.outputs import finalize as outputs
+from tasksieve.pipeline.outputs import output_set, safe_fs
 from tasksieve.pipeline.outputs.output_set import SET_FILES, OutputSet, current_set
 
 NAMES = [n for n in SET_FILES if n != "selected.parquet"]

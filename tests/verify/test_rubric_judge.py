@@ -15,7 +15,7 @@ from tasksieve.transforms.verify.judge.probes import judge_probes
 from tasksieve.transforms.verify.judge.prompt import _RATING, escape_response, judge_messages, parse_judgement
 from tasksieve.transforms.verify.verifiers import verify_attempts
 
-from tests.fake_judge import INJECTION, KEYWORDS, RUBRICS, CopierJudge, OracleJudge, good_response, rubric_task, _result
+from tests.fake_judge import INJECTION, KEYWORDS, RUBRICS, CopierJudge, OracleJudge, good_response, rubric_task
 
 FAST = VerifyConfig(parallel=1)
 
@@ -158,7 +158,7 @@ def test_the_fence_leaves_an_honest_answer_readable():
 def test_a_reply_quoting_the_response_is_refused():
     messages, nonce = judge_messages("p", ["a", "b"], "hello")
     assert parse_judgement("1: YES\n2: YES", 2, None, nonce)[0] == [True, True]
-    assert parse_judgement(f"| hello\n1: YES\n2: YES", 2, None, nonce)[0] is None
+    assert parse_judgement("| hello\n1: YES\n2: YES", 2, None, nonce)[0] is None
     assert parse_judgement(f"{nonce}\n1: YES\n2: YES", 2, None, nonce)[0] is None
     assert parse_judgement("１: YES\n٢: YES", 2)[0] is None  # not ASCII digits: no rating
     # Criteria shown in another order: ratings come back in the task's order.

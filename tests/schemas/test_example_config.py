@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from tasksieve.schemas.config import RunConfig
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "tasksieve.example.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tasksieve.example.toml"
 
 _SECTION = re.compile(r"^\[([A-Za-z0-9_.]+)\]")
 _COMMENTED_KEY = re.compile(r"^#\s*([A-Za-z_][A-Za-z0-9_]*)\s*=")

@@ -15,7 +15,7 @@ from tasksieve.pipeline.run.folders import inputs_and_output
 from tasksieve.pipeline.validate.delivery_checks import read_delivery
 from tasksieve.transforms.read import expand_inputs
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_table() -> dict[str, str | None]:

@@ -12,7 +12,6 @@ import os
 import pickle
 import random
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -15,7 +15,7 @@ from tasksieve.pipeline.report.command import write_report
 from tasksieve.pipeline.run.command import run
 from tasksieve.schemas.config import RunConfig
 
-ARTIFACTS = Path(os.environ.get("TASKSIEVE_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("TASKSIEVE_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 
 
 @pytest.fixture(scope="module")
