@@ -22,11 +22,12 @@ import builtins
 import json
 import sys
 
+import sandbox_codec as codec
 import sandbox_guard as guard
 
 
 def _exception_reply(call_id, e):
-    reply = {"id": call_id, "exc": guard.safe_name(type(e).__name__)}
+    reply = {"id": call_id, "exc": codec.safe_name(type(e).__name__)}
     if isinstance(e, guard.SandboxViolation) and e.why in guard.WHY:
         reply["why"] = e.why
     return reply
@@ -50,11 +51,11 @@ def alias_paths(args, kwargs, result):
     list, dict or set of the result that is an argument's own object (the
     outermost one only). A path is positions: in a list or tuple, or the
     n-th value of a dict."""
-    where, budget = {}, [guard.MAX_NODES]
+    where, budget = {}, [codec.MAX_NODES]
 
     def index(x, path):
         budget[0] -= 1
-        if budget[0] < 0 or len(path) > guard.MAX_DEPTH:
+        if budget[0] < 0 or len(path) > codec.MAX_DEPTH:
             return
         if type(x) in MUTABLE:
             where.setdefault(id(x), path)
@@ -68,7 +69,7 @@ def alias_paths(args, kwargs, result):
 
     def find(x, path):
         budget[0] -= 1
-        if budget[0] < 0 or len(path) > guard.MAX_DEPTH or len(found) >= MAX_ALIASES:
+        if budget[0] < 0 or len(path) > codec.MAX_DEPTH or len(found) >= MAX_ALIASES:
             return
         if type(x) in MUTABLE and id(x) in where:
             found.append([path, where[id(x)]])
@@ -91,9 +92,9 @@ def _scalars(values):
 def _with_arguments(reply, msg, args, kwargs):
     """`reply` plus the arguments' state when the call changed them."""
     try:
-        after = [guard.encode(args), guard.encode(kwargs)]
-    except guard.NotPlainData as e:
-        return {"id": reply["id"], "bad": guard.safe_name(str(e))}
+        after = [codec.encode(args), codec.encode(kwargs)]
+    except codec.NotPlainData as e:
+        return {"id": reply["id"], "bad": codec.safe_name(str(e))}
     if after != [msg["args"], msg["kwargs"]]:
         reply["after"] = after
     return reply
@@ -106,20 +107,20 @@ def main(req=None):
         req = json.loads(sys.stdin.read())
         sys.stdin.close()
     fd_in, fd_out, entry, code = req["fd_in"], req["fd_out"], req["entry_point"], req["code"]
-    reader = guard.LineReader(fd_in, req["message_cap"])
+    reader = codec.LineReader(fd_in, req["message_cap"])
     guard.lock_down(req)
     req.clear()
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
         exec(compile(code, "<attempt>", "exec"), ns)
     except BaseException as e:  # noqa: B036 - whatever the program raises is reported by type
-        guard.send(fd_out, dict(_exception_reply(None, e), hello=True))
+        codec.send(fd_out, dict(_exception_reply(None, e), hello=True))
         return
-    guard.send(fd_out, {"hello": True, "callable": callable(ns.get(entry))})
+    codec.send(fd_out, {"hello": True, "callable": callable(ns.get(entry))})
     while True:
         try:
             msg = reader.read()
-        except guard.NotPlainData:
+        except codec.NotPlainData:
             return
         if msg is None:
             return
@@ -127,23 +128,23 @@ def main(req=None):
         args = kwargs = None
         scalars = False
         try:
-            args = guard.decode(msg["args"])
-            kwargs = guard.decode(msg["kwargs"])
+            args = codec.decode(msg["args"])
+            kwargs = codec.decode(msg["kwargs"])
             # Arguments of immutable types only: the call can neither change one nor return one as itself,
             # so there is no `after` or `alias` to look for (the common case: most calls pass numbers and strings).
             scalars = _scalars(args) and _scalars(kwargs.values())
             result = ns[entry](*args, **kwargs)
-            reply = {"id": call_id, "ret": guard.encode(result)}
+            reply = {"id": call_id, "ret": codec.encode(result)}
             alias = None if scalars else alias_paths(args, kwargs, result)
             if alias:
                 reply["alias"] = alias
-        except guard.NotPlainData as e:
-            reply = {"id": call_id, "bad": guard.safe_name(str(e))}
+        except codec.NotPlainData as e:
+            reply = {"id": call_id, "bad": codec.safe_name(str(e))}
         except BaseException as e:  # noqa: B036
             reply = _exception_reply(call_id, e)
         if type(args) is list and type(kwargs) is dict and "bad" not in reply and not scalars:
             reply = _with_arguments(reply, msg, args, kwargs)
-        guard.send(fd_out, reply)
+        codec.send(fd_out, reply)
 
 
 if __name__ == "__main__":

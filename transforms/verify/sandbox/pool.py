@@ -3,9 +3,9 @@
 Starting bubblewrap and an interpreter costs tens of milliseconds, twice per
 case (the attempt's sandbox and the harness's). Here each role has a pool of
 workers, each a bubblewrap sandbox started once with the interpreter up,
-`sandbox_guard` and the role's code loaded; per case a worker forks a fresh
-child that locks itself down (landlock, seccomp, rlimits, audit hook) and
-runs the case (worker.py says what is never shared between two cases, and
+the sandbox's libraries (`sandbox_guard`, ...) and the role's code loaded;
+per case a worker forks a fresh child that locks itself down (landlock,
+seccomp, rlimits, audit hook) and runs the case (worker.py says what is never shared between two cases, and
 how). The attempt's worker and the harness's worker are two sandboxes, as
 in the per-case path: own mount, PID, network, IPC and UTS namespaces each;
 the case's pipes are handed to the two children over the control sockets
@@ -37,6 +37,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 
+from tasksieve.transforms.verify.sandbox import programs
 from tasksieve.transforms.verify.sandbox.processes import read_verdict
 
 MAX_CASES = 1000
@@ -52,17 +53,13 @@ class WorkerFailed(RuntimeError):
 
 @dataclass
 class Exited:
-    """What `_verdict` reads of a process: its return code (-N for signal N)."""
+    """What `verdict.decide` reads of a process: its return code (-N for signal N)."""
 
     returncode: int | None
 
 
 def _boot(sources: dict[str, str], role: str, config: dict) -> str:
-    return (
-        "import sys, types\n"
-        "m = types.ModuleType('sandbox_guard')\n"
-        f"exec(compile({sources['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
-        "sys.modules['sandbox_guard'] = m\n"
+    return programs.load_libraries(sources) + (
         f"exec(compile({sources['sandbox_worker']!r}, 'sandbox_worker.py', 'exec'), "
         f"{{'__name__': '__main__', 'ROLE_NAME': {role!r}, 'ROLE_SOURCE': {sources[role]!r}, "
         f"'CONFIG': {config!r}}})\n"
@@ -363,12 +360,8 @@ def run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | N
     raise WorkerFailed("workers died under a case three times")
 
 
-def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None) -> dict:
-    """One case in a pooled attempt sandbox and a pooled harness sandbox.
-    `make_request(workdir, **fields)` builds a role's request (runner._request).
-    Returns the raw outcome for runner._verdict: line, timed_out, the two
-    exit codes, the tails and sizes of the outputs, the key."""
-    key = secrets.token_hex(16)  # only the harness's child learns it
+def _requests(case: dict, make_request, key: str) -> tuple[bytes, bytes]:
+    """The attempt's and the harness's requests; the key goes to the harness only."""
     entry = (case.get("entry_point") or "").strip()
     a_req = make_request("/tmp", fd_in=3, fd_out=4, entry_point=entry, code=case["solution"])
     h_req = make_request(
@@ -382,13 +375,60 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
         call_check=bool(case.get("call_check")),
         support=case.get("support") or "",
     )
+    return a_req, h_req
+
+
+def _start(jobs: list[tuple[Worker, list[int]]], lock: dict | None) -> list[Worker]:
+    """Hand each worker its descriptors, in order; the workers that took them
+    (a worker that cannot be written to is marked unhealthy, and the rest not tried)."""
+    started = []
+    for w, fds in jobs:
+        try:
+            w.start(fds, lock)
+        except OSError:
+            w.healthy = False
+            break
+        started.append(w)
+    return started
+
+
+def _end(started: list[Worker], line: bytes | None, timed_out: bool) -> tuple[list, bool]:
+    """Tell the started workers to end their children (the attempt's given a
+    moment to exit on its own when the harness says it exited early; both when
+    no verdict came); ([the children's exit codes], whether a worker was lost)."""
+    grace = 0.5 if line is None and not timed_out else 0.0
+    grace_a = 0.5 if line and b"exited_early" in line else 0.0
+    codes, lost = [None, None], False
+    for w, g in zip(started, (grace_a, grace)):
+        try:
+            w.end_send(g)
+        except OSError:
+            w.healthy, lost = False, True
+    for i, w in enumerate(started):
+        if not w.healthy:
+            continue
+        try:
+            reply = w.end_recv()
+            codes[i] = None if reply.get("killed") else reply.get("code")  # a kill of ours says nothing
+            w.healthy = bool(reply.get("clean"))
+        except WorkerFailed:
+            w.healthy, lost = False, True
+    return codes, lost
+
+
+def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | None) -> dict:
+    """One case in a pooled attempt sandbox and a pooled harness sandbox.
+    `make_request(workdir, **fields)` builds a role's request (runner._request).
+    Returns the raw outcome for verdict.decide: line, timed_out, the two
+    exit codes, the tails and sizes of the outputs, the key."""
+    key = secrets.token_hex(16)  # only the harness's child learns it
+    a_req, h_req = _requests(case, make_request, key)
     attempt = pool.acquire("sandbox_attempt")
     try:
         harness = pool.acquire("sandbox_harness")
     except BaseException:
         pool.release(attempt)
         raise
-    workers = [attempt, harness]
     c2a, a2c, res = os.pipe(), os.pipe(), os.pipe()
     a_out, a_err, h_err = _memfd("attempt.out"), _memfd("attempt.err"), _memfd("harness.err")
     a_in, h_in = _memfd("attempt.req", a_req), _memfd("harness.req", h_req)
@@ -397,40 +437,20 @@ def _run_case(pool: Pool, case: dict, make_request, wall_s: float, lock: dict | 
     line, timed_out, codes, lost = None, False, [None, None], False
     try:
         try:
-            for w, fds in (
+            jobs = [
                 (attempt, [a_in, a_out, a_err, c2a[0], a2c[1]]),
                 (harness, [h_in, h_err, h_err, c2a[1], a2c[0], res[1]]),
-            ):
-                try:
-                    w.start(fds, lock)
-                except OSError:
-                    w.healthy = False
-                    break
-                started.append(w)
+            ]
+            started = _start(jobs, lock)
         finally:
             for fd in theirs:
                 os.close(fd)
         if len(started) == 2:
             line, timed_out = read_verdict(res[0], wall_s)
-        grace = 0.5 if line is None and not timed_out else 0.0
-        grace_a = 0.5 if line and b"exited_early" in line else 0.0
-        for w, g in zip(started, (grace_a, grace)):
-            try:
-                w.end_send(g)
-            except OSError:
-                w.healthy, lost = False, True
-        for i, w in enumerate(started):
-            if not w.healthy:
-                continue
-            try:
-                reply = w.end_recv()
-                codes[i] = None if reply.get("killed") else reply.get("code")  # a kill of ours says nothing
-                w.healthy = bool(reply.get("clean"))
-            except WorkerFailed:
-                w.healthy, lost = False, True
+        codes, lost = _end(started, line, timed_out)
     finally:
         os.close(res[0])
-        for w in workers:
+        for w in (attempt, harness):
             pool.release(w)
         sizes_tails = {
             n: _tail(fd) for n, fd in (("attempt.out", a_out), ("attempt.err", a_err), ("harness.err", h_err))

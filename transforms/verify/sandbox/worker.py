@@ -49,6 +49,7 @@ import socket
 import sys
 
 import sandbox_guard as guard
+import sandbox_seccomp as seccomp
 
 # What attempts commonly import, loaded once here (each child gets its own copy).
 PRELOAD = (
@@ -91,7 +92,7 @@ def _drop(ids):
 
 def _nondumpable():
     guard.confine_roots()  # built once here, not in every child
-    if guard.native()["libc"].prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+    if seccomp.native()["libc"].prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
         raise SystemExit("sandbox worker: cannot become non-dumpable")
 
 
