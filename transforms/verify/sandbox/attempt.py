@@ -1,8 +1,10 @@
 """The attempt's process: runs model-written code and nothing else.
 
 Started by runner.py inside its own sandbox, with `sandbox_guard` loaded
-as a module. It locks itself down, runs the attempt's program, says hello
-(does the entry point exist?), then answers calls: one JSON line in
+as a module. It locks itself down, says it has started (the case's wall
+clock runs from there: the sandbox's start-up is not the attempt's time),
+runs the attempt's program, says hello (does the entry point exist?), then
+answers calls: one JSON line in
 (`{"id", "args", "kwargs"}`, plain data), one JSON line out (`{"id",
 "ret"}`, `{"id", "exc": TypeName}` or `{"id", "bad": why}`). A reply
 also carries `after`, the arguments as the call left them, when the call
@@ -110,6 +112,7 @@ def main(req=None):
     reader = codec.LineReader(fd_in, req["message_cap"])
     guard.lock_down(req)
     req.clear()
+    codec.send(fd_out, {"started": True})  # before any attempt code: the harness starts the case's clock
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
         exec(compile(code, "<attempt>", "exec"), ns)

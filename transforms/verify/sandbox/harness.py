@@ -280,9 +280,14 @@ class Harness:
     def run(self):
         """The verdict dict."""
         signal.signal(signal.SIGALRM, self.on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.wall, 0.05)  # re-fires until the tests give up
         error = None
         try:
+            # The clock starts once the attempt's process is up and locked down, before its program
+            # runs: a slow sandbox start-up (a loaded machine) is no timeout of the attempt's. A start-up
+            # that never ends is the parent's deadline's (runner.STARTUP_MARGIN_S).
+            if self.receive().get("started") is not True:
+                self.fail("not_plain_data: no start")
+            signal.setitimer(signal.ITIMER_REAL, self.wall, 0.05)  # re-fires until the tests give up
             hello = self.receive()
             if "exc" in hello:
                 self.rebuilt_exception(hello)  # sticky cases raise here
