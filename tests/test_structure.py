@@ -16,7 +16,7 @@ from tasksieve.schemas.config import SamplingConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIRS = {"schemas": "tasksieve.schemas", "transforms": "tasksieve.transforms", "pipeline": "tasksieve.pipeline"}
-# Run inside the sandbox as scripts that import `sandbox_guard`, never tasksieve.
+# Run inside the sandbox as scripts that import `sandbox_guard` (and its libraries), never tasksieve.
 SANDBOX_PROGRAMS = {"codec.py", "seccomp.py", "guard.py", "attempt.py", "harness.py", "worker.py"}
 MAX_FUNCTION_LINES = 60
 

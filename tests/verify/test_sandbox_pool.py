@@ -111,7 +111,7 @@ def test_module_state_and_builtins_do_not_reach_the_next_case(hook):
     hostile = (
         "import builtins, sys, json, math, collections\njson.LEFT = 1\nmath.pi = 3\n"
         "collections.Counter = None\nbuiltins.len = lambda x: 42\nbuiltins.LEFT = 1\n"
-        "sys.modules['sandbox_guard'].decode = lambda tree: 4\nsys.modules['sandbox_guard'].encode = "
+        "sys.modules['sandbox_codec'].decode = lambda tree: 4\nsys.modules['sandbox_codec'].encode = "
         "lambda v: ['i', hex(4)]\nsys.path.insert(0, '/tmp')\nimport random\nrandom.seed(1)\n"
         "def f(x):\n    return 2 * x\n"
     )
