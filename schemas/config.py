@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -259,7 +260,11 @@ class SamplingConfig(Section):
 class VerifyConfig(Section):
     """How attempts are verified (transforms/verify/verifiers.py, verify/sandbox/)."""
 
-    parallel: int = Field(2, gt=0, description="verifications at once: sandbox processes and math-verify workers")
+    parallel: int = Field(
+        default_factory=lambda: os.cpu_count() or 2,
+        gt=0,
+        description="verifications at once (default: one per core): pooled sandboxes and math-verify workers",
+    )
     math_timeout_s: float = Field(
         5.0, gt=0, description="math-verify deadline per attempt, enforced by killing its worker"
     )

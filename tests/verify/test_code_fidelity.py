@@ -159,7 +159,7 @@ def test_tests_that_expect_an_in_place_change_now_verify():
 @pytest.mark.slow
 def test_forged_alias_or_argument_state_is_refused():
     forge = (
-        "import sys\ng = sys.modules['sandbox_guard']\n_s = g.send\n"
+        "import sys\ng = sys.modules['sandbox_codec']\n_s = g.send\n"
         "g.send = lambda fd, obj: _s(fd, dict(obj, **{KEY: VALUE}) if 'ret' in obj else obj)\n"
         "def sorted_copy(xs):\n    return sorted(xs)\n"
     )

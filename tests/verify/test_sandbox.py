@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tasksieve.transforms.verify.sandbox import pool as sandbox_pool
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify.sandbox.runner import Limits, run_cases
 
@@ -299,7 +300,8 @@ def test_attempt_never_runs_as_root(mode, hook):
 
 def _sandboxed_processes() -> list[int]:
     """PIDs of this process's descendants started by the sandbox (their
-    command line holds the boot program). Only descendants: tests running
+    command line holds the boot program), but for the pooled workers
+    themselves (a child one forks for a case counts). Only descendants: tests running
     beside this one (pytest-xdist, another checkout) start sandboxes too.
     Under _subreaper() an orphan (a daemon that left its parent) stays a
     descendant of this process instead of moving to init."""
@@ -312,12 +314,13 @@ def _sandboxed_processes() -> list[int]:
             except (OSError, IndexError, ValueError):
                 pass
     me, found = os.getpid(), []
+    pooled = sandbox_pool.worker_processes()  # the pooled workers live on; a child they forked for a case does not
     for pid in parent:
         q, seen = pid, set()
         while q in parent and q not in seen and q != me:
             seen.add(q)
             q = parent[q]
-        if q != me or pid == me:
+        if q != me or pid == me or pid in pooled:
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -425,3 +428,12 @@ def test_fallback_refuses_root_unless_the_unsafe_mode_is_named(monkeypatch):
     who = "import os\ndef f(x):\n    return os.getuid()\n"
     res = run_cases([{"solution": who, "tests": "assert f(0) == 0", "entry_point": "f"}], LIMITS, mode="unsafe-root")
     assert res.results[0].passed  # named, and it does what its name says
+
+
+@pytest.mark.skipif(not _bwrap_usable(), reason="bubblewrap not usable here")
+def test_bwrap_cases_run_in_pooled_sandboxes_by_default():
+    """Every bwrap test above ran on the pooled path (pool.py): the default.
+    The per-case path stays for the fallback and as the pool's own fallback."""
+    assert sandbox.POOLED and not sandbox._POOL_BROKEN
+    assert run("def f(x):\n    return 2 * x\n", mode="bwrap").passed
+    assert len(sandbox_pool.worker_pids()) >= 2  # an attempt worker and a harness worker

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from tasksieve.transforms.verify.sandbox import runner as sandbox
+from tasksieve.transforms.verify.sandbox import verdict as sandbox_verdict
 
 pytestmark = pytest.mark.slow
 
@@ -90,9 +91,9 @@ def test_a_verdict_without_the_harness_key_is_refused():
         b'{"passed": true, "error": null, "key": "0000"}',
         b'["passed", true]',
     ):
-        res = sandbox._verdict(line, False, [], sandbox.Limits(), setup, "", "f" * 32)
+        res = sandbox_verdict.decide(line, False, [], sandbox.Limits(), setup, "", "f" * 32)
         assert not res.passed and res.error.startswith("harness_error"), line
-    good = sandbox._verdict(
+    good = sandbox_verdict.decide(
         b'{"passed": true, "error": null, "key": "' + b"f" * 32 + b'"}',
         False,
         [],

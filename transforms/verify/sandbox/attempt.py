@@ -1,8 +1,10 @@
 """The attempt's process: runs model-written code and nothing else.
 
 Started by runner.py inside its own sandbox, with `sandbox_guard` loaded
-as a module. It locks itself down, runs the attempt's program, says hello
-(does the entry point exist?), then answers calls: one JSON line in
+as a module. It locks itself down, says it has started (the case's wall
+clock runs from there: the sandbox's start-up is not the attempt's time),
+runs the attempt's program, says hello (does the entry point exist?), then
+answers calls: one JSON line in
 (`{"id", "args", "kwargs"}`, plain data), one JSON line out (`{"id",
 "ret"}`, `{"id", "exc": TypeName}` or `{"id", "bad": why}`). A reply
 also carries `after`, the arguments as the call left them, when the call
@@ -22,11 +24,12 @@ import builtins
 import json
 import sys
 
+import sandbox_codec as codec
 import sandbox_guard as guard
 
 
 def _exception_reply(call_id, e):
-    reply = {"id": call_id, "exc": guard.safe_name(type(e).__name__)}
+    reply = {"id": call_id, "exc": codec.safe_name(type(e).__name__)}
     if isinstance(e, guard.SandboxViolation) and e.why in guard.WHY:
         reply["why"] = e.why
     return reply
@@ -50,11 +53,11 @@ def alias_paths(args, kwargs, result):
     list, dict or set of the result that is an argument's own object (the
     outermost one only). A path is positions: in a list or tuple, or the
     n-th value of a dict."""
-    where, budget = {}, [guard.MAX_NODES]
+    where, budget = {}, [codec.MAX_NODES]
 
     def index(x, path):
         budget[0] -= 1
-        if budget[0] < 0 or len(path) > guard.MAX_DEPTH:
+        if budget[0] < 0 or len(path) > codec.MAX_DEPTH:
             return
         if type(x) in MUTABLE:
             where.setdefault(id(x), path)
@@ -68,7 +71,7 @@ def alias_paths(args, kwargs, result):
 
     def find(x, path):
         budget[0] -= 1
-        if budget[0] < 0 or len(path) > guard.MAX_DEPTH or len(found) >= MAX_ALIASES:
+        if budget[0] < 0 or len(path) > codec.MAX_DEPTH or len(found) >= MAX_ALIASES:
             return
         if type(x) in MUTABLE and id(x) in where:
             found.append([path, where[id(x)]])
@@ -81,55 +84,71 @@ def alias_paths(args, kwargs, result):
     return found
 
 
+SCALARS = (int, float, str, bytes, bool, type(None))
+
+
+def _scalars(values):
+    return all(type(v) in SCALARS for v in values)
+
+
 def _with_arguments(reply, msg, args, kwargs):
     """`reply` plus the arguments' state when the call changed them."""
     try:
-        after = [guard.encode(args), guard.encode(kwargs)]
-    except guard.NotPlainData as e:
-        return {"id": reply["id"], "bad": guard.safe_name(str(e))}
+        after = [codec.encode(args), codec.encode(kwargs)]
+    except codec.NotPlainData as e:
+        return {"id": reply["id"], "bad": codec.safe_name(str(e))}
     if after != [msg["args"], msg["kwargs"]]:
         reply["after"] = after
     return reply
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(req=None):
+    """Run one case. `req` is given by the pooled worker (worker.py), which
+    has read it already; a process of its own reads it from stdin."""
+    if req is None:
+        req = json.loads(sys.stdin.read())
+        sys.stdin.close()
     fd_in, fd_out, entry, code = req["fd_in"], req["fd_out"], req["entry_point"], req["code"]
-    reader = guard.LineReader(fd_in, req["message_cap"])
+    reader = codec.LineReader(fd_in, req["message_cap"])
     guard.lock_down(req)
     req.clear()
+    codec.send(fd_out, {"started": True})  # before any attempt code: the harness starts the case's clock
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
         exec(compile(code, "<attempt>", "exec"), ns)
     except BaseException as e:  # noqa: B036 - whatever the program raises is reported by type
-        guard.send(fd_out, dict(_exception_reply(None, e), hello=True))
+        codec.send(fd_out, dict(_exception_reply(None, e), hello=True))
         return
-    guard.send(fd_out, {"hello": True, "callable": callable(ns.get(entry))})
+    codec.send(fd_out, {"hello": True, "callable": callable(ns.get(entry))})
     while True:
         try:
             msg = reader.read()
-        except guard.NotPlainData:
+        except codec.NotPlainData:
             return
         if msg is None:
             return
         call_id = msg.get("id") if isinstance(msg, dict) else None
         args = kwargs = None
+        scalars = False
         try:
-            args = guard.decode(msg["args"])
-            kwargs = guard.decode(msg["kwargs"])
+            args = codec.decode(msg["args"])
+            kwargs = codec.decode(msg["kwargs"])
+            # Arguments of immutable types only: the call can neither change one nor return one as itself,
+            # so there is no `after` or `alias` to look for (the common case: most calls pass numbers and strings).
+            scalars = _scalars(args) and _scalars(kwargs.values())
             result = ns[entry](*args, **kwargs)
-            reply = {"id": call_id, "ret": guard.encode(result)}
-            alias = alias_paths(args, kwargs, result)
+            reply = {"id": call_id, "ret": codec.encode(result)}
+            alias = None if scalars else alias_paths(args, kwargs, result)
             if alias:
                 reply["alias"] = alias
-        except guard.NotPlainData as e:
-            reply = {"id": call_id, "bad": guard.safe_name(str(e))}
+        except codec.NotPlainData as e:
+            reply = {"id": call_id, "bad": codec.safe_name(str(e))}
         except BaseException as e:  # noqa: B036
             reply = _exception_reply(call_id, e)
-        if type(args) is list and type(kwargs) is dict and "bad" not in reply:
+        if type(args) is list and type(kwargs) is dict and "bad" not in reply and not scalars:
             reply = _with_arguments(reply, msg, args, kwargs)
-        guard.send(fd_out, reply)
+        codec.send(fd_out, reply)
 
 
-main()
+if __name__ == "__main__":
+    main()

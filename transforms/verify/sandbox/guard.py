@@ -1,8 +1,9 @@
-"""What both sandboxed processes do to themselves before untrusted code runs,
-and the plain-data codec they talk in. Standard library only: this text is
-run inside the sandbox as module `sandbox_guard` (see runner.py), by an
-interpreter started with `-I -S -B`, so nothing of tasksieve is importable
-there.
+"""What both sandboxed processes do to themselves before untrusted code runs.
+Standard library only: this text is run inside the sandbox as module
+`sandbox_guard` (see runner.py), by an interpreter started with `-I -S -B`,
+so nothing of tasksieve is importable there; beside it run `sandbox_seccomp`
+(seccomp.py: the kernel filter and the C-library handles) and
+`sandbox_codec` (codec.py: the plain data the two processes talk in).
 
 Layers, strongest first (README, "The code sandbox", says which guarantees
 what):
@@ -14,11 +15,11 @@ what):
    /proc entry, descriptors, environment or memory (Landlock's ptrace
    rule). Required under the rlimit fallback, tried under bwrap.
    `leave_init` first, in a PID namespace of the fallback's own.
-3. `install_seccomp`: a kernel filter (x86_64) that makes socket creation,
-   process creation, exec, signals to other processes, ptrace, mounts,
-   namespaces, bpf, keyrings, io_uring and module loading fail with EPERM.
-   It is inherited and cannot be removed, so native code (ctypes) cannot
-   get around it.
+3. `install_seccomp` (seccomp.py): a kernel filter (x86_64) that makes
+   socket creation, process creation, exec, signals to other processes,
+   ptrace, mounts, namespaces, bpf, keyrings, io_uring, System V IPC and
+   module loading fail with EPERM. It is inherited and cannot be removed,
+   so native code (ctypes) cannot get around it.
 4. rlimits: CPU seconds, address space, file size (output), open files,
    no new processes (RLIMIT_NPROC = 0), no core dumps; non-dumpable, so a
    process of the same uid cannot read this one's memory or descriptors.
@@ -26,166 +27,17 @@ what):
    writes outside the work dir, reads outside the work dir and the
    interpreter's own files). Defence in depth only: Python code in the same
    process can get around a Python-level hook, so nothing relies on it.
-
-The codec (`encode` / `decode`) is the only way values cross between the
-attempt's process and the test harness: None, bool, int, float, str, bytes
-and lists, tuples, dicts, sets and frozensets of those, tagged by exact type.
-The harness rebuilds fresh built-in objects from it, so an attempt's custom
-`__eq__`, an `int` subclass or a patched builtin has nothing to act on.
 """
 
-import base64
-import json
 import os
-import re
 import resource
 import stat
-import struct
 import sys
 
-MAX_DEPTH = 100
-MAX_NODES = 1_000_000
+from sandbox_seccomp import forget_ctypes, install_seccomp, native
 
 
-class NotPlainData(Exception):
-    """A value that is not plain data crossed (or tried to cross) the boundary."""
-
-
-# --- the plain-data codec ------------------------------------------------------------------
-
-
-def encode(value):
-    """A JSON-able tagged tree of `value`; NotPlainData for anything that is
-    not exactly one of the plain types (subclasses included: `type(x) is int`)."""
-    budget = [MAX_NODES]
-
-    def enc(x, depth):
-        budget[0] -= 1
-        if depth > MAX_DEPTH or budget[0] < 0:
-            raise NotPlainData("too deep or too large")
-        t = type(x)
-        if x is None:
-            return ["n"]
-        if t is bool:
-            return ["b", 1 if x else 0]
-        if t is int:
-            return ["i", hex(x)]
-        if t is float:
-            return ["f", x.hex()]
-        if t is str:
-            return ["s", x]
-        if t is bytes:
-            return ["y", base64.b64encode(x).decode("ascii")]
-        if t is list or t is tuple:
-            return ["l" if t is list else "t", [enc(v, depth + 1) for v in x]]
-        if t is dict:
-            return ["d", [[enc(k, depth + 1), enc(v, depth + 1)] for k, v in x.items()]]
-        if t is set or t is frozenset:
-            return ["S" if t is set else "F", [enc(v, depth + 1) for v in x]]
-        raise NotPlainData(safe_name(t.__name__))
-
-    return enc(value, 0)
-
-
-_INT = re.compile(r"-?0x[0-9a-f]+\Z")
-_SEQ = {"l": list, "t": tuple, "S": set, "F": frozenset}
-
-
-def decode(tree):
-    """Fresh built-in objects from a tagged tree; NotPlainData for anything
-    malformed. Never runs code from the tree."""
-    budget = [MAX_NODES]
-
-    def dec(node, depth):
-        budget[0] -= 1
-        if depth > MAX_DEPTH or budget[0] < 0:
-            raise NotPlainData("too deep or too large")
-        if type(node) is not list or not node or type(node[0]) is not str:
-            raise NotPlainData("malformed")
-        tag, rest = node[0], node[1:]
-        if tag == "n" and not rest:
-            return None
-        if len(rest) != 1:
-            raise NotPlainData("malformed")
-        v = rest[0]
-        if tag == "b" and v in (0, 1) and type(v) is int:
-            return v == 1
-        if tag == "i" and type(v) is str and len(v) < 100_000 and _INT.match(v):
-            return int(v, 16)
-        if tag == "f" and type(v) is str and len(v) < 64:
-            try:
-                return float.fromhex(v)
-            except ValueError:
-                raise NotPlainData("malformed float") from None
-        if tag == "s" and type(v) is str:
-            return str(v)
-        if tag == "y" and type(v) is str:
-            try:
-                return base64.b64decode(v.encode("ascii"), validate=True)
-            except (ValueError, UnicodeEncodeError):
-                raise NotPlainData("malformed bytes") from None
-        if tag in _SEQ and type(v) is list:
-            items = [dec(x, depth + 1) for x in v]
-            try:
-                return _SEQ[tag](items)
-            except TypeError:  # an unhashable member of a set
-                raise NotPlainData("unhashable set member") from None
-        if tag == "d" and type(v) is list:
-            out = {}
-            for pair in v:
-                if type(pair) is not list or len(pair) != 2:
-                    raise NotPlainData("malformed")
-                k = dec(pair[0], depth + 1)
-                try:
-                    out[k] = dec(pair[1], depth + 1)
-                except TypeError:
-                    raise NotPlainData("unhashable dict key") from None
-            return out
-        raise NotPlainData("malformed")
-
-    return dec(tree, 0)
-
-
-def safe_name(name, limit=40):
-    """A type or exception name reduced to identifier characters: the only
-    attempt-chosen text that ever reaches a verdict."""
-    cleaned = re.sub(r"[^A-Za-z0-9_.]", "", str(name))[:limit]
-    return cleaned or "unnamed"
-
-
-def send(fd, obj):
-    data = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-class LineReader:
-    """Reads newline-terminated JSON messages from a pipe, at most `cap`
-    bytes each."""
-
-    def __init__(self, fd, cap):
-        self.fd, self.cap, self.buf = fd, cap, b""
-
-    def read(self):
-        """The next message, or None at end of file. NotPlainData for an
-        oversized or malformed one."""
-        while b"\n" not in self.buf:
-            if len(self.buf) > self.cap:
-                raise NotPlainData("message too large")
-            chunk = os.read(self.fd, 1 << 16)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        try:
-            return json.loads(line.decode("utf-8", "surrogatepass"))
-        except (ValueError, RecursionError):
-            raise NotPlainData("malformed message") from None
-
-
-# --- privileges, kernel filter, limits -----------------------------------------------------
+# --- privileges and limits ---------------------------------------------------------------------
 
 
 def drop_privileges(ids, allow_root=False):
@@ -206,130 +58,6 @@ def drop_privileges(ids, allow_root=False):
             raise SystemExit("sandbox: refusing to run untrusted code with capabilities")
     except OSError:
         pass
-
-
-# x86_64 system call numbers refused by the filter (EPERM). Threads need
-# clone too, and RLIMIT_NPROC = 0 refuses them anyway.
-_DENY_X86_64 = {
-    "socket": 41,
-    "connect": 42,
-    "accept": 43,
-    "bind": 49,
-    "listen": 50,
-    "accept4": 288,
-    "clone": 56,
-    "fork": 57,
-    "vfork": 58,
-    "execve": 59,
-    "execveat": 322,
-    "clone3": 435,
-    "kill": 62,
-    "tkill": 200,
-    "tgkill": 234,
-    "rt_sigqueueinfo": 129,
-    "rt_tgsigqueueinfo": 297,
-    "pidfd_open": 434,
-    "pidfd_send_signal": 424,
-    "pidfd_getfd": 438,
-    "ptrace": 101,
-    "process_vm_readv": 310,
-    "process_vm_writev": 311,
-    "kcmp": 312,
-    "mount": 165,
-    "umount2": 166,
-    "pivot_root": 155,
-    "chroot": 161,
-    "unshare": 272,
-    "setns": 308,
-    "fsopen": 430,
-    "fsmount": 432,
-    "move_mount": 429,
-    "open_tree": 428,
-    "bpf": 321,
-    "perf_event_open": 298,
-    "userfaultfd": 323,
-    "keyctl": 250,
-    "add_key": 248,
-    "request_key": 249,
-    "io_uring_setup": 425,
-    "io_uring_enter": 426,
-    "io_uring_register": 427,
-    "init_module": 175,
-    "finit_module": 313,
-    "delete_module": 176,
-    "kexec_load": 246,
-    "kexec_file_load": 320,
-    "reboot": 169,
-    "swapon": 167,
-    "swapoff": 168,
-    "acct": 163,
-    "name_to_handle_at": 303,
-    "open_by_handle_at": 304,
-    "iopl": 172,
-    "ioperm": 173,
-    "personality": 135,
-    "syslog": 103,
-    "setuid": 105,
-    "setgid": 106,
-    "setreuid": 113,
-    "setregid": 114,
-    "setresuid": 117,
-    "setresgid": 119,
-    "setgroups": 116,
-    "capset": 126,
-}
-_AUDIT_ARCH_X86_64 = 0xC000003E
-
-
-def seccomp_program(deny=_DENY_X86_64):
-    """A classic-BPF seccomp program: wrong architecture or x32 ABI -> kill;
-    a denied call -> EPERM; anything else allowed."""
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    kill, allow, eperm = 0x80000000, 0x7FFF0000, 0x00050000 | 1
-    nrs = sorted(set(deny.values()))
-    prog = [
-        (ld_abs, 0, 0, 4),
-        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
-        (ret, 0, 0, kill),
-        (ld_abs, 0, 0, 0),
-        (jge, len(nrs) + 1, 0, 0x40000000),
-    ]
-    for i, nr in enumerate(nrs):
-        prog.append((jeq, len(nrs) - i, 0, nr))  # jump over the rest and ALLOW, to EPERM
-    prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm)]
-    return b"".join(struct.pack("HBBI", *ins) for ins in prog), len(prog)
-
-
-def install_seccomp():
-    """Load the filter (and no_new_privs, and non-dumpable). Returns a short
-    word for the record: 'on' or why it is off."""
-    if os.uname().machine != "x86_64":
-        return "off (no filter for " + os.uname().machine + ")"
-    try:
-        import ctypes
-    except ImportError:
-        return "off (no ctypes)"
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        code, n = seccomp_program()
-        buf = ctypes.create_string_buffer(code)
-
-        class Fprog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        prog = Fprog(n, ctypes.cast(buf, ctypes.c_void_p))
-        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
-            return "off (prctl dumpable failed)"
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            return "off (no_new_privs failed)"
-        if libc.prctl(22, 2, ctypes.addressof(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-            return f"off (errno {ctypes.get_errno()})"
-        return "on"
-    finally:
-        # Attempt code must not find a loaded ctypes (the audit hook refuses a new import).
-        for name in ("ctypes", "_ctypes", "ctypes._endian"):
-            sys.modules.pop(name, None)
 
 
 def set_limits(cpu_seconds, memory_bytes, file_bytes):
@@ -369,24 +97,15 @@ def install_landlock(read_only, read_write, files):
     every process outside it, and from ABI 4/6 on, TCP and signals out of
     it. Returns 'on (abi N)' or why it is off."""
     try:
-        import ctypes
+        nat = native()
     except ImportError:
         return "off (no ctypes)"
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
+        ctypes, libc, Ruleset, Beneath = nat["ctypes"], nat["libc"], nat["Ruleset"], nat["Beneath"]
         abi = libc.syscall(_SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 1:
             return f"off (landlock unavailable: errno {ctypes.get_errno()})"
         fs = _LL_FS[min(int(abi), 5)]
-
-        class Ruleset(ctypes.Structure):
-            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-        class Beneath(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-
         attr = Ruleset(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
         size = 8 if abi < 4 else (16 if abi < 6 else 24)
         ruleset = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -416,7 +135,6 @@ def install_landlock(read_only, read_write, files):
                         return f"off (landlock rule for {path}: errno {ctypes.get_errno()})"
                 finally:
                     os.close(fd)
-            libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
             if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, which landlock needs
                 return "off (no_new_privs failed)"
             if libc.syscall(_SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
@@ -424,9 +142,30 @@ def install_landlock(read_only, read_write, files):
         finally:
             os.close(ruleset)
         return f"on (abi {abi})"
-    finally:
-        for name in ("ctypes", "_ctypes", "ctypes._endian"):
-            sys.modules.pop(name, None)
+    except BaseException:
+        forget_ctypes()
+        raise
+
+
+_ROOTS = []
+
+
+def confine_roots():
+    """The folders `confine` lets the process read: the interpreter's and the system's."""
+    if not _ROOTS:
+        lib = [
+            os.path.realpath(p)
+            for p in (
+                sys.prefix,
+                sys.base_prefix,
+                sys.exec_prefix,
+                os.path.dirname(os.__file__),
+                os.path.dirname(sys.executable),
+            )
+        ]
+        system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
+        _ROOTS.extend(p for p in dict.fromkeys(lib + system) if p != "/")  # "/" would allow everything
+    return list(_ROOTS)
 
 
 def confine(workdir):
@@ -434,20 +173,8 @@ def confine(workdir):
     the system's libraries to read, its work dir to use, its own /proc
     entry, a few devices. Nothing else of the host, and no other process's
     /proc entry (not even bwrap's init: /proc/1/fd of a non-root bwrap)."""
-    lib = [
-        os.path.realpath(p)
-        for p in (
-            sys.prefix,
-            sys.base_prefix,
-            sys.exec_prefix,
-            os.path.dirname(os.__file__),
-            os.path.dirname(sys.executable),
-        )
-    ]
-    system = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin"]
-    roots = [p for p in dict.fromkeys(lib + system) if p != "/"]  # "/" would allow everything
     return install_landlock(
-        roots + [f"/proc/{os.getpid()}"], [workdir], ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+        confine_roots() + [f"/proc/{os.getpid()}"], [workdir], ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
     )
 
 
@@ -587,9 +314,26 @@ def leave_init():
     os._exit(128 - code if code < 0 else code)
 
 
+LOCK_KEYS = ("workdir", "drop", "allow_root", "audit_hook", "confine", "limits")
+_LOCKED = []  # [settings, seccomp word] once this process is locked down
+
+
 def lock_down(req):
     """Everything above, in order, from the request's settings. Returns the
-    seccomp state word."""
+    seccomp state word. A pooled worker's spare child is locked down before
+    its case arrives; the case's own call then finds it done with the same
+    settings (any other settings: it refuses to go on)."""
+    settings = {k: req.get(k) for k in LOCK_KEYS}
+    if _LOCKED:
+        if _LOCKED[0] != settings:
+            raise SystemExit("sandbox: refusing to run a case locked down with other settings")
+        return _LOCKED[1]
+    seccomp = _lock_down(req)
+    _LOCKED[:] = [settings, seccomp]
+    return seccomp
+
+
+def _lock_down(req):
     leave_init()
     os.chdir(req["workdir"])
     drop_privileges(req.get("drop"), req.get("allow_root", False))

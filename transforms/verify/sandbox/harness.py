@@ -5,7 +5,7 @@ Started by runner.py in a sandbox of its own (the tests are delivery code
 and may be hostile too), with `sandbox_guard` loaded as a module. The
 function under test is a proxy: each call sends its arguments as plain data
 to the attempt's process and rebuilds the answer as fresh built-in objects
-(sandbox_guard.decode). So an object with an always-true `__eq__`, an `int`
+(sandbox_codec.decode). So an object with an always-true `__eq__`, an `int`
 subclass, a patched builtin or a forged verdict in the attempt's process has
 nothing to act on here, and the hidden tests never leave this process.
 
@@ -38,6 +38,7 @@ import signal
 import sys
 import traceback
 
+import sandbox_codec as codec
 import sandbox_guard as guard
 
 # Exceptions of the attempt that the tests may legitimately expect, rebuilt
@@ -127,12 +128,12 @@ def _sync(orig, new):
 
 def _child(node, i):
     if type(i) is not int or isinstance(i, bool):
-        raise guard.NotPlainData("malformed alias")
+        raise codec.NotPlainData("malformed alias")
     if type(node) in (list, tuple) and 0 <= i < len(node):
         return node[i]
     if type(node) is dict and 0 <= i < len(node):
         return list(node.values())[i]
-    raise guard.NotPlainData("malformed alias")
+    raise codec.NotPlainData("malformed alias")
 
 
 def _put(node, path, target):
@@ -153,7 +154,7 @@ def _put(node, path, target):
 class Harness:
     def __init__(self, req):
         self.to_attempt, self.result_fd = req["fd_to"], req["fd_result"]
-        self.reader = guard.LineReader(req["fd_from"], req["message_cap"])
+        self.reader = codec.LineReader(req["fd_from"], req["message_cap"])
         self.entry, self.tests, self.support = req["entry_point"], req["tests"], req.get("support") or ""
         self.call_check, self.wall = req["call_check"], req["limits"]["case_wall"]
         self.sticky = None  # the first boundary failure: decides the verdict whatever the tests do
@@ -172,8 +173,8 @@ class Harness:
     def receive(self):
         try:
             msg = self.reader.read()
-        except guard.NotPlainData as e:
-            self.fail(f"not_plain_data: {guard.safe_name(str(e))}")
+        except codec.NotPlainData as e:
+            self.fail(f"not_plain_data: {codec.safe_name(str(e))}")
         if msg is None:
             self.fail("exited_early")
         if type(msg) is not dict:
@@ -185,24 +186,24 @@ class Harness:
             raise Abort(self.sticky)
         self.calls += 1
         try:
-            payload = {"id": self.calls, "args": guard.encode(list(args)), "kwargs": guard.encode(dict(kwargs))}
-        except guard.NotPlainData as e:
+            payload = {"id": self.calls, "args": codec.encode(list(args)), "kwargs": codec.encode(dict(kwargs))}
+        except codec.NotPlainData as e:
             self.fail(f"unsupported_arguments: the tests pass a {e} (only plain data crosses to the attempt)")
         try:
-            guard.send(self.to_attempt, payload)
+            codec.send(self.to_attempt, payload)
         except OSError:
             self.fail("exited_early")
         msg = self.receive()
         if msg.get("id") != self.calls:
             self.fail("not_plain_data: answer out of turn")
         if "bad" in msg:
-            self.fail(f"not_plain_data: {guard.safe_name(msg['bad'])}")
+            self.fail(f"not_plain_data: {codec.safe_name(msg['bad'])}")
         try:
             self.mirror_arguments(msg.get("after"), args, kwargs, payload)
             if "ret" in msg:
-                return self.aliased(guard.decode(msg["ret"]), msg.get("alias"), args, kwargs)
-        except (guard.NotPlainData, RecursionError) as e:
-            self.fail(f"not_plain_data: {guard.safe_name(str(e))}")
+                return self.aliased(codec.decode(msg["ret"]), msg.get("alias"), args, kwargs)
+        except (codec.NotPlainData, RecursionError) as e:
+            self.fail(f"not_plain_data: {codec.safe_name(str(e))}")
         raise self.rebuilt_exception(msg)
 
     @staticmethod
@@ -212,7 +213,7 @@ class Harness:
         not be put back by its unchanged second copy)."""
         if after is None:
             return
-        new = [guard.decode(t) for t in after] if type(after) is list and len(after) == 2 else None
+        new = [codec.decode(t) for t in after] if type(after) is list and len(after) == 2 else None
         if (
             new is None
             or type(new[0]) is not list
@@ -221,7 +222,7 @@ class Harness:
             or list(new[1]) != list(kwargs)
             or len(after[1][1]) != len(kwargs)
         ):
-            raise guard.NotPlainData("malformed arguments")
+            raise codec.NotPlainData("malformed arguments")
         trees_before = sent["args"][1] + [v for _, v in sent["kwargs"][1]]
         trees_after = after[0][1] + [v for _, v in after[1][1]]
         for orig, changed, before, now in zip(
@@ -236,7 +237,7 @@ class Harness:
         if alias is None:
             return ret
         if type(alias) is not list or len(alias) > MAX_ALIASES:
-            raise guard.NotPlainData("malformed alias")
+            raise codec.NotPlainData("malformed alias")
         roots = [list(args), list(kwargs.values())]
         for pair in alias:
             if (
@@ -246,17 +247,17 @@ class Harness:
                 or type(pair[1]) is not list
                 or len(pair[1]) < 2
             ):
-                raise guard.NotPlainData("malformed alias")
+                raise codec.NotPlainData("malformed alias")
             target = roots
             for i in pair[1]:
                 target = _child(target, i)
             if type(target) not in MUTABLE:
-                raise guard.NotPlainData("malformed alias")
+                raise codec.NotPlainData("malformed alias")
             ret = _put(ret, pair[0], target)
         return ret
 
     def rebuilt_exception(self, msg):
-        name = guard.safe_name(msg.get("exc"))
+        name = codec.safe_name(msg.get("exc"))
         if name == "MemoryError":
             self.fail("memory")
         if name == "SandboxViolation":
@@ -279,13 +280,18 @@ class Harness:
     def run(self):
         """The verdict dict."""
         signal.signal(signal.SIGALRM, self.on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.wall, 0.05)  # re-fires until the tests give up
         error = None
         try:
+            # The clock starts once the attempt's process is up and locked down, before its program
+            # runs: a slow sandbox start-up (a loaded machine) is no timeout of the attempt's. A start-up
+            # that never ends is the parent's deadline's (runner.STARTUP_MARGIN_S).
+            if self.receive().get("started") is not True:
+                self.fail("not_plain_data: no start")
+            signal.setitimer(signal.ITIMER_REAL, self.wall, 0.05)  # re-fires until the tests give up
             hello = self.receive()
             if "exc" in hello:
                 self.rebuilt_exception(hello)  # sticky cases raise here
-                raise Abort(f"crash: {guard.safe_name(hello['exc'])}")
+                raise Abort(f"crash: {codec.safe_name(hello['exc'])}")
             if not hello.get("hello"):
                 self.fail("not_plain_data: no hello")
             if hello.get("callable") is not True:
@@ -318,18 +324,22 @@ class Harness:
             return f"wrong_answer{where}"
         if isinstance(e, SyntaxError):
             return f"tests_error: SyntaxError (line {e.lineno})"
-        return f"wrong_answer: {guard.safe_name(type(e).__name__)}{where}"
+        return f"wrong_answer: {codec.safe_name(type(e).__name__)}{where}"
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(req=None):
+    """Run one case. `req` is given by the pooled worker (worker.py), which
+    has read it already; a process of its own reads it from stdin."""
+    if req is None:
+        req = json.loads(sys.stdin.read())
+        sys.stdin.close()
     harness = Harness(req)
     key = req.get("verdict_key")  # proves to the parent that this process wrote the verdict
     guard.lock_down(req)
     req.clear()
     verdict = harness.run()
-    guard.send(harness.result_fd, dict(verdict, key=key))
+    codec.send(harness.result_fd, dict(verdict, key=key))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -44,34 +44,26 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pwd
 import secrets
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from tasksieve.transforms.verify.sandbox import isolation
+from tasksieve.transforms.verify.sandbox import isolation, mounts, programs, verdict
+from tasksieve.transforms.verify.sandbox import pool as sandbox_pool
+from tasksieve.transforms.verify.sandbox.mounts import NOBODY, PYTHON
 from tasksieve.transforms.verify.sandbox.processes import kill_group, read_verdict, tail
+from tasksieve.transforms.verify.sandbox.verdict import CaseResult, Limits
 
 log = logging.getLogger(__name__)
 
-_HERE = Path(__file__).parent
-# The three programs are read from guard.py, attempt.py and harness.py beside
-# this file; inside the sandbox they keep their `sandbox_*` module names.
-_SOURCES = {
-    name: (_HERE / f"{name.removeprefix('sandbox_')}.py").read_text()
-    for name in ("sandbox_guard", "sandbox_attempt", "sandbox_harness")
-}
+# The programs run inside the sandbox (programs.py), read from the files beside this one.
+_SOURCES = programs.read_sources()
 MODES = ("auto", "bwrap", "rlimit", "unsafe-root")
-PYTHON = os.path.realpath(sys.executable)
-NOBODY = "nobody"
 # Largest message either side may send (one call's arguments or answer).
 MESSAGE_CAP = 8 * 2**20
 STARTUP_MARGIN_S = 10.0
@@ -86,31 +78,14 @@ SANDBOX_ENV: dict[str, str] = {}
 
 
 def _boot(role: str) -> str:
-    """The -c program: load the guard as module `sandbox_guard`, then run the role."""
+    """The -c program: load the libraries (`sandbox_guard`, ...), then run the role."""
     return (
-        "import sys, types\n"
-        "m = types.ModuleType('sandbox_guard')\n"
-        f"exec(compile({_SOURCES['sandbox_guard']!r}, 'sandbox_guard.py', 'exec'), m.__dict__)\n"
-        "sys.modules['sandbox_guard'] = m\n"
-        f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n"
+        programs.load_libraries(_SOURCES)
+        + f"exec(compile({_SOURCES[role]!r}, '{role}.py', 'exec'), {{'__name__': '__main__'}})\n"
     )
 
 
 _BOOT = {role: _boot(role) for role in ("sandbox_attempt", "sandbox_harness")}
-
-
-@dataclass(frozen=True)
-class Limits:
-    cpu_seconds: int = 5
-    wall_seconds: float = 10.0
-    memory_mb: int = 512
-    output_bytes: int = 64 * 1024
-
-
-@dataclass
-class CaseResult:
-    passed: bool
-    error: str | None
 
 
 @dataclass
@@ -129,30 +104,6 @@ class NoSafeSandbox(RuntimeError):
 # --- where and as whom ------------------------------------------------------------------------
 
 
-def _nobody_ids() -> tuple[int, int] | None:
-    """(uid, gid) to drop to when we are root; None when we are not."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pw = pwd.getpwnam(NOBODY)
-        return pw.pw_uid, pw.pw_gid
-    except KeyError:
-        return 65534, 65534
-
-
-def _world_reachable(path: str) -> bool:
-    """Can a user with no special rights read (and run) `path`?"""
-    p = Path(os.path.realpath(path))
-    try:
-        for parent in reversed(p.parents):
-            if not os.stat(parent).st_mode & stat.S_IXOTH:
-                return False
-        mode = os.stat(p).st_mode
-        return bool(mode & stat.S_IROTH) and (stat.S_ISDIR(mode) or bool(mode & stat.S_IXOTH))
-    except OSError:
-        return False
-
-
 def _python_candidates() -> list[str]:
     """Interpreters for the fallback, ours first. The sandboxed programs are
     stdlib-only, so any Python 3.9+ serves."""
@@ -163,58 +114,6 @@ def _python_candidates() -> list[str]:
             if os.path.exists(p) and os.path.realpath(p) not in found:
                 found.append(os.path.realpath(p))
     return found
-
-
-def _bind_args() -> list[str]:
-    """bwrap mounts: /usr and the library folders (as links where they are
-    links), and the interpreter's prefix, all read-only at their own paths
-    (the interpreter's run path is absolute)."""
-    out = ["--ro-bind", "/usr", "/usr"]
-    for top in ("/lib", "/lib64", "/lib32", "/libx32", "/bin"):
-        if os.path.islink(top):
-            out += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            out += ["--ro-bind", top, top]
-    prefixes = {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(PYTHON))}
-    for pre in sorted(prefixes):
-        if pre != "/usr" and not pre.startswith("/usr/"):
-            # Parents made 0755 first: bwrap would copy the host's modes (/root is 0700).
-            for parent in reversed(Path(pre).parents[:-1]):
-                out += ["--perms", "0755", "--dir", str(parent)]
-            out += ["--ro-bind", pre, pre]
-    return out
-
-
-def _bwrap_prefix(tmpfs_bytes: int) -> list[str]:
-    # No --new-session: the whole sandbox stays in the process group (and
-    # session) it is started in, so one killpg ends all of it; that session
-    # has no terminal, which is what --new-session protects.
-    common = [
-        "--die-with-parent",
-        "--clearenv",
-        *_bind_args(),
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--perms",
-        "1777",
-        "--size",
-        str(tmpfs_bytes),
-        "--tmpfs",
-        "/tmp",
-        "--remount-ro",
-        "/",
-        "--chdir",
-        "/tmp",
-    ]
-    if os.geteuid() != 0:
-        return ["bwrap", "--unshare-all", "--cap-drop", "ALL", *common]
-    # As root bwrap runs privileged and without a user namespace (inside one,
-    # the host's uid 0 stays exempt from RLIMIT_NPROC): it keeps only the two
-    # capabilities the runner needs to become nobody, which go with the drop.
-    ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-    return ["bwrap", *ns, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", *common]
 
 
 @dataclass(frozen=True)
@@ -289,11 +188,11 @@ def _find_setup(mode: str) -> _Setup | str:
     if mode == "bwrap":
         if not shutil.which("bwrap"):
             return "bubblewrap (bwrap) is not installed"
-        setup = _Setup("bwrap", tuple(_bwrap_prefix(16 * 2**20)), PYTHON, _nobody_ids(), True, "try")
+        setup = _Setup("bwrap", tuple(mounts.bwrap_prefix(16 * 2**20)), PYTHON, mounts.nobody_ids(), True, "try")
         why = _probe(setup)
         return setup if why is None else f"bubblewrap failed its start-up probe ({why})"
     prefix = tuple(_unshare_prefix())
-    ids = _nobody_ids()
+    ids = mounts.nobody_ids()
     if mode == "unsafe-root" and ids is not None:
         _warn_once(
             "unsafe",
@@ -307,7 +206,7 @@ def _find_setup(mode: str) -> _Setup | str:
         return setup if why is None else f"the fallback does not hold here ({why})"
     tried = []
     for python in _python_candidates():
-        if not _world_reachable(python):
+        if not mounts.world_reachable(python):
             tried.append(f"{python} (not readable by {NOBODY})")
             continue
         setup = _Setup(mode, prefix, python, ids, False, FALLBACK_CONFINE)
@@ -375,29 +274,81 @@ def run_cases(cases: list[dict], limits: Limits = Limits(), mode: str = "auto", 
     setup = _setup_for(mode)
     results, out, err = [], "", ""
     for case in cases:
-        res, out, err = _run_case(case, limits, setup, audit_hook)
+        res, out, err = (
+            _run_pooled(case, limits, setup, audit_hook)
+            if _pooled(setup)
+            else _run_case(case, limits, setup, audit_hook)
+        )
         results.append(res)
     return SandboxRun(results, time.perf_counter() - t0, setup.mode, out, err)
+
+
+def _lock_settings(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool) -> dict:
+    """What guard.lock_down reads from a request (guard.LOCK_KEYS)."""
+    return {
+        "workdir": workdir,
+        "drop": setup.drop,
+        "allow_root": setup.mode == "unsafe-root",
+        "audit_hook": audit_hook,
+        "confine": setup.confine,
+        "limits": {
+            "cpu": max(1, int(limits.cpu_seconds)),
+            "memory": limits.memory_mb * 2**20,
+            "output": limits.output_bytes,
+            "case_wall": float(limits.wall_seconds),
+        },
+    }
 
 
 def _request(setup: _Setup, workdir: str, limits: Limits, audit_hook: bool, **kw) -> bytes:
     return json.dumps(
         {
-            "workdir": workdir,
-            "drop": setup.drop,
-            "allow_root": setup.mode == "unsafe-root",
-            "audit_hook": audit_hook,
-            "confine": setup.confine,
+            **_lock_settings(setup, workdir, limits, audit_hook),
             "message_cap": MESSAGE_CAP,
-            "limits": {
-                "cpu": max(1, int(limits.cpu_seconds)),
-                "memory": limits.memory_mb * 2**20,
-                "output": limits.output_bytes,
-                "case_wall": float(limits.wall_seconds),
-            },
             **kw,
         }
     ).encode("utf-8", "surrogatepass")
+
+
+# --- pooled: pre-built bubblewrap sandboxes that fork a fresh child per case (pool.py, worker.py)
+
+POOLED = True  # bwrap cases run in pooled sandboxes; False: a fresh pair of sandboxes per case
+_POOL_BROKEN: list[str] = []  # why pooling failed here, once: the per-case path is used from then on
+
+
+def _pooled(setup: _Setup) -> bool:
+    return POOLED and setup.mode == "bwrap" and not _POOL_BROKEN
+
+
+def _run_pooled(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tuple[CaseResult, str, str]:
+    pool = sandbox_pool.pool_for(setup.prefix, setup.python, setup.drop, _SOURCES)
+
+    def make_request(workdir, **kw):
+        return _request(setup, workdir, limits, audit_hook, **kw)
+
+    try:
+        raw = sandbox_pool.run_case(
+            pool,
+            case,
+            make_request,
+            limits.wall_seconds + POOLED_MARGIN_S,
+            json.loads(json.dumps(_lock_settings(setup, "/tmp", limits, audit_hook))),
+        )
+    except sandbox_pool.WorkerFailed as e:
+        with _LOCK:
+            if not _POOL_BROKEN:
+                _POOL_BROKEN.append(str(e))
+                _warn_once("pool", f"pooled sandboxes do not work here ({e}); each case starts its own")
+        return _run_case(case, limits, setup, audit_hook)
+    result = verdict.decide(
+        raw["line"], raw["timed_out"], raw["procs"], limits, setup, raw["tails"]["harness.err"], raw["key"]
+    )
+    if raw["sizes"]["attempt.out"] >= limits.output_bytes or raw["sizes"]["attempt.err"] >= limits.output_bytes:
+        result = CaseResult(False, "output_too_large")
+    return result, raw["tails"]["attempt.out"], raw["tails"]["attempt.err"]
+
+
+POOLED_MARGIN_S = 2.0  # nothing to start per case: the parent's deadline is the harness's own plus this
 
 
 def _workdir(setup: _Setup, host_tmp: str, name: str) -> str:
@@ -490,58 +441,7 @@ def _run_case(case: dict, limits: Limits, setup: _Setup, audit_hook: bool) -> tu
         sizes = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in files.items()}
         tails = {n: tail(p) if os.path.exists(p) else "" for n, p in files.items()}
         shutil.rmtree(host_tmp, ignore_errors=True)
-    result = _verdict(line, timed_out, procs, limits, setup, tails["harness.err"], key)
+    result = verdict.decide(line, timed_out, procs, limits, setup, tails["harness.err"], key)
     if sizes["attempt.out"] >= limits.output_bytes or sizes["attempt.err"] >= limits.output_bytes:
         result = CaseResult(False, "output_too_large")
     return result, tails["attempt.out"], tails["attempt.err"]
-
-
-def _signal_of(rc: int | None, setup: _Setup) -> int | None:
-    if rc is None:
-        return None
-    if rc < 0:
-        return -rc
-    if (setup.mode == "bwrap" or "--pid" in setup.prefix) and rc > 128:  # an init's report of its child
-        return rc - 128
-    return None
-
-
-def _verdict(
-    line: bytes | None, timed_out: bool, procs: list, limits: Limits, setup: _Setup, harness_err: str, key: str
-) -> CaseResult:
-    attempt_sig = _signal_of(procs[0].returncode, setup) if procs else None
-    if line is not None:
-        try:
-            d = json.loads(line)
-            passed, error = d["passed"] is True, d.get("error")
-            error = None if error is None else str(error)[:300]
-            forged = not secrets.compare_digest(str(d.get("key")), key)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return CaseResult(False, "harness_error: unreadable verdict")
-        if forged:  # someone but the harness wrote on its pipe: the sandbox failed
-            log.warning("sandbox: a verdict without the harness's key; the case fails")
-            return CaseResult(False, "harness_error: forged verdict")
-        if error == "exited_early" and attempt_sig:
-            error = _by_signal(attempt_sig, limits)
-        return CaseResult(passed and error is None, error)
-    if timed_out:
-        return CaseResult(False, "timeout")
-    harness_sig = _signal_of(procs[1].returncode, setup) if len(procs) > 1 else None
-    if harness_sig:
-        return CaseResult(False, _by_signal(harness_sig, limits) + " (in the tests)")
-    last = (harness_err.strip().splitlines() or [""])[-1]
-    if "refusing" in last:  # sandbox_guard would not run untrusted code (root, capabilities)
-        return CaseResult(False, f"harness_error: {last[:200]}")
-    if "MemoryError" in last:
-        return CaseResult(False, "memory (in the tests)")
-    return CaseResult(False, f"harness_error: exit code {procs[1].returncode if len(procs) > 1 else None}")
-
-
-def _by_signal(sig: int, limits: Limits) -> str:
-    if sig == signal.SIGXCPU:
-        return f"timeout: over {limits.cpu_seconds}s of CPU"
-    if sig == signal.SIGXFSZ:
-        return "output_too_large"
-    if sig == signal.SIGSYS:
-        return "blocked: system call"
-    return f"killed: signal {sig}"
