@@ -1,7 +1,10 @@
-"""Issue 14: the batch path (transforms/batch/, the default) makes the
-reference path's decisions (`[dedup] batch = false`), row for row:
-`tasksieve dedup` end to end on both paths, comparing every column of
-results.parquet and quarantine.parquet except the run id, on the bundled
+"""Issue 14, 46: the batch engine (transforms/batch/, the only engine of
+read .. decontaminate) makes the decisions of the stage packages' Beam-free
+functions (tests/plain_stages.py, the reference), row for row: `tasksieve
+dedup` end to end, comparing every column of results.parquet,
+quarantine.parquet and costs.parquet except the run id (kept, dropped and
+quarantined rows, drop stages and reasons, the matched ids and
+similarities in drop details) with the reference's, on the bundled
 sample, a 5,000-task bench pool, the same against a reference pool, the
 same-problem hard cases, the hostile corpus, and on the DaskRunner. The
 kernels and units are in test_batch_dedup.py."""
@@ -56,21 +59,27 @@ def _table(out, name):
     return t.drop_columns([c for c in ("run_id",) if c in t.column_names]).to_pylist()
 
 
-def _compare(inputs, tmp, cfg_text, *extra, batch_extra=(), memory_mib=None):
-    """Both paths on the same inputs; every column but the run id must agree.
-    `memory_mib`: the batch path's budget for values held as objects (None:
-    the default, which holds every value of these small inputs; 0: every
-    value spilled to disk; 1: some held, most spilled)."""
-    ref, bat = tmp / "ref", tmp / "batch"
-    _run(inputs, ref, cfg_text.replace("[dedup]", "[dedup]\nbatch = false"), tmp, *extra)
+def _compare(inputs, tmp, cfg_text, *extra, batch_extra=(), memory_mib=None, against=()):
+    """The batch engine and the plain reference on the same inputs; every
+    column but the run id must agree. `memory_mib`: the batch path's budget
+    for values held as objects (None: the default, which holds every value
+    of these small inputs; 0: every value spilled to disk; 1: some held,
+    most spilled). `against`: reference pools (`--dedup-against`)."""
+    from plain_stages import reference_outputs
+
+    from tasksieve.schemas.config import load_config
+
+    bat = tmp / "batch"
     held = "" if memory_mib is None else f"\nmemory_mib = {memory_mib}"
-    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]\nbatch = true" + held), tmp, *extra, *batch_extra)
-    a, b = _table(ref, "results"), _table(bat, "results")
+    pools = sum((["--dedup-against", str(a)] for a in against), [])
+    proc = _run(inputs, bat, cfg_text.replace("[dedup]", "[dedup]" + held), tmp, *extra, *pools, *batch_extra)
+    ref = reference_outputs(inputs, load_config(tmp / f"{bat.name}.toml"), against)
+    a, b = ref["results"], _table(bat, "results")
     assert len(a) == len(b)
     for x, y in zip(a, b):
         assert x == y, (x.get("task_id"), {k: (x[k], y[k]) for k in x if x[k] != y[k]})
-    assert _table(ref, "quarantine") == _table(bat, "quarantine")
-    assert _table(ref, "costs") == _table(bat, "costs")
+    assert ref["quarantine"] == _table(bat, "quarantine")
+    assert ref["costs"] == _table(bat, "costs")
     return a, proc
 
 
@@ -117,9 +126,8 @@ def test_batch_path_same_decisions_against_a_pool(bench_pool, tmp_path):
         [files[0]],
         tmp_path,
         "[dedup]\nsemantic = false\nedge_shards = 3\nshards = 5\n",
-        "--dedup-against",
-        str(files[1]),
         memory_mib=1,
+        against=[files[1]],
     )
     assert any(r["drop_stage"] == "against_pool" for r in rows)
 
@@ -172,10 +180,11 @@ def test_batch_path_same_decisions_and_quarantine_on_the_hostile_corpus(tmp_path
 def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
     """Task nodes are built from (source, task_id), which a delivery writes:
     ids holding the separator or the source "pool" once spelled another
-    task's node (a row lost on the reference path, a near copy kept on the
-    batch path) or a pool node (copies never paired). Each crafted pair
-    below is a near copy: exactly one of each must go, on both paths, and
-    no row may vanish; the unrelated rows must stay."""
+    task's node (a row lost on the old row-at-a-time graph, a near copy
+    kept on the batch path) or a pool node (copies never paired). Each
+    crafted pair below is a near copy: exactly one of each must go, on the
+    batch path as in the reference, and no row may vanish; the unrelated
+    rows must stay."""
     us = "\x1f"
     one = "Compute the sum of the first hundred odd positive integers and explain each step of the work."
     two = "A train leaves the station at noon and travels west; find when it passes the second signal box."
@@ -213,7 +222,7 @@ def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
         )
         + "\n"
     )
-    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", "--dedup-against", str(pool))
+    got, proc = _compare([delivery], tmp_path, "[dedup]\nsemantic = false\n", against=[pool])
     assert len(got) == len(rows) and "OK" in proc.stdout
     status = {(r["source"], r["task_id"]): r["status"] for r in got}
     for pair in (
@@ -231,7 +240,7 @@ def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
     and more, with the same prompt (rows exact dedup would also want) and
     with other prompts (rows hashed to other shards than their first): the
     first row by (file, line) stays, each later row is quarantined naming
-    it, the same on both paths, with every value spilled."""
+    it, as the reference does, with every value spilled."""
     rng = random.Random(5)
     prompts = [
         f"Problem {i}: find x when {i + 2}x + {i + 1} = {7 * i + 3}, and show each step of the work." for i in range(12)
@@ -282,7 +291,7 @@ def test_candidates_with_none_confirmed_keep_every_row(tmp_path, runner):
     answers. MinHash pairs them and the same-problem rules clear every
     pair, so the cluster step has no confirmed edge and outputs nothing at
     all (not an empty map); every row must still come out kept, as on the
-    reference path, on both runners."""
+    reference, on both runners."""
     template = (
         "A farmer has {a} crates of apples with {b} apples in each crate, and sells {c} apples at the "
         "market on Saturday morning. How many apples does the farmer have left after the market?"
