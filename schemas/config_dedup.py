@@ -66,12 +66,6 @@ class DedupConfig(Section):
         "docs/same_problem.md) kept per original; the rest drop as near_variant. 0: a "
         "variant is padding, the buyer pays an expert for a solved problem",
     )
-    batch: bool = Field(
-        True,
-        description="run read..decontaminate on chunks of tasks (transforms/batch/stages.py); "
-        "false: the row-at-a-time reference path, the same decisions, slower and "
-        "with memory growing with the pool",
-    )
     edge_shards: int = Field(
         0,
         ge=0,
@@ -102,6 +96,19 @@ class DedupConfig(Section):
         description="reference pools (JSONL/Parquet/datasets folders or saved indexes); never modified",
     )
     save_index: str | None = Field(None, description="save the index of `against` here for reuse")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data):
+        """`batch` chose between the batch engine and a row-at-a-time graph,
+        which is gone: a config that still sets it is told so, not just that
+        the key is unknown."""
+        if isinstance(data, dict) and "batch" in data:
+            raise ValueError(
+                "key 'batch' was removed: read .. decontaminate always run on chunks of tasks "
+                "(the batch engine, docs/scaling.md); delete the line"
+            )
+        return data
 
     @model_validator(mode="after")
     def _bands_fit(self):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-import apache_beam as beam
 
 _CLOSING = ".,;:!?%)]}"
 _OPENING = "([{"
@@ -82,8 +81,3 @@ def _template(task: dict) -> str:
     from tasksieve.transforms.same_problem.template import template_group
 
     return template_group(task["prompt"])
-
-
-class NormalizeAndHash(beam.PTransform):
-    def expand(self, tasks):
-        return tasks | "Hash" >> beam.Map(with_hash)

@@ -328,25 +328,6 @@ def read_source(path: str, max_row_bytes: int) -> Iterator[dict]:
             yield _raw_row(path, 0, None, "", f"cannot read file: {type(e).__name__}: {cap(str(e), 150)}")
 
 
-class ReadDeliveries(beam.PTransform):
-    """Paths in, raw rows out. One element per source file: sources are read
-    whole by one worker, which keeps line numbers exact."""
-
-    def __init__(self, paths: list[str], max_row_bytes: int):
-        super().__init__()
-        self.paths = paths
-        self.max_row_bytes = max_row_bytes
-
-    def expand(self, pbegin):
-        return (
-            pbegin
-            | "Paths" >> beam.Create(self.paths)
-            # Spread files across workers before reading them.
-            | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.FlatMap(read_source, self.max_row_bytes)
-        )
-
-
 class CountInputRows(beam.PTransform):
     """Paths in, one number out: the rows the inputs hold, counted without
     parsing any of them (count_rows). The independent side of the

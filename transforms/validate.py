@@ -15,15 +15,9 @@ from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
 
-import apache_beam as beam
-
 from tasksieve.schemas.records import DOMAINS, REQUIRED_BY_DOMAIN, TASK_SCHEMA, declared_domain  # noqa: F401
 from tasksieve.transforms.read import RAW_KEEP_CHARS, RowLimitError, cap, check_value, loads_limited
-from tasksieve.transforms.stage import split_tagged
 from tasksieve.transforms.verify.judge.labels import LabelError, graded_json, parse_graded
-
-QUARANTINE_TAG = "quarantine"
-TASK_TAG = "task"
 
 _TEXT_FIELDS = (
     "task_id",
@@ -269,7 +263,7 @@ def first_by_position(tasks: list[dict]) -> tuple[dict, list[dict]]:
 
 def repeat_entry(first: dict, t: dict) -> dict:
     """Quarantine entry of `t`, a later row with `first`'s (source, task_id);
-    shared by the row path and the batch path (transforms/batch/dedup.py)."""
+    written by the batch engine (transforms/batch/dedup.py)."""
     source, task_id = first["source"], first["task_id"]
     return {
         "source": source,
@@ -281,52 +275,3 @@ def repeat_entry(first: dict, t: dict) -> dict:
         f"(first at {first['source_file']}:{first['line']})",
         "raw": json.dumps({k: t[k] for k in ("task_id", "source", "prompt")}, ensure_ascii=False)[:2000],
     }
-
-
-class ValidateRows(beam.PTransform):
-    """Raw rows in; (valid tasks, quarantine entries) out. A task_id repeated within one source is quarantined
-    after its first occurrence: results are keyed by (source, task_id)."""
-
-    def __init__(
-        self,
-        max_field_chars: int,
-        max_expert_minutes: float = MAX_EXPERT_MINUTES,
-        max_expert_cost_usd: float = MAX_EXPERT_COST_USD,
-    ):
-        super().__init__()
-        self.limits = (max_field_chars, max_expert_minutes, max_expert_cost_usd)
-
-    @classmethod
-    def from_config(cls, limits) -> "ValidateRows":
-        """From the run config's `[limits]` section."""
-        return cls(limits.max_field_chars, limits.max_expert_minutes, limits.max_expert_cost_usd)
-
-    def expand(self, raw_rows):
-        limits = self.limits
-
-        def check(raw):
-            task, reason = validate_row(raw, *limits)
-            if task is None:
-                yield QUARANTINE_TAG, quarantine_row(raw, reason)
-            else:
-                yield TASK_TAG, task
-
-        checked = split_tagged(raw_rows | "Check" >> beam.FlatMap(check), "CheckSplit", (TASK_TAG, QUARANTINE_TAG))
-
-        def unique(kv):
-            (source, task_id), tasks = kv
-            first, rest = first_by_position(list(tasks))
-            yield TASK_TAG, first
-            for t in rest:
-                yield QUARANTINE_TAG, repeat_entry(first, t)
-
-        uniq = split_tagged(
-            checked[TASK_TAG]
-            | "KeyById" >> beam.Map(lambda t: ((t["source"], t["task_id"]), t))
-            | "GroupById" >> beam.GroupByKey()
-            | "FirstOfId" >> beam.FlatMap(unique),
-            "FirstOfIdSplit",
-            (TASK_TAG, QUARANTINE_TAG),
-        )
-        quarantine = (checked[QUARANTINE_TAG], uniq[QUARANTINE_TAG]) | "AllQuarantine" >> beam.Flatten()
-        return uniq[TASK_TAG], quarantine

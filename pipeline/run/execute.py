@@ -210,7 +210,7 @@ def run_graph(ctx: RunContext, spec: RunSpec) -> None:
     """Build the funnel for `spec` on the context's runner and run it."""
     how = ctx.how
     with contextlib.ExitStack() as stack:
-        if spec.config.dedup.batch and how.dask_address is None:
+        if how.dask_address is None:
             # This machine's workers share one private folder (chunks.py); a
             # remote cluster's workers could not, so there chunks stay in memory.
             # Inside the run's staging folder: a killed run's spill is removed

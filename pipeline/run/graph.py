@@ -6,9 +6,9 @@
 
 `tasksieve dedup` is the same graph stopped after decontamination (a spec
 without a sampling plan): its survivors are written with status `kept`.
-Read .. decontaminate run on chunks of tasks (transforms/batch/stages.py, the
-default) or, with `[dedup] batch = false`, one row at a time
-(`_row_cheap_stages`, the reference path); the decisions are the same.
+Read .. decontaminate run on chunks of tasks (transforms/batch/stages.py);
+their decisions are the stage packages' Beam-free functions' (tested in
+tests/batch/ against tests/plain_stages.py).
 
 Every row leaves through exactly one of: results (kept, all_pass/all_fail,
 dropped with stage and reason, quarantined with reason). The staged files
@@ -31,18 +31,10 @@ from tasksieve.pipeline.outputs.staging import WriteStaged, chunk_name, chunk_ta
 from tasksieve.schemas.records import ATTEMPT_SCHEMA, COST_SCHEMA, QUARANTINE_SCHEMA, RESULT_SCHEMA
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.costs import CostRows, expert_cost_table
-from tasksieve.transforms.decontam.stage import Decontaminate
 from tasksieve.transforms.batch.chunks import Spill, rows_of
-from tasksieve.transforms.dedup.exact import DropExactDuplicates
-from tasksieve.transforms.dedup.near import NearDedup
-from tasksieve.transforms.dedup.pool_index import index_row_groups, read_row_group
-from tasksieve.transforms.normalize import NormalizeAndHash
-from tasksieve.transforms.read import CountInputRows, ReadDeliveries
 from tasksieve.transforms.sample.stage import SamplePlan
 from tasksieve.transforms.sample.transform import SampleAndClassify
 from tasksieve.transforms.verify.sanity import VerifierSanity
-from tasksieve.transforms.stage import write_count
-from tasksieve.transforms.validate import ValidateRows
 
 # The staged outputs and their schemas; `finalize.finalize` reads them back.
 STAGED = {"results": RESULT_SCHEMA, "attempts": ATTEMPT_SCHEMA, "quarantine": QUARANTINE_SCHEMA, "costs": COST_SCHEMA}
@@ -97,53 +89,6 @@ def _write(pcoll, name: str, staging_dir: str):
     return pcoll | f"Write{name}" >> WriteStaged(str(Path(staging_dir) / name), STAGED[name])
 
 
-def _read(p: beam.Pipeline, spec: RunSpec):
-    """(raw rows, the two row counts written for the accounting check)."""
-    cfg = spec.config
-    raw = p | "Read" >> ReadDeliveries(spec.inputs, cfg.limits.max_row_bytes)
-    # Rows in the inputs, counted without parsing any (physical lines, row
-    # group counts): the independent side of the row-accounting check, so
-    # a reader that skipped something cannot hide it.
-    rows_counted = (
-        p
-        | "CountInputs" >> CountInputRows(spec.inputs, cfg.limits.max_row_bytes)
-        | "WriteRowsCounted" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_COUNTED_FILE))
-    )
-    # Rows the reader produced (runner metrics are not available everywhere);
-    # compared with the count above when the check fails, to say where.
-    rows_read = (
-        raw
-        | "CountRead" >> beam.combiners.Count.Globally()
-        | "WriteRowsRead" >> beam.Map(write_count, str(Path(spec.staging_dir) / ROWS_READ_FILE))
-    )
-    return raw, (rows_counted, rows_read) | "BothCounts" >> beam.Flatten()
-
-
-def _pool_rows(p: beam.Pipeline, spec: RunSpec):
-    """The reference pools' index rows, read by Parquet row group: element-wise,
-    so a large pool is spread over workers. None without pools."""
-    if not spec.pool_indexes:
-        return None
-    units = [u for path in spec.pool_indexes for u in index_row_groups(path)]
-    return p | "PoolUnits" >> beam.Create(units) | "ReadPool" >> beam.FlatMap(read_row_group)
-
-
-def _row_cheap_stages(p: beam.Pipeline, spec: RunSpec):
-    """The reference path of read .. decontaminate, one Beam element per row:
-    (clean tasks, [dropped parts], quarantined rows, row counts)."""
-    cfg = spec.config
-    raw, rows_read = _read(p, spec)
-    tasks, quarantined = raw | "Validate" >> ValidateRows.from_config(cfg.limits)
-    tasks = tasks | "NormalizeHash" >> NormalizeAndHash()
-    tasks, exact = tasks | "ExactDedup" >> DropExactDuplicates()
-    dropped = [exact]
-    if cfg.dedup.near or spec.pool_indexes:
-        tasks, near = tasks | "NearDedup" >> NearDedup.from_config(cfg.dedup, cfg.decontam, _pool_rows(p, spec))
-        dropped.append(near)
-    tasks, contaminated = tasks | "Decontaminate" >> Decontaminate.from_config(cfg.decontam)
-    return tasks, [*dropped, contaminated], quarantined, rows_read
-
-
 def build(
     p: beam.Pipeline,
     spec: RunSpec,
@@ -153,32 +98,19 @@ def build(
     """The funnel, stage by stage. `judge_factory` gives the rubric judge
     (None: the sampler judges). Without `spec.plan` the graph stops after
     decontamination (`tasksieve dedup`)."""
-    cfg, run_id = spec.config, spec.run_id
-    result_chunks = None
-    if cfg.dedup.batch:  # the same decisions on chunks of tasks (transforms/batch/stages.py)
-        chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
-        result_chunks = (
-            tuple(dropped_chunks)
-            | "AllDroppedChunks" >> beam.Flatten()
-            | "DroppedResults" >> beam.Map(_with_status, "dropped")
-        )
-        dropped = []
-        if spec.plan is None:
-            kept = chunks | "KeptResults" >> beam.Map(_with_status, "kept")
-            result_chunks = (kept, result_chunks) | "ResultChunks" >> beam.Flatten()
-            _write_outputs(p, spec, None, [], quarantined, None, rows_read, result_chunks)
-            return
-        tasks = chunks | "Unchunk" >> beam.FlatMap(rows_of)
-    else:
-        tasks, dropped, quarantined, rows_read = _row_cheap_stages(p, spec)
-        if spec.plan is None:
-            kept = (
-                tasks
-                | "Progress" >> beam.ParDo(_Progress("kept after dedup"))
-                | "KeptResult" >> beam.Map(kept_result, run_id)
-            )
-            _write_outputs(p, spec, kept, dropped, quarantined, None, rows_read)
-            return
+    cfg = spec.config
+    chunks, dropped_chunks, quarantined, rows_read = batch_cheap_stages(p, spec, ROWS_COUNTED_FILE, ROWS_READ_FILE)
+    result_chunks = (
+        tuple(dropped_chunks)
+        | "AllDroppedChunks" >> beam.Flatten()
+        | "DroppedResults" >> beam.Map(_with_status, "dropped")
+    )
+    if spec.plan is None:
+        kept = chunks | "KeptResults" >> beam.Map(_with_status, "kept")
+        result_chunks = (kept, result_chunks) | "ResultChunks" >> beam.Flatten()
+        _write_outputs(p, spec, None, [], quarantined, None, rows_read, result_chunks)
+        return
+    tasks = chunks | "Unchunk" >> beam.FlatMap(rows_of)
     # Before any attempt is paid for: drop tasks whose verifier is broken.
     tasks, broken = tasks | "VerifierSanity" >> VerifierSanity(cfg.verify, cfg.sampling.groups)
     classified, attempts, unsampled = tasks | "Sample" >> SampleAndClassify(
@@ -191,7 +123,7 @@ def build(
         spec.stats_dir,
         judge_factory,
     )
-    _write_outputs(p, spec, classified, [*dropped, broken, unsampled], quarantined, attempts, rows_read, result_chunks)
+    _write_outputs(p, spec, classified, [broken, unsampled], quarantined, attempts, rows_read, result_chunks)
 
 
 def _write_outputs(
@@ -250,26 +182,3 @@ def _write_result_chunk(status_chunk: tuple, staging: str, rates, run_id: str) -
     name = chunk_name(results)  # one name for both files: they hold the same tasks
     write_table(expert_cost_table(results, rates, run_id, STAGED["costs"]), str(Path(staging) / "costs"), name)
     return write_table(results, str(Path(staging) / "results"), name)
-
-
-def kept_result(task: dict, run_id: str) -> dict:
-    return dict(task, run_id=run_id, status="kept")
-
-
-class _Progress(beam.DoFn):
-    """Prints every `every` rows this worker has seen: a progress line on
-    runners without metrics (the DaskRunner has none)."""
-
-    def __init__(self, label: str, every: int = 10_000):
-        self.label, self.every = label, every
-
-    def setup(self):
-        self.seen = 0
-
-    def process(self, row):
-        self.seen += 1
-        if self.seen % self.every == 0:
-            from tasksieve.transforms.progress import say
-
-            say(f"  {self.label}: {self.seen} rows")
-        yield row

@@ -1,14 +1,10 @@
-"""Issue 14: the batch path of the cheap stages (transforms/batch/stages.py,
-the default; `[dedup] batch = false` is the row-at-a-time reference path)
-makes the reference path's decisions, row for row.
+"""Issue 14: the batch engine of the cheap stages (transforms/batch/) makes
+the decisions of the stage packages' Beam-free functions, row for row.
 
-Kernels first (the same bits as the numpy code they replace), then
-`tasksieve dedup` end to end on both paths, comparing every column of
-results.parquet and quarantine.parquet except the run id: on the bundled
-sample, a 5,000-task bench pool (planted copies of five kinds, shared
-sentences and templates), the same against a reference pool, the
-same-problem hard cases with the meaning stage on, the 1,000-row hostile
-corpus, and on the DaskRunner."""
+Here its kernels and units: each the same bits, edges or rows as the
+one-task numpy code or plain function it replaces. End to end (`tasksieve
+dedup` against tests/plain_stages.py, every column of the outputs) is
+test_batch_decisions.py."""
 
 import random
 import sys

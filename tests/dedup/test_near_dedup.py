@@ -5,14 +5,11 @@ reused index gives the same drops as a rebuilt one."""
 
 import hashlib
 import json
-import tempfile
 
-import apache_beam as beam
 import numpy as np
 import pytest
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from tasksieve.transforms.dedup.near import NearDedup, bucket_pairs, resolve_component
+from tasksieve.transforms.dedup.near import bucket_pairs, find_near_duplicates, resolve_component
 from tasksieve.transforms.dedup.near_rule import confirmed, number_overlap
 from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard, shingle_hashes, signature, task_bands
 from tasksieve.transforms.normalize import normalize_text, with_hash
@@ -67,24 +64,16 @@ def _task(tid, prompt, source="v", created=None, answer="1", line=1):
     )
 
 
-def _dump(rows, path):
-    with open(path, "w") as fh:
-        json.dump(rows, fh)
-
-
 def _run(tasks, pool_index=None, threshold=0.7, within=True):
-    """NearDedup through Beam's in-process runner: (kept ids, {dropped id: row})."""
-    with tempfile.TemporaryDirectory() as tmp:
-        with beam.Pipeline(runner=FnApiRunner()) as p:
-            pool = None
-            if pool_index:
-                pool = p | "Units" >> beam.Create(index_row_groups(pool_index)) | "Rows" >> beam.FlatMap(read_row_group)
-            kept, dropped = p | beam.Create(tasks) | NearDedup(P, threshold, pool, within=within)
-            kept | "K" >> beam.combiners.ToList() | "WK" >> beam.Map(_dump, f"{tmp}/kept.json")
-            dropped | "D" >> beam.combiners.ToList() | "WD" >> beam.Map(_dump, f"{tmp}/dropped.json")
-        kept_rows = json.load(open(f"{tmp}/kept.json"))
-        dropped_rows = json.load(open(f"{tmp}/dropped.json"))
-    return sorted(t["task_id"] for t in kept_rows), {d["task_id"]: d for d in dropped_rows}
+    """The near-dedup stage's function (find_near_duplicates, the reference
+    the batch engine is tested against in tests/batch/), shingles only, with
+    the reference pool's rows read from its saved index: (kept ids,
+    {dropped id: row})."""
+    pool = [r for unit in index_row_groups(pool_index) for r in read_row_group(unit)] if pool_index else []
+    out = list(find_near_duplicates(tasks, pool, P, threshold, semantic=False, within=within))
+    assert len(out) == len(tasks)
+    kept = sorted(t["task_id"] for tag, t in out if tag == "kept")
+    return kept, {t["task_id"]: t for tag, t in out if tag == "dropped"}
 
 
 def test_each_kind_of_near_duplicate_is_dropped_with_survivor_and_similarity():

@@ -167,21 +167,32 @@ def test_the_same_edges_are_confirmed_with_and_without_the_array_guard(
 @pytest.mark.slow
 def test_a_templated_delivery_keeps_its_decisions_with_the_array_guard(monkeypatch, tmp_path):
     """`tasksieve dedup` on 1,500 templated tasks, on the batch path with
-    the array guard and without it, and on the reference path: the same
-    results.parquet, every column but the run id."""
+    the array guard and without it, and the stages' plain functions
+    (tests/plain_stages.py): the same results.parquet, every column but
+    the run id."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plain_stages import reference_outputs
+
     from tasksieve.pipeline.cli import main
+    from tasksieve.schemas.config import load_config
 
     tasks = _templated_tasks(8, 1500)
     delivery = tmp_path / "delivery.jsonl"
     keep = ("task_id", "source", "domain", "prompt", "answer")
     delivery.write_text("".join(json.dumps({k: t[k] for k in keep}) + "\n" for t in tasks))
     cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[dedup]\nsemantic = false\n[decontam]\nbenchmarks = []\n")
     results = {}
-    for name, enabled, batch in (("on", True, "true"), ("off", False, "true"), ("ref", True, "false")):
+    for name, enabled in (("on", True), ("off", False)):
         monkeypatch.setattr(number_guard, "enabled", enabled)
-        cfg.write_text(f"[dedup]\nsemantic = false\nbatch = {batch}\n[decontam]\nbenchmarks = []\n")
         assert main(["dedup", "--input", str(delivery), "--out", str(tmp_path / name), "--config", str(cfg)]) == 0
         results[name] = pq.read_table(tmp_path / name / "results.parquet").drop_columns(["run_id"]).to_pylist()
+    monkeypatch.setattr(number_guard, "enabled", True)
+    results["ref"] = reference_outputs([delivery], load_config(cfg))["results"]
+    assert any(r["status"] == "dropped" for r in results["ref"])
     assert results["on"] == results["off"] == results["ref"]
     dropped = [r for r in results["on"] if r["status"] == "dropped"]
     assert 100 < len(dropped) < 1000  # copies dropped, siblings kept

@@ -1,25 +1,21 @@
 """The same-problem judgement: candidates (n-grams, fuzzy word order,
 MinHash, meaning) are confirmed on what makes a problem (its quantities, its
 reference answer, for code its behaviour), with evidence; one judgement for
-`run`/`dedup` (Beam) and `validate` (in memory). Cases come from the
+`run`/`dedup` (the batch engine) and `validate` (in memory). Cases come from the
 hard-case set in bench/same_problem_cases.py (a sample of each category)."""
 
 import json
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
-import apache_beam as beam
 import pytest
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.decontam.index import build_index  # noqa: E402
 from tasksieve.transforms.decontam.stage import check_task  # noqa: E402
-from tasksieve.transforms.dedup.near import NearDedup  # noqa: E402
 from tasksieve.transforms.dedup.near import find_near_duplicates  # noqa: E402
 from tasksieve.transforms.dedup.minhash import MinHashParams  # noqa: E402
 from tasksieve.transforms.normalize import with_hash  # noqa: E402
@@ -313,25 +309,18 @@ def test_same_numbers_other_operation_is_another_problem_even_without_answers():
     assert [t for t, _ in find_near_duplicates([a, b], [], P, 0.7)] == ["kept", "kept"]
 
 
-def _beam(tasks, semantic=True):
-    with tempfile.TemporaryDirectory() as tmp:
-        with beam.Pipeline(runner=FnApiRunner()) as p:
-            kept, dropped = p | beam.Create(tasks) | NearDedup(P, 0.7, semantic=semantic, rules=Rules())
-            dropped | beam.Map(lambda d: d["task_id"] + "\t" + d["drop_detail"]) | beam.io.WriteToText(f"{tmp}/d")
-        lines = [ln for f in Path(tmp).glob("d*") for ln in f.read_text().splitlines()]
-    return {ln.split("\t")[0]: json.loads(ln.split("\t")[1]) for ln in lines}
-
-
-def test_the_beam_stage_gives_the_same_judgement_as_the_in_memory_one():
+def test_shingles_alone_miss_the_paraphrases_the_meaning_stage_finds():
+    """The near-dedup stage with its meaning stage on and off (the batch
+    engine makes the same decisions on the hard cases: tests/batch/)."""
     rows, i = [], 0
     for a, b in _pairs() + cases.sibling_pairs()[:4]:
         rows += [_row(a, i, 1), _row(b, i + 1, 2)]
         i += 2
-    in_memory = {t["task_id"] for tag, t in find_near_duplicates(rows, [], P, 0.7) if tag == "dropped"}
-    beam_dropped = _beam(rows)
-    assert set(beam_dropped) == in_memory and len(in_memory) == 4
-    assert any(d["generator"] == "semantic" for d in beam_dropped.values())
-    assert set(_beam(rows, semantic=False)) < in_memory  # shingles alone miss paraphrases
+    dropped = {t["task_id"]: t for tag, t in find_near_duplicates(rows, [], P, 0.7) if tag == "dropped"}
+    assert len(dropped) == 4
+    assert any(json.loads(d["drop_detail"])["generator"] == "semantic" for d in dropped.values())
+    shingles = {t["task_id"] for tag, t in find_near_duplicates(rows, [], P, 0.7, semantic=False) if tag == "dropped"}
+    assert shingles < set(dropped)  # shingles alone miss paraphrases
 
 
 @pytest.mark.slow

@@ -119,6 +119,22 @@ def test_select_sizes_are_bounded(tmp_path):
             load_config(cfg)
 
 
+def test_the_removed_batch_key_is_named_as_removed(tmp_path):
+    """`[dedup] batch` chose the row-at-a-time graph, which is gone: a
+    config that still sets it, either way, fails naming the key as removed
+    (not merely unknown); the other dedup keys still load."""
+    cfg = tmp_path / "c.toml"
+    for value in ("true", "false"):
+        cfg.write_text(f"[dedup]\nshards = 4\nbatch = {value}\n")
+        with pytest.raises(ConfigError, match=r"dedup: .*key 'batch' was removed"):
+            load_config(cfg)
+    cfg.write_text("[dedup]\nshards = 4\n")
+    assert load_config(cfg).dedup.shards == 4
+    cfg.write_text("[dedup]\nbatchh = true\n")
+    with pytest.raises(ConfigError, match="dedup.batchh: Extra inputs"):
+        load_config(cfg)
+
+
 def test_validate_config_warns_too(tmp_path, capsys):
     from tasksieve.pipeline.validate.command import load_run_config
 

@@ -4,5 +4,6 @@ shards (near.py) and clusters (clusters.py) of near dedup, exact dedup and
 shards (dedup.py, shards.py, sketch.py), decontamination (decontam.py),
 chunks and spill (chunks.py). It decides exactly as the stage functions
 in dedup/ and decontam/ do: the rules are theirs, never copied here
-(tests/batch/test_batch_dedup.py compares both).
+(tests/batch/test_batch_decisions.py compares its decisions with theirs,
+chained in tests/plain_stages.py; test_batch_dedup.py its units).
 """

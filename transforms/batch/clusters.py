@@ -20,7 +20,7 @@ CLUSTERS, MEMBERS = "clusters", "members"
 
 class ClustersFn(PackedParts):
     """Packed confirmed edges -> {src: {node: (cluster root, best link)}}:
-    the row path's union-find and best_links, over confirmed edges only."""
+    near.py's union-find and best_links, over confirmed edges only."""
 
     def extract_output(self, acc):
         confirmed, src_of = [], {}

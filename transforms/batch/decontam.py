@@ -18,7 +18,7 @@ class _DecontaminateChunkFn(beam.DoFn):
         self.checks, self.spill = dict(checks), spill
 
     def setup(self):
-        # Once per worker process, as the row path's DoFn: the index is the expensive part.
+        # Once per worker process: the index is the expensive part.
         self.index = get_index(*self.args, **self.checks)
 
     def process(self, chunk):

@@ -2,16 +2,17 @@
 normalise+hash -> exact dedup -> MinHash band records, where each Beam
 element is a chunk of tasks or one shard's records as arrays, not a row.
 
-Why: the row path (read.py, validate.py, exact.py, near.py) moves every
-task through ~10 Beam steps and ~20 band records per task through a
+Why: a row-at-a-time Beam graph (the one this engine replaced) moved
+every task through ~10 Beam steps and ~20 band records per task through a
 GroupByKey, one Python element at a time; at 100k tasks that per-element
-cost is most of the run. Here each element is a chunk of up to `CHUNK`
+cost was most of the run. Here each element is a chunk of up to `CHUNK`
 tasks or one shard's records, so Beam handles a few thousand elements
 per run instead of millions. batch/near.py does the rest of near dedup;
 transforms/batch/stages.py assembles both.
 
-The decisions are the row path's, by construction (tests/batch/test_batch_dedup.py
-compares results.parquet of both): the same validate_row, first_by_position's order,
+The decisions are the stage packages' Beam-free functions', by construction
+(tests/batch/test_batch_decisions.py compares results.parquet with theirs,
+tests/plain_stages.py): the same validate_row, first_by_position's order,
 content_hash, pick_survivor and band keys (shards.py and signatures.py
 reproduce them bit for bit):
 
@@ -144,7 +145,7 @@ def repeated_ids(kv):
     source_file, first's line)])) for each row whose (source, task_id) an
     earlier row of the delivery has: first_by_position's order, (file,
     line). Those rows are quarantined in their hash shard (exact_and_bands),
-    as validate.ValidateRows quarantines them; the tasks themselves never
+    with validate.repeat_entry; the tasks themselves never
     pass through here."""
     records = [r for packed in kv[1] for r in unpack(packed[1])]
     if len(set(r[0] for r in records)) == len(records):  # most shards: no id repeats
@@ -279,7 +280,7 @@ def edge_shard_count(configured: int, tasks: int | None) -> int:
 
 
 class NearSettings:
-    """What near.NearDedup takes, in one picklable object, and the numbers
+    """What near.find_near_duplicates takes, in one picklable object, and the numbers
     of edge shards (edge_shard_count) and of bucket and cluster shards
     (shard_count)."""
 

@@ -5,8 +5,8 @@ of records, never one edge, node or task, so Beam's per-element cost is
 paid a few hundred times per run, not millions.
 
 The decisions are near.py's: the same bucket_pairs, semantic_edges,
-judge_edges, best_links and decide_clusters (tests/batch/test_batch_dedup.py
-compares both paths). The row path judges edges per connected component
+judge_edges, best_links and decide_clusters (tests/batch/test_batch_decisions.py
+compares the decisions). find_near_duplicates judges edges per connected component
 of *candidate* edges; on a pool built from shared templates those
 percolate into one component holding a large share of the pool (15% at
 100k tasks), which one worker would hold in memory. A judgement needs
@@ -17,7 +17,7 @@ Rows are named by integer ids (batch.node_ids: the holder, a hash shard
 or a pool row group, and the position in its list) until their rows meet
 in an edge shard, so candidate edges travel as int64 arrays and where a
 row is held is read off its id; edges are judged on node strings, each
-lower node first, exactly as the row path.
+lower node first, exactly as near.py.
 
     bucket records --GroupByKey(bucket shard)--> edges (id pairs) by edge shard
     quantity groups --GroupByKey(key shard)----> semantic edges, the same
@@ -328,7 +328,7 @@ def _node_edges(pairs: np.ndarray, node_of: dict) -> list[tuple]:
 def judge_shard(kv, near: NearSettings, spill: Spill | None = None):
     """One edge shard: its edges (node ids) and their rows -> packed [(edge,
     how, similarity, src of a, src of b)] of the confirmed edges, judged on
-    node strings, each edge lower node first, as the row path
+    node strings, each edge lower node first, as near.py does
     (near.judge_edges)."""
     pair_parts, meaning, tasks, pool, pool_ids, node_of, texts, hashes = [], [], _LazyRows(), {}, {}, {}, {}, {}
     for kind, v in kv[1]:

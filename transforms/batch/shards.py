@@ -2,10 +2,10 @@
 Beam-free (the signatures come from signatures.py).
 
 Every function here computes, for a whole batch at once, exactly what the
-row path computes one task at a time (minhash.task_bands, near.bucket_key,
-near.exact_key, near.bucket_pairs): the batch path must make the same
-decisions, row for row, so nothing here is an approximation of the row
-path, only a vectorisation of it. tests/batch/test_batch_dedup.py checks each
+Beam-free stage functions compute one task at a time (minhash.task_bands,
+near.bucket_key, near.exact_key, near.bucket_pairs): the batch path must make
+the same decisions, row for row, so nothing here is an approximation of
+them, only a vectorisation. tests/batch/test_batch_dedup.py checks each
 kernel against its row counterpart and the whole path end to end.
 """
 
@@ -43,7 +43,7 @@ def band_matrix(sigs: np.ndarray, p: MinHashParams) -> np.ndarray:
 def bucket_keys(bands: np.ndarray) -> np.ndarray:
     """near.bucket_key for every (row, band): the band index mixed in with
     the same 64-bit multiply (only the low 63 bits are kept, so the
-    wrapping product equals the row path's unbounded one)."""
+    wrapping product equals near.bucket_key's unbounded one)."""
     idx = np.arange(bands.shape[1], dtype=np.uint64) + np.uint64(2)
     with np.errstate(over="ignore"):
         mix = idx * _MUL

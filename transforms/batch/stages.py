@@ -1,6 +1,6 @@
-"""The cheap segment of the graph (read .. decontaminate) on the batch path,
-the default (`[dedup] batch = true`): graph.build calls `batch_cheap_stages`
-and gets back what its row path returns, with tasks in chunks.
+"""The cheap segment of the graph (read .. decontaminate), the batch engine:
+graph.build calls `batch_cheap_stages` and gets back clean, dropped and
+quarantined tasks and the row counts, with tasks in chunks.
 Design and memory budget: docs/scaling.md."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged, write_count
 
 
 def near_settings(cfg, with_pool: bool, tasks: int | None = None, shards: int = SHARDS) -> NearSettings | None:
-    """NearDedup's arguments, as the row path passes them, the edge shards
+    """find_near_duplicates' arguments (near_rule.near_options), the edge shards
     for `tasks` input tasks and the bucket and cluster shards (`shards`,
     the hash shards' number); None when the near stage does not run."""
     if not (cfg.dedup.near or with_pool):
@@ -183,7 +183,7 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
 
 def batch_cheap_stages(p: beam.Pipeline, spec, rows_counted_file: str, rows_read_file: str):
     """(chunks of clean tasks, [chunks of dropped tasks], quarantined rows,
-    row counts): what graph._row_cheap_stages returns, with tasks in lists."""
+    row counts), with tasks in lists."""
     cfg, lim, staging, spill = spec.config, spec.config.limits, Path(spec.staging_dir), spec.spill
     limits = (lim.max_field_chars, lim.max_expert_minutes, lim.max_expert_cost_usd)
     units = [u for path in spec.pool_indexes for u in index_row_groups(path)]

@@ -364,7 +364,7 @@ def get_index(n: int, benchmarks: list[str], extra_paths: list[str], **checks) -
 
 def index_spec(decontam) -> tuple:
     """(ngram, benchmarks, extra paths, index_options) from `[decontam]`:
-    what both engines' decontamination stage takes (stage.Decontaminate,
+    what the decontamination stage takes (the batch engine's
     transforms/batch/decontam.DecontaminateChunks), mapped here once."""
     return decontam.ngram, decontam.benchmarks, decontam.extra_paths, index_options(decontam)
 

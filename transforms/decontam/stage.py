@@ -12,11 +12,9 @@ The benchmarks are in benchmarks.py, the index in index.py.
 
 from __future__ import annotations
 
-import apache_beam as beam
-
 from tasksieve.schemas.rows import Result, Task
-from tasksieve.transforms.decontam.index import BenchmarkIndex, get_index, index_spec
-from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
+from tasksieve.transforms.decontam.index import BenchmarkIndex
+from tasksieve.transforms.stage import drop_record
 
 STAGE = "decontaminate"
 
@@ -36,32 +34,3 @@ def check_task(task: Task, index: BenchmarkIndex) -> Result | None:
     if evidence is None:
         return None
     return drop_record(task, STAGE, REASONS[evidence["check"]], evidence)
-
-
-class _DecontaminateFn(beam.DoFn):
-    def __init__(self, n, benchmarks, extra_paths, checks):
-        self.args = (n, list(benchmarks), list(extra_paths))
-        self.checks = dict(checks)
-
-    def setup(self):
-        self.index = get_index(*self.args, **self.checks)
-
-    def process(self, task):
-        dropped = check_task(task, self.index)
-        yield (KEPT, task) if dropped is None else (DROPPED, dropped)
-
-
-class Decontaminate(beam.PTransform):
-    """Tasks in; (clean tasks, contaminated ones) out."""
-
-    def __init__(self, n: int, benchmarks: list[str], extra_paths: list[str], checks: dict | None = None):
-        super().__init__()
-        self.fn = _DecontaminateFn(n, benchmarks, extra_paths, checks or {})
-
-    @classmethod
-    def from_config(cls, decontam) -> "Decontaminate":
-        """From the run config's `[decontam]` section."""
-        return cls(*index_spec(decontam))
-
-    def expand(self, tasks):
-        return split_kept_dropped(tasks | "Check" >> beam.ParDo(self.fn), "CheckSplit")

@@ -8,10 +8,8 @@ file position. Every other copy is dropped and names its survivor.
 
 from __future__ import annotations
 
-import apache_beam as beam
-
 from tasksieve.schemas.rows import Result, Task
-from tasksieve.transforms.stage import DROPPED, KEPT, drop_record, split_kept_dropped
+from tasksieve.transforms.stage import drop_record
 
 STAGE = "exact_dedup"
 
@@ -32,23 +30,3 @@ def pick_survivor(tasks: list[Task]) -> tuple[Task, list[Result]]:
     }
     dropped = [drop_record(t, STAGE, "exact_duplicate", evidence) for t in ordered[1:]]
     return keep, dropped
-
-
-class DropExactDuplicates(beam.PTransform):
-    """Tasks in; (survivors, dropped duplicates) out."""
-
-    def expand(self, tasks):
-        def split(kv):
-            _, group = kv
-            keep, dropped = pick_survivor(list(group))
-            yield KEPT, keep
-            for d in dropped:
-                yield DROPPED, d
-
-        return split_kept_dropped(
-            tasks
-            | "KeyByHash" >> beam.Map(lambda t: (t["content_hash"], t))
-            | "GroupByHash" >> beam.GroupByKey()
-            | "Survivors" >> beam.FlatMap(split),
-            "SurvivorsSplit",
-        )

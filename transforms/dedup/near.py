@@ -1,22 +1,20 @@
 """Stages `near_dedup` and `against_pool`: MinHash + LSH candidates,
 confirmed with the exact Jaccard similarity, clustered with union-find.
+The rule as Beam-free functions (find_near_duplicates: `tasksieve
+validate`'s judgement and the reference the batch engine, transforms/batch/,
+is tested against); the batch engine runs it on shards of chunks at scale
+(docs/scaling.md).
 
-How it scales (nothing holds the corpus in one list):
-1. Element-wise: each task's signature and band keys (`minhash.py`); each
-   task emits one small (band key, node id) record per band, plus one for
-   its exact content hash when a pool is given (exact copies of pool items).
-   Reference-pool items come with their bands precomputed (`pool_index.py`).
-2. Keyed grouping on the band key: a bucket of 2+ members yields candidate
-   pairs (all pairs up to `max_bucket_pairs` members, else a star on the
-   first member plus a chain in rank order: linear in the bucket).
-3. Union-find over the distinct candidate *edges* in one combiner. Memory
-   bound: O(nodes that have a candidate edge) ids, never texts; edges are
-   far fewer than rows (a 100k-task pool with 5% planted duplicates gives
-   ~5k edges). A corpus where most tasks collide would make this O(corpus
-   ids), ~100 bytes each.
-4. A keyed join (node -> component root) sends only tasks that have a
-   candidate edge to their component; every other task passes straight on.
-5. Per component: every candidate edge is confirmed with the exact Jaccard
+1. Each task's signature and band keys (`minhash.py`) put its node in one
+   bucket per band, plus its exact content hash's bucket when a pool is
+   given (exact copies of pool items). Reference-pool items come with their
+   bands precomputed (`pool_index.py`).
+2. A bucket of 2+ members yields candidate pairs (all pairs up to
+   `max_bucket_pairs` members, else a star on the first member plus a
+   chain in rank order: linear in the bucket).
+3. Union-find over the distinct candidate *edges* gives the components;
+   a task without a candidate edge is kept at once.
+4. Per component: every candidate edge is confirmed with the exact Jaccard
    similarity of the two shingle sets, and by the numbers the two texts
    hold (see `number_overlap`); a local union-find over confirmed edges
    gives the clusters. A cluster holding a pool item drops all its
@@ -26,7 +24,7 @@ How it scales (nothing holds the corpus in one list):
    `drop_detail` names the survivor (or pool item), the measured similarity
    to it, and the edge that confirmed the link (clusters are transitive, so
    a member may join through a neighbour rather than the survivor).
-6. Issue 43: a linked pair (shingles, or one text contained in the other:
+5. Issue 43: a linked pair (shingles, or one text contained in the other:
    same_problem.relation.contained) is one of relation.relate's relations;
    duplicates and variants are confirmed, siblings and different questions
    on one setup are not. A cluster is groups of duplicates joined by
@@ -39,16 +37,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import apache_beam as beam
-
-from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, params_from_config, task_bands, text_of
+from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, text_of
 from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, UnionFind, best_links, judge_edges, task_node
 from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
 from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.near_decide import decide_clusters
-from tasksieve.transforms.dedup.near_rule import near_options
 from tasksieve.transforms.same_problem.rules import Rules
-from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged
+from tasksieve.transforms.stage import KEPT
 
 EXACT_BAND = -1  # band index of the exact-content-hash bucket
 
@@ -60,21 +55,6 @@ def bucket_key(band: int, key: int) -> int:
 
 def exact_key(content_hash: str) -> int:
     return bucket_key(EXACT_BAND, int(content_hash[:15], 16))
-
-
-def task_records(task: dict, p: MinHashParams, with_exact: bool = False) -> list[tuple[int, str]]:
-    """(bucket key, node) for each band, plus the exact-hash bucket when a
-    pool is present (exact copies within the inputs are gone already).
-    Records are kept tiny, an int and the node id: there are `bands` of
-    them per task, and shuffling them is the stage's main cost."""
-    from tasksieve.transforms.dedup.sentences import sentence_keys
-
-    node = task_node(task)
-    out = [(bucket_key(b, k), node) for b, k in task_bands(task, p)]
-    out += [(k, node) for k in sentence_keys(text_of(task))]
-    if with_exact:
-        out.append((exact_key(task["content_hash"]), node))
-    return out
 
 
 def pool_records(row: dict) -> list[tuple[int, str]]:
@@ -99,33 +79,6 @@ def bucket_pairs(members, max_bucket_pairs: int = 32, within: bool = True):
             yield (a, b) if a < b else (b, a)
 
 
-class ComponentsFn(beam.CombineFn):
-    """Candidate edges -> components: {root: [edges]}. Accumulators are
-    edge lists, so merging across workers is a concatenation."""
-
-    def create_accumulator(self):
-        return []
-
-    def add_input(self, acc, edge):
-        acc.append(edge)
-        return acc
-
-    def merge_accumulators(self, accs):
-        out = []
-        for a in accs:
-            out.extend(a)
-        return out
-
-    def extract_output(self, acc):
-        uf = UnionFind()
-        for e in acc:
-            uf.union(e[0], e[1])
-        comps: dict = {}
-        for e in acc:
-            comps.setdefault(uf.find(e[0]), []).append(tuple(e))
-        return comps
-
-
 def edge_order(e: tuple) -> tuple:
     """Total order over (a, b) and (a, b, cosine or None) edges."""
     return (e[0], e[1], len(e), -2.0 if len(e) < 3 or e[2] is None else e[2])
@@ -141,14 +94,6 @@ def sort_edges(edges) -> list:
     else:
         edges.sort(key=edge_order)
     return edges
-
-
-def component_messages(comps: dict):
-    """(node, ('root', root)) for each node, (root, ('edges', edges)) for each component."""
-    for root, edges in comps.items():
-        yield root, ("edges", sorted(edges, key=edge_order))
-        for n in sorted({x for e in edges for x in e[:2]}):
-            yield n, ("root", root)
 
 
 def _confirmed_clusters(
@@ -185,22 +130,6 @@ def resolve_component(
     c = Component(tasks, pool, p)
     clusters, via = _confirmed_clusters(c, edges, threshold, min_numbers, guard_below, rules or Rules())
     yield from decide_clusters(c, clusters, via, p, threshold, keep_variants)
-
-
-def _route_joined(kv):
-    """After the node join: tasks without a component pass on; the rest go to their root."""
-    _, values = kv
-    root, items = None, []
-    for kind, v in values:
-        if kind == "root":
-            root = v
-        else:
-            items.append((kind, v))
-    for kind, v in items:
-        if root is not None:
-            yield "cluster", (root, (kind, v))
-        elif kind == "task":
-            yield KEPT, v
 
 
 def bucket_edges(
@@ -246,10 +175,10 @@ def find_near_duplicates(
     candidates=bucket_edges,
     keep_variants: int = 0,
 ):
-    """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`):
-    the same candidate generators (MinHash bands, quantity-grouped meanings)
-    and the same confirmation (`resolve_component`) as the Beam stage, in
-    memory. Yields (KEPT | DROPPED, task) like it. `candidates` finds the
+    """The near-dedup stage's Beam-free function (REPL, `tasksieve validate`,
+    the batch engine's reference in tests/batch/): the candidate generators
+    (MinHash bands, quantity-grouped meanings) and the confirmation
+    (`resolve_component`), in memory. Yields (KEPT | DROPPED, task). `candidates` finds the
     band buckets' edges (bucket_edges, or batch/candidates.band_edges: the same)."""
     rules = rules or Rules()
     edges = candidates(tasks, pool_rows, p, max_bucket_pairs, within)
@@ -293,97 +222,3 @@ def find_near_duplicates(
             rules=rules,
             keep_variants=keep_variants,
         )
-
-
-class NearDedup(beam.PTransform):
-    """Tasks in; (kept, dropped) out. `pool_rows` is an optional PCollection
-    of reference-pool index rows (see pool_index.read_row_group)."""
-
-    def __init__(
-        self,
-        params: MinHashParams,
-        threshold: float,
-        pool_rows=None,
-        max_bucket_pairs: int = 32,
-        within: bool = True,
-        min_numbers: float = 0.5,
-        guard_below: float = 0.9,
-        semantic: bool = False,
-        rules: Rules | None = None,
-        keep_variants: int = 0,
-    ):
-        super().__init__()
-        self.keep_variants = keep_variants
-        self.p, self.threshold, self.pool_rows, self.max_pairs = params, threshold, pool_rows, max_bucket_pairs
-        self.within, self.min_numbers, self.guard_below = within, min_numbers, guard_below
-        self.semantic, self.rules = semantic, rules or Rules()
-
-    @classmethod
-    def from_config(cls, dedup, decontam, pool_rows=None) -> "NearDedup":
-        """From the run config's `[dedup]` section (the same-problem rules read
-        `[decontam]` too); `pool_rows`: the reference pools' index rows."""
-        return cls(params_from_config(dedup), dedup.threshold, pool_rows, **near_options(dedup, decontam))
-
-    def expand(self, tasks):
-        p, threshold, max_pairs, within = self.p, self.threshold, self.max_pairs, self.within
-        min_numbers, guard_below, rules, keep = self.min_numbers, self.guard_below, self.rules, self.keep_variants
-        records = [tasks | "Bands" >> beam.FlatMap(task_records, p, self.pool_rows is not None)]
-        keyed = [tasks | "KeyTask" >> beam.Map(lambda t: (task_node(t), ("task", t)))]
-        if self.pool_rows is not None:
-            records.append(self.pool_rows | "PoolBands" >> beam.FlatMap(pool_records))
-            keyed.append(self.pool_rows | "KeyPool" >> beam.Map(lambda r: (r["node"], ("pool", r))))
-        edge_sources = [
-            tuple(records)
-            | "AllBands" >> beam.Flatten()
-            | "GroupBuckets" >> beam.GroupByKey()
-            | "Candidates" >> beam.FlatMap(lambda kv: bucket_pairs(kv[1], max_pairs, within))
-        ]
-        if self.semantic:
-            texts = [tasks | "SemText" >> beam.Map(lambda t: (task_node(t), text_of(t)))]
-            if self.pool_rows is not None:
-                texts.append(self.pool_rows | "SemPoolText" >> beam.Map(lambda r: (r["node"], r["text"])))
-            edge_sources.append(
-                tuple(texts)
-                | "SemTexts" >> beam.Flatten()
-                | "QuantityKey" >> beam.Map(lambda nt: (quantity_key(nt[1]), nt))
-                | "GroupQuantities" >> beam.GroupByKey()
-                | "SemanticNeighbours"
-                >> beam.FlatMap(lambda kv: semantic_edges(list(kv[1]), kv[0], p, threshold, rules, within))
-            )
-        edges = tuple(edge_sources) | "AllEdges" >> beam.Flatten() | "DistinctEdges" >> beam.Distinct()
-        messages = (
-            edges
-            | "Components" >> beam.CombineGlobally(ComponentsFn())
-            | "ComponentMessages" >> beam.FlatMap(component_messages)
-        )
-        routed = split_tagged(
-            (*keyed, messages | "Roots" >> beam.Filter(lambda kv: kv[1][0] == "root"))
-            | "JoinNodes" >> beam.Flatten()
-            | "GroupNodes" >> beam.GroupByKey()
-            | "Route" >> beam.FlatMap(_route_joined),
-            "RouteSplit",
-            (KEPT, "cluster"),
-        )
-        comp_edges = messages | "Edges" >> beam.Filter(lambda kv: kv[1][0] == "edges")
-
-        def resolve(kv):
-            tasks_, pool_, edges_ = [], [], []
-            for kind, v in kv[1]:
-                if kind == "task":
-                    tasks_.append(v)
-                elif kind == "pool":
-                    pool_.append(v)
-                else:
-                    edges_ = v
-            yield from resolve_component(tasks_, pool_, edges_, p, threshold, min_numbers, guard_below, rules, keep)
-
-        out = split_tagged(
-            (routed["cluster"], comp_edges)
-            | "JoinComponents" >> beam.Flatten()
-            | "GroupComponents" >> beam.GroupByKey()
-            | "Resolve" >> beam.FlatMap(resolve),
-            "ResolveSplit",
-            (KEPT, DROPPED),
-        )
-        kept = (routed[KEPT], out[KEPT]) | "AllKept" >> beam.Flatten()
-        return kept, out[DROPPED]

@@ -1,5 +1,5 @@
-"""Deciding near dedup's clusters (both engines: near.py's row stage and
-transforms/batch/clusters.py): which task of a cluster of confirmed edges
+"""Deciding near dedup's clusters (near.py's find_near_duplicates and
+the batch engine's transforms/batch/clusters.py): which task of a cluster of confirmed edges
 survives, and the drop record of every other one, naming the survivor (or
 pool row, or, for a variant, the original and the quantities edited)."""
 

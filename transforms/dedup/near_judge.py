@@ -1,8 +1,8 @@
 """Judging near dedup's candidate edges: a component's rows and shingle
 similarities (`Component`), and which of its candidate edges are confirmed
 (`judge_edges`, and `judge_ranked` for edges given as index arrays). The
-rule itself is near_rule.py; both engines (near.py's row stage and
-transforms/batch/near.py) judge through these functions, so they decide
+rule itself is near_rule.py; near.py's find_near_duplicates and the
+batch engine's transforms/batch/near.py judge through these functions, so they decide
 alike (tests/batch/test_batch_dedup.py, tests/dedup/test_near_dedup.py)."""
 
 from __future__ import annotations

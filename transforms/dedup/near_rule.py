@@ -1,8 +1,8 @@
 """The near-duplicate rule, in one place: when two texts are near
-duplicates, with every bound the rule needs. Both engines (the row stage
-near.py with near_judge.py, and the batch path transforms/batch/near.py)
-and `tasksieve validate` call these; a change to the rule is made here
-only, and the batch-vs-reference tests (tests/batch/test_batch_dedup.py,
+duplicates, with every bound the rule needs. The Beam-free stage
+(near.py with near_judge.py, `tasksieve validate`'s) and the batch engine
+(transforms/batch/near.py) call these; a change to the rule is made here
+only, and the batch-vs-reference tests (tests/batch/,
 tests/dedup/test_number_guard.py) must stay green after it.
 
 The rule: a candidate pair is a duplicate when its shingle Jaccard
@@ -85,7 +85,7 @@ def size_bound_mask(small: np.ndarray, large: np.ndarray, threshold: float) -> n
 def near_options(dedup, decontam) -> dict:
     """The near-dedup settings from the run config's `[dedup]` section (the
     same-problem rules read `[decontam]` too), as keyword arguments of both
-    engines' stage (near.NearDedup, transforms/batch/dedup.NearSettings),
+    near stages (near.find_near_duplicates, transforms/batch/dedup.NearSettings),
     after their MinHash parameters and threshold: the one mapping of the
     config to the rule."""
     from tasksieve.transforms.same_problem.rules import rules_from_config

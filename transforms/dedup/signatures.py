@@ -2,7 +2,7 @@
 
 Bit for bit what `minhash.shingle_hashes` + `minhash.signature` compute
 for one text at a time (tests/batch/test_batch_dedup.py compares them), so the
-batch path keeps the row path's band keys and therefore its decisions.
+batch engine keeps the one-text functions' band keys and therefore their decisions.
 
 Why compiled: per text the row code builds a (num_perm x shingles) matrix
 in numpy; at ~270 characters x 100 permutations that is ~5k texts/s, the
@@ -49,7 +49,7 @@ def _codes(texts: list[str], p: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
 
 def signatures(texts: list[str], p: MinHashParams) -> np.ndarray:
     """(len(texts), num_perm) uint32 MinHash signatures of normalised texts
-    (the row path's; the sizes and sketches made in the same pass are
+    (the one-text functions'; the sizes and sketches made in the same pass are
     dropped)."""
     return signatures_sizes_sketches(texts, p)[0]
 

@@ -1,5 +1,5 @@
 """What a near pair of tasks is to each other: one relation, decided in one
-place for `run`, `dedup` and `validate` (row path and batch path alike).
+place for `run`, `dedup` and `validate` (the batch engine and the Beam-free stage alike).
 Beam-free.
 
 For two tasks whose texts the character shingles link (near.py: Jaccard at
@@ -28,7 +28,7 @@ Evidence names what was compared: the quantities, the edited quantities
 (`edited`: what the one states that the other does not, both ways), the
 answers. The shingle rule that links a pair (`shingles_link`, with its
 containment check) is here too, so the batch path's array filters and the
-row path's judgement use the same bounds (`jaccard_floor`).
+one-pair judgement use the same bounds (`jaccard_floor`).
 """
 
 from __future__ import annotations
