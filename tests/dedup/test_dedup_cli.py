@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -85,7 +86,8 @@ def test_bad_pool_or_index_fails_with_one_line(sample_dir, tmp_path):
 def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
     """Two earlier sets with one source and the same task ids (quarters
     numbered from 1 again): each pool task is its own node, so a copy of a
-    task of the first file is dropped against it, on both paths, not kept
+    task of the first file is dropped against it, by `tasksieve dedup`
+    and by the stages' plain functions (tests/plain_stages.py), not kept
     because the second file's task took its id. A task id spelling the
     suffix a repeat gets ("\\x1f#2") takes no other task's place either."""
     from tasksieve.transforms.dedup.minhash import MinHashParams
@@ -117,15 +119,22 @@ def test_pool_files_that_reuse_task_ids_keep_every_task(tmp_path):
             for i, p in enumerate(prompts)
         )
     )
-    for batch in ("true", "false"):
-        cfg = tmp_path / f"{batch}.toml"
-        cfg.write_text(f"[dedup]\nbatch = {batch}\nsemantic = false\n[decontam]\nbenchmarks = []\n")
-        out = tmp_path / f"out-{batch}"
-        proc = _dedup(
-            "--input", str(delivery), "--out", str(out), "--dedup-against", *map(str, pools), "--config", str(cfg)
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        drops = _drops(out)
-        assert set(drops) == {("vendorB", f"new{i}") for i in range(3)}, (batch, drops)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plain_stages import reference_outputs
+
+    from tasksieve.schemas.config import load_config
+
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[dedup]\nsemantic = false\n[decontam]\nbenchmarks = []\n")
+    out = tmp_path / "out"
+    proc = _dedup(
+        "--input", str(delivery), "--out", str(out), "--dedup-against", *map(str, pools), "--config", str(cfg)
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    reference = reference_outputs([delivery], load_config(cfg), pools)["results"]
+    want = {(r["source"], r["task_id"]): (r["drop_stage"], r["drop_reason"], r["drop_detail"]) for r in reference}
+    for engine, drops in (("batch", _drops(out)), ("plain", {k: v for k, v in want.items() if v[0]})):
+        assert set(drops) == {("vendorB", f"new{i}") for i in range(3)}, (engine, drops)
         for i in range(3):
-            assert json.loads(drops[("vendorB", f"new{i}")][2])["pool"] == str(pools[i]), (batch, i)
+            assert json.loads(drops[("vendorB", f"new{i}")][2])["pool"] == str(pools[i]), (engine, i)
+    assert _drops(out) == {k: v for k, v in want.items() if v[0]}
