@@ -442,7 +442,8 @@ def test_repeated_ids_are_the_first_by_position_rule_on_id_records():
     the later rows of each (source, task_id) by validate.first_by_position,
     each sent to its own hash shard with the first row's file and line."""
     from tasksieve.transforms.batch.chunks import pack
-    from tasksieve.transforms.batch.dedup import IDS, REPEATS, repeated_ids
+    from tasksieve.transforms.batch.dedup import repeated_ids
+    from tasksieve.transforms.batch.tags import IDS, REPEATS
     from tasksieve.transforms.validate import first_by_position
 
     rng = random.Random(7)

@@ -126,7 +126,8 @@ def test_pruned_edge_shards_confirm_the_same_edges_and_count_fewer(monkeypatch):
     stay; and each holder is asked for exactly the rows the kept edges name."""
     from tasksieve.transforms.batch.chunks import pack, unpack
     from tasksieve.transforms.batch.dedup import NearSettings, holder_of, position_of
-    from tasksieve.transforms.batch.near import EDGES, NEEDS, SKETCHED, prune_shard
+    from tasksieve.transforms.batch.near import prune_shard
+    from tasksieve.transforms.batch.tags import EDGES, NEEDS, SKETCHED
     from tasksieve.transforms.dedup.near_judge import Component, judge_ranked
     from tasksieve.transforms.batch.shards import exact_keys
     from tasksieve.transforms.normalize import hashed_with_text

@@ -14,8 +14,7 @@ from tasksieve.transforms.dedup.near import edge_order
 from tasksieve.transforms.dedup.near_decide import decide_clusters
 from tasksieve.transforms.dedup.near_judge import Component, UnionFind, best_links
 from tasksieve.transforms.stage import DROPPED, KEPT
-
-CLUSTERS, MEMBERS = "clusters", "members"
+from tasksieve.transforms.batch.tags import CLUSTERS, MEMBERS, TASK_ROWS
 
 
 class ClustersFn(PackedParts):
@@ -61,7 +60,7 @@ def route_clusters(kv, spill: Spill | None = None, shards: int = SHARDS, chunk: 
         if n in clusters:
             root, link = clusters[n]
             members.setdefault(shard_of(root, shards), []).append((root, kind, r, link))
-        elif kind == "task":
+        elif kind == TASK_ROWS:
             rest.append(r)
     for shard, ms in members.items():
         yield MEMBERS, (shard, pack(ms, spill))
@@ -78,7 +77,7 @@ def resolve_clusters(kv, near: NearSettings, spill: Spill | None = None):
         for root, kind, r, link in unpack(part):
             by_root.setdefault(root, []).append((kind, r, link))
     members = [m for root in sorted(by_root) for m in by_root[root]]
-    c = Component([r for k, r, _ in members if k == "task"], [r for k, r, _ in members if k != "task"], near.p)
+    c = Component([r for k, r, _ in members if k == TASK_ROWS], [r for k, r, _ in members if k != TASK_ROWS], near.p)
     via = {row_node(k, r): link for k, r, link in members}
     clusters = [[row_node(k, r) for k, r, _ in by_root[root]] for root in sorted(by_root)]
     kept, dropped = [], []

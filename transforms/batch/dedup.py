@@ -60,6 +60,19 @@ from tasksieve.transforms.same_problem.rules import Rules
 from tasksieve.transforms.batch.chunks import Spill, as_chunk, pack, unpack
 from tasksieve.transforms.stage import DROPPED, KEPT
 from tasksieve.transforms.validate import quarantine_row, repeat_entry, validate_row
+from tasksieve.transforms.batch.tags import (
+    ROWS,
+    QUARANTINE,
+    TASKS,
+    IDS,
+    REPEATS,
+    BUCKETS,
+    BATCH,
+    SEMANTIC,
+    SKETCHES,
+    TASK_ROWS,
+    POOL_ROWS,
+)
 
 SHARDS = 32  # id, hash and bucket shards at most: enough for 2-16 workers, 1/32 of a pool per group
 # Fewer on a smaller pool (shard_count): each shard costs every stage an
@@ -78,10 +91,8 @@ EDGE_TASKS, MIN_EDGE_SHARDS = 125_000, 8
 POOL_SRC = 1 << 20  # reference-pool row group i is held under POOL_SRC + i; hash shards are below it
 POSITION_BITS = 32  # node_ids: the holder above these bits, the row's position in its list below
 CHUNK = 2048  # tasks per element: big enough that Beam's per-element cost vanishes
-ROWS, QUARANTINE, TASKS, IDS, REPEATS = "rows", "quarantine", "tasks", "ids", "repeats"
 ID_BYTES = 192  # an id record in memory: two tuples and an int (its strings are its task's)
 REF_BITS = 40  # read_validated's row refs: the input's index above these bits, the row number below
-BUCKETS, BATCH, SEMANTIC, SKETCHES = "buckets", "batch", "semantic", "sketches"
 
 
 class IdRecords(list):
@@ -322,7 +333,7 @@ def exact_and_bands(kv, near: NearSettings | None, spill: Spill | None = None, c
         return
     sketched: tuple = ([], [])
     yield from task_records(src, kept, texts, near, spill, sketched)
-    yield BATCH, (src, ("task", pack((kept, texts), spill)))
+    yield BATCH, (src, (TASK_ROWS, pack((kept, texts), spill)))
     if kept:
         yield SKETCHES, (src, (SKETCHES, pack(tuple(map(np.concatenate, sketched)), spill)))
 
@@ -369,5 +380,5 @@ def pool_unit_records(indexed_unit: tuple, near: NearSettings, spill: Spill | No
     yield from bucket_records(nodes, ids, keys, sizes, spill, near.shards)
     if near.semantic:
         yield from semantic_records(nodes, ids, texts, spill, near.shards)
-    yield BATCH, (src, ("pool", pack(rows, spill)))
+    yield BATCH, (src, (POOL_ROWS, pack(rows, spill)))
     yield SKETCHES, (src, (SKETCHES, pack((sketches, codes), spill)))

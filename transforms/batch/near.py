@@ -39,24 +39,14 @@ import apache_beam as beam
 import numpy as np
 
 from tasksieve.transforms.batch.chunks import ROW_BYTES, Spill, as_chunk, pack, unpack
-from tasksieve.transforms.batch.dedup import (
-    CHUNK,
-    POSITION_BITS,
-    SKETCHES,
-    NearSettings,
-    holder_of,
-    node_ids_at,
-    position_of,
-)
+from tasksieve.transforms.batch.dedup import CHUNK, POSITION_BITS, NearSettings, holder_of, node_ids_at, position_of
 from tasksieve.transforms.dedup.near import sort_edges
 from tasksieve.transforms.dedup.near_judge import Component, judge_edges, judge_ranked, task_node
 from tasksieve.transforms.dedup.near_rule import FAR_UNDER
 from tasksieve.transforms.batch.sketch import could_reach
 from tasksieve.transforms.same_problem.relation import jaccard_floor
 from tasksieve.transforms.stage import KEPT
-
-NEEDS, EDGES, EDGE_ROWS, PENDING = "needs", "edges", "edge_rows", "pending"
-ASKS, SKETCHED = "asks", "sketched"
+from tasksieve.transforms.batch.tags import SKETCHES, NEEDS, EDGES, EDGE_ROWS, PENDING, ASKS, SKETCHED, TASK_ROWS
 
 
 def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
@@ -158,7 +148,7 @@ class PackedParts(beam.CombineFn):
 
 
 def row_node(kind: str, row: dict) -> str:
-    return task_node(row) if kind == "task" else row["node"]
+    return task_node(row) if kind == TASK_ROWS else row["node"]
 
 
 # What near.judge_edges reads of a task (its node, text and hash; the
@@ -254,12 +244,12 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
     base = src << POSITION_BITS  # node_ids(src, pos), one int at a time
     for kind, packed in held:
         rows = unpack(packed)  # tasks come as (rows, texts) from exact_and_bands
-        rows, texts = rows if kind == "task" else (rows, [r["text"] for r in rows])
+        rows, texts = rows if kind == TASK_ROWS else (rows, [r["text"] for r in rows])
         for pos, (r, text) in enumerate(zip(rows, texts)):
             shards = wanted.get(pos)
             if shards is not None:
                 pending.append((kind, r))
-                if kind == "task":
+                if kind == TASK_ROWS:
                     at = len(sent[0])
                     for col, value in zip(sent, (base | pos, task_node(r), text, r)):
                         col.append(value)
@@ -269,7 +259,7 @@ def route_candidates(kv, spill: Spill | None = None, chunk: int = CHUNK):
                     item = (base | pos, _pool_judged(r), text)
                     for shard in shards:
                         to_shard.setdefault(shard, ([], []))[1].append(item)
-            elif kind == "task":
+            elif kind == TASK_ROWS:
                 rest.append(r)
     table = JudgedRows.of(*sent)
     for shard, (at, pool) in to_shard.items():

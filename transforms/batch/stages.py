@@ -13,15 +13,7 @@ from tasksieve.transforms.batch.chunks import Spill
 from tasksieve.transforms.batch.decontam import DecontaminateChunks
 from tasksieve.transforms.decontam.index import index_spec
 from tasksieve.transforms.batch.dedup import (
-    BATCH,
-    BUCKETS,
-    IDS,
-    QUARANTINE,
-    ROWS,
-    SEMANTIC,
     SHARDS,
-    SKETCHES,
-    TASKS,
     NearSettings,
     edge_shard_count,
     exact_and_bands,
@@ -30,26 +22,31 @@ from tasksieve.transforms.batch.dedup import (
     repeated_ids,
     shard_count,
 )
-from tasksieve.transforms.batch.clusters import MEMBERS, ClustersFn, cluster_messages, resolve_clusters, route_clusters
+from tasksieve.transforms.batch.clusters import ClustersFn, cluster_messages, resolve_clusters, route_clusters
 from tasksieve.transforms.batch.candidates import band_shard_found, semantic_shard_found
-from tasksieve.transforms.batch.near import (
-    ASKS,
-    EDGE_ROWS,
-    EDGES,
-    NEEDS,
-    PENDING,
-    edge_shard_found,
-    judge_shard,
-    prune_shard,
-    route_candidates,
-    send_sketches,
-)
+from tasksieve.transforms.batch.near import edge_shard_found, judge_shard, prune_shard, route_candidates, send_sketches
 from tasksieve.transforms.dedup.minhash import params_from_config
 from tasksieve.transforms.dedup.pool_index import index_row_groups
 from tasksieve.transforms.progress import Progress
 from tasksieve.transforms.read import CountInputRows, count_rows
 from tasksieve.transforms.dedup.near_rule import near_options
 from tasksieve.transforms.stage import DROPPED, KEPT, split_tagged, write_count
+from tasksieve.transforms.batch.tags import (
+    ROWS,
+    QUARANTINE,
+    TASKS,
+    IDS,
+    BUCKETS,
+    BATCH,
+    SEMANTIC,
+    SKETCHES,
+    NEEDS,
+    EDGES,
+    EDGE_ROWS,
+    PENDING,
+    ASKS,
+    MEMBERS,
+)
 
 
 def near_settings(cfg, with_pool: bool, tasks: int | None = None, shards: int = SHARDS) -> NearSettings | None:
