@@ -235,7 +235,7 @@ def test_ids_that_spell_another_node_lose_no_row_and_hide_no_copy(tmp_path):
 
 
 @pytest.mark.slow
-def test_repeated_ids_are_quarantined_as_on_the_row_path(tmp_path):
+def test_repeated_ids_are_quarantined_as_the_plain_stages_do(tmp_path):
     """A delivery repeats ids within a file and across files, three times
     and more, with the same prompt (rows exact dedup would also want) and
     with other prompts (rows hashed to other shards than their first): the
