@@ -68,6 +68,11 @@ $VPY -m compileall -q pipeline transforms schemas >/dev/null || true
 # then every run skips ~0.5 s of starting numba's JIT. Rebuilt only when
 # kernels.py, numba or the CPU changes; never fatal (runs JIT-compile them).
 $VPY -m tasksieve.transforms.dedup.kernels_build >/dev/null || true
+# The commit-msg hook (subjects under 80 characters) for this clone only;
+# a hooks path the developer chose is left alone.
+if [ -d .git ] && [ -z "$(git config --local core.hooksPath 2>/dev/null || true)" ]; then
+  git config --local core.hooksPath scripts/git-hooks 2>/dev/null || true
+fi
 # bubblewrap sandboxes model-written code (the code verifier). Without it the
 # sandbox falls back to rlimits in a subprocess, with a warning; installed
 # here when we may (root or sudo), never fatal.
