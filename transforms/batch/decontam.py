@@ -1,13 +1,14 @@
 """Stage `decontaminate` on chunks of tasks (the batch path,
 transforms/batch/dedup.py): the same index and the same per-task judgement
-(stage.check_task), one Beam element per chunk instead of per task."""
+(stage.check_task), one Beam element per chunk instead of per task; tasks
+the cheap evidence settles skip the full check (decontam/prefilter.py)."""
 
 from __future__ import annotations
 
 import apache_beam as beam
 
 from tasksieve.transforms.decontam.index import get_index
-from tasksieve.transforms.decontam.stage import check_task
+from tasksieve.transforms.decontam.prefilter import decontaminate_rows
 from tasksieve.transforms.batch.chunks import Spill, as_chunk, rows_of, unchanged
 from tasksieve.transforms.stage import DROPPED, KEPT, split_kept_dropped
 
@@ -25,14 +26,8 @@ class _DecontaminateChunkFn(beam.DoFn):
         if not self.index.items:  # no benchmark configured: every task is clean, the chunk passes as it is
             yield KEPT, chunk
             return
-        clean, dropped = [], []
         tasks = rows_of(chunk)
-        for task in tasks:
-            found = check_task(task, self.index)
-            if found is None:
-                clean.append(task)
-            else:
-                dropped.append(found)
+        clean, dropped = decontaminate_rows(tasks, self.index)
         if clean and not dropped:
             yield KEPT, unchanged(chunk, tasks, self.spill)  # not pickled again
         elif clean:
