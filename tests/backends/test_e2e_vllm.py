@@ -5,6 +5,7 @@ Kept small (a few tasks, short completions) so the suite stays fast; the
 bundled-sample demo (README command one) is the full-size run."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -97,6 +98,14 @@ def test_run_succeeds_and_prints_the_summary(vllm_run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "row accounting: rows_in 8 == " in proc.stdout and "OK" in proc.stdout
     assert "attempts used" in proc.stdout and "cost per learnable task" in proc.stdout
+    # The sampling bar counts attempts: it ends at the attempts really made.
+    last = re.findall(
+        r"sampling\+verifying: 100%.*?\| (\d+)/(\d+) \[.*?(?:attempt/s|s/attempt), (\d+)/(\d+) tasks decided",
+        proc.stderr,
+    )
+    assert last, proc.stderr[-3000:]
+    done, total, decided, tasks = map(int, last[-1])
+    assert done == total == pq.read_table(out / "attempts.parquet").num_rows and decided == tasks
 
 
 def test_attempts_are_real_generations(vllm_run):

@@ -1,7 +1,7 @@
 """One progress renderer (transforms/progress.py, tqdm) for every stage
-(issue 47): a line never lands inside a bar, the sampling bar's rate and
-ETA count sampling time and sampled tasks only, --quiet and --log-level on
-every command, and a log file in OUT."""
+(issue 47): a line never lands inside a bar, one sampling bar per process
+(its counting: tests/sample/test_attempt_bar.py), --quiet and --log-level
+on every command, and a log file in OUT."""
 
 import io
 import json
@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -32,6 +31,8 @@ def tty(monkeypatch):
     monkeypatch.delenv(progress.QUIET_ENV, raising=False)
     monkeypatch.delenv("TASKSIEVE_LOG_LEVEL", raising=False)
     yield err
+    if transform._Progress._bar is not None:
+        transform._Progress._bar.close()
     transform._Progress._bar = None
 
 
@@ -46,8 +47,8 @@ def _segments(text: str) -> list[str]:
 
 def test_a_stage_line_is_printed_above_the_sampling_bar_never_inside_it(tty, monkeypatch):
     terminal(monkeypatch, tty)
-    transform._Progress.update(10, 0)  # the sampling bar is on the terminal
-    transform._Progress.update(10, 2)
+    sampling = transform._Progress.get(10, 4)  # the sampling bar is on the terminal
+    sampling.generated(2)
     step = progress.Progress("dedup: kept", total=None, every_s=0.0)
     step.setup()
     list(step.process((5, "chunk")))
@@ -61,25 +62,16 @@ def test_a_stage_line_is_printed_above_the_sampling_bar_never_inside_it(tty, mon
     assert any(s.startswith("sampling+verifying") for s in shown)
 
 
-def test_the_sampling_rate_runs_from_the_first_sampled_task_and_counts_only_sampled_tasks(tty, monkeypatch):
+def test_one_sampling_bar_per_process_shared_by_its_groups_until_it_closes(tty, monkeypatch):
     terminal(monkeypatch, tty)
-    transform._Progress.update(10, 3, sampled=False)  # dropped by the judge gate at once: no sampling time
-    bar = transform._Progress._bar
-    bar.start_t -= 60  # a minute passes before sampling starts (the gate, a slow first group)
-    before = time.time()
-    transform._Progress.start_clock(10)
-    assert bar.start_t >= before - 1
-    transform._Progress.update(10, 1)
-    d = bar.format_dict
-    assert d["n"] == 4 and d["initial"] == 3
-    # tqdm rates (n - initial) / elapsed: 1 sampled task over the seconds since the clock started.
-    elapsed = d["elapsed"]
-    assert elapsed < 30
-    meter = bar.format_meter(**d)
-    eta = re.search(r"<(\d+):(\d+)", meter)
-    assert eta, meter
-    transform._Progress.update(10, 6)
-    assert transform._Progress._bar is None  # done: closed
+    first = transform._Progress.get(2, 4)
+    assert transform._Progress.get(2, 4) is first  # a second group in this process: the same bar
+    first.decided(4)
+    first.decided(4)
+    assert first.closed
+    assert transform._Progress.get(2, 4) is not first  # the next run in this process: a new bar
+    meter = _segments(tty.getvalue())
+    assert any("attempt" in s and "2/2 tasks decided" in s for s in meter), meter
 
 
 def test_quiet_shows_nothing_but_still_logs(tty, monkeypatch):

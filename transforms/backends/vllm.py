@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from tasksieve.transforms.console import quiet_engine_start, verbose
 from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
@@ -123,7 +124,16 @@ class VllmBackend:
             [{"role": r, "content": c} for r, c in messages], tokenize=False, add_generation_prompt=True
         )
 
-    def generate(self, requests: list[GenRequest], on_result: OnResult | None = None) -> list[GenResult]:
+    # It counts its requests as they finish, inside one long call (a wave):
+    # the sampling bar moves while the engine works (attempt_bar.py).
+    reports_progress = True
+
+    def generate(
+        self,
+        requests: list[GenRequest],
+        on_result: OnResult | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> list[GenResult]:
         from vllm import SamplingParams
 
         if not requests:
@@ -135,8 +145,10 @@ class VllmBackend:
             for r in requests
         ]
         t0 = time.perf_counter()
-        # vLLM's own bar shows progress inside one long engine call (a wave).
-        outputs = self.llm.generate(prompts, params, use_tqdm=self.show_progress)
+        # vLLM draws a bar inside one long engine call (a wave) through the
+        # factory it is given: ours relays its counts to the sampling bar.
+        use_tqdm = _relay_to(on_progress) if on_progress else self.show_progress
+        outputs = self.llm.generate(prompts, params, use_tqdm=use_tqdm)
         elapsed = time.perf_counter() - t0
         # One batched call serves many requests; its wall time is shared out
         # by each request's share of the tokens it processed.
@@ -156,3 +168,39 @@ class VllmBackend:
             if on_result:
                 on_result(i, res)
         return results
+
+
+class _Relay:
+    """Stands in for the tqdm bar `LLM.generate` draws while it runs (it
+    takes a bar factory as `use_tqdm`): passes each count of finished
+    requests on and draws nothing. Only what vLLM's engine loop touches
+    (vllm/entrypoints/common/offline.py: n, postfix, format_dict["elapsed"],
+    update, refresh, close); tests/backends/test_e2e_vllm.py holds it to a
+    real engine."""
+
+    def __init__(self, on_progress: Callable[[int], None], total: int | None = None, **_):
+        self.on_progress, self.total, self.n, self.postfix = on_progress, total, 0, ""
+        self.t0 = time.perf_counter()
+
+    @property
+    def format_dict(self) -> dict:
+        return {"elapsed": max(time.perf_counter() - self.t0, 1e-6), "n": self.n, "total": self.total}
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self.on_progress(n)
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _relay_to(on_progress: Callable[[int], None]):
+    def factory(*iterable, **kwargs):
+        if iterable:
+            return iterable[0]  # a bar over prompts being rendered: no requests finish there
+        return _Relay(on_progress, **kwargs)
+
+    return factory

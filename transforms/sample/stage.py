@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 
 from tasksieve.schemas.config import BandConfig, JudgeConfig, SamplingConfig, VerifyConfig
@@ -26,6 +26,7 @@ from tasksieve.transforms.sample.attempt_cache import (
     cache_record,
 )
 from tasksieve.transforms.backends.base import NOT_RECORDED, REQUEST_FAILED, Backend, GenRequest, GenResult
+from tasksieve.transforms.sample.attempt_bar import CallProgress, SamplingProgress
 from tasksieve.transforms.sample.classify import classify
 from tasksieve.transforms.stage import drop_record
 from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts, posterior_interval
@@ -161,7 +162,7 @@ def sample_tasks(
     tasks: list[Task],
     backend: Backend,
     plan: SamplePlan,
-    on_task_done: Callable[[int], None] | None = None,
+    progress: SamplingProgress | None = None,
     cache: CacheWriter | None = None,
     stats: SamplingStats | None = None,
     judge: Backend | None = None,
@@ -178,8 +179,12 @@ def sample_tasks(
 
     `predictor` (mode `predicted`, prior_history.OnlinePredictor) gives each
     task its stop points before its first attempt, from tasks decided
-    before this batch, and learns from this batch once it is decided."""
+    before this batch, and learns from this batch once it is decided.
+
+    `progress` (attempt_bar.py) hears of every attempt as it comes back and
+    of every task once decided."""
     policy = plan.policy
+    progress = progress or SamplingProgress()
     if judge is None and getattr(backend, "can_judge", True):
         judge = backend
     stats = stats if stats is not None else SamplingStats()
@@ -204,14 +209,14 @@ def sample_tasks(
                 yield RESULT_TAG, _result(st, plan)
                 if predictor is not None and not st.get("failed"):
                     predictor.observe(st["task"], st["pass"], st["n"])
-                if on_task_done:
-                    on_task_done(1)
+                progress.decided(st["asked"])
                 continue
+            st["asked"] += more
             wave.append((st, more))
         if not wave:
             break
         for piece in _slices(wave, MAX_WAVE_REQUESTS):
-            yield from _run_wave(piece, backend, judge, plan, cache, stats)
+            yield from _run_wave(piece, backend, judge, plan, cache, stats, progress)
     stats.wall_seconds += time.perf_counter() - t_start
 
 
@@ -236,7 +241,7 @@ def _initial_state(tasks: list[dict], cached: dict[str, list[dict]]) -> dict:
     for task in tasks:
         h = task["content_hash"]
         by_idx = {rec["attempt_idx"]: rec for rec in cached.get(h, ())}
-        state[h] = {"task": task, "n": 0, "pass": 0, "done": False, "cached": by_idx}
+        state[h] = {"task": task, "n": 0, "pass": 0, "asked": 0, "done": False, "cached": by_idx}
     return state
 
 
@@ -247,6 +252,7 @@ def _run_wave(
     plan: SamplePlan,
     cache: CacheWriter | None,
     stats: SamplingStats,
+    progress: SamplingProgress,
 ) -> Iterator[tuple[str, dict]]:
     """Generate and verify one wave; yield its attempts and count them into the task states."""
     requests = [
@@ -258,7 +264,7 @@ def _run_wave(
         )
         for st, idx in wave
     ]
-    generated = _generate(backend, plan, wave, requests, cache, stats)
+    generated = _generate(backend, plan, wave, requests, cache, stats, progress)
     real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED and gen.error is None]
     for i in set(range(len(wave))) - set(real):
         st, gen = wave[i][0], generated[i][0]
@@ -299,9 +305,12 @@ def _run_wave(
         yield ATTEMPT_TAG, attempt
 
 
-def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResult, str | None]]:
+def _generate(backend, plan, wave, requests, cache, stats, progress) -> list[tuple[GenResult, str | None]]:
     """(result, run that generated it if not this one) per request: cached
-    generations first, one engine call for the rest."""
+    generations first, one engine call for the rest. `progress` hears of
+    each request as it comes back: from the backend's own count where it
+    keeps one while the call runs (`reports_progress`, vLLM), else from
+    each result it hands over."""
     out: list[tuple[GenResult, str | None] | None] = [None] * len(wave)
     todo = []
     for i, (st, idx) in enumerate(wave):
@@ -311,11 +320,13 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
         if rec is not None:
             out[i] = (_from_cache(rec), rec["run_id"])
             stats.reused += 1
+            progress.reused(1)
         else:
             todo.append(i)
     if todo:
         batch = [requests[i] for i in todo]
         persisted: set[int] = set()
+        told = CallProgress(progress, backend)
 
         def persist(j: int, res: GenResult) -> None:
             # Called as each generation finishes, so a run killed mid-wave
@@ -325,13 +336,18 @@ def _generate(backend, plan, wave, requests, cache, stats) -> list[tuple[GenResu
                 cache.write(cache_record(plan, batch[j], res))
                 persisted.add(j)
 
+        def on_result(j: int, res: GenResult) -> None:
+            told.result(j)
+            persist(j, res)
+
         t0 = time.perf_counter()
         try:
-            results = backend.generate(batch, on_result=persist)
+            results = backend.generate(batch, on_result=on_result, **told.kwargs())
         finally:
             stats.engine_seconds += time.perf_counter() - t0
             stats.engine_calls += 1
         results = [checked(r) for r in results]
+        told.finish(len(results))
         for j, res in enumerate(results):
             if j not in persisted and res.origin is None:
                 persist(j, res)  # a backend that reports only at the end

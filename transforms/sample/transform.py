@@ -17,6 +17,7 @@ from tasksieve.transforms.sample.attempt_cache import (
     writer_for,
 )
 from tasksieve.transforms.backends.base import Backend
+from tasksieve.transforms.sample.attempt_bar import AttemptBar
 from tasksieve.transforms.stage import DROPPED, KEPT, split_kept_dropped, split_tagged
 from tasksieve.transforms.sample.stage import (
     ATTEMPT_TAG,
@@ -30,49 +31,19 @@ from tasksieve.transforms.sample.stage import (
 
 
 class _Progress:
-    """One progress bar per worker process for the sampling stage, drawn by
-    the one renderer (transforms/progress.py). Its rate and ETA count only
-    sampling time and sampled tasks: the clock starts when the first task
-    is handed to the engine (the engine is up by then: loaded before the
-    graph in process, in setup() on a worker), and tasks that needed no
-    sampling (dropped by the judge gate) are counted as done without
-    counting towards the rate (tqdm's `initial`)."""
+    """One sampling bar per worker process (attempt_bar.py: counted in
+    attempts, its rate from the first request to the engine), shared by
+    the groups that process samples."""
 
-    _bar = None
-    _started = False
+    _bar: AttemptBar | None = None
     _lock = threading.Lock()
 
     @classmethod
-    def _get(cls, total: int):
-        from tasksieve.transforms.progress import bar
-
-        if cls._bar is None:
-            cls._bar, cls._started = bar(total, "sampling+verifying", "task"), False
-        return cls._bar
-
-    @classmethod
-    def update(cls, total: int, n: int, sampled: bool = True) -> None:
+    def get(cls, tasks: int, k: int) -> AttemptBar:
         with cls._lock:
-            b = cls._get(total)
-            if not sampled:
-                b.initial += n  # done, but took no sampling time: not in the rate
-            b.update(n)
-            if b.n >= b.total:
-                from tasksieve.transforms.progress import log
-
-                log.info("%s", b)  # the bar's last state, for the log file
-                b.close()
-                cls._bar = None
-
-    @classmethod
-    def start_clock(cls, total: int) -> None:
-        """The first task goes to the engine now: the rate runs from here."""
-        with cls._lock:
-            b = cls._get(total)
-            if not cls._started:
-                cls._started = True
-                b.start_t = b.last_print_t = b._time()
-                b.refresh()
+            if cls._bar is None or cls._bar.closed:
+                cls._bar = AttemptBar(tasks, k)
+            return cls._bar
 
 
 class _SampleFn(beam.DoFn):
@@ -100,7 +71,7 @@ class _SampleFn(beam.DoFn):
             self.predictor = predictor_for(self.plan)  # earlier runs, then this worker's batches
 
     def process(self, group, total, tasks_per_batch):
-        _Progress.update(total, 0)  # show the bar before the first (long) wave
+        progress = _Progress.get(total, self.plan.policy.k)  # drawn before the first (long) wave
         _, pairs = group
         pairs = sorted(pairs, key=lambda tc: tc[0]["content_hash"])  # deterministic batches
         cached = {task["content_hash"]: recs for task, recs in pairs if recs}
@@ -108,9 +79,9 @@ class _SampleFn(beam.DoFn):
         # Before any rubric attempt is paid for: is the judge trustworthy on the task?
         tasks, judge_dropped = _judge_gate(tasks, self.judge, self.plan, self.stats_dir)
         for row in judge_dropped:
-            _Progress.update(total, 1, sampled=False)
+            progress.decided(0)
             yield RESULT_TAG, row
-        _Progress.start_clock(total)
+        progress.start_clock()
         stats = SamplingStats()
         for i in range(0, len(tasks), tasks_per_batch):
             # ("attempt", row) and ("result", row) pairs, split downstream.
@@ -118,7 +89,7 @@ class _SampleFn(beam.DoFn):
                 tasks[i : i + tasks_per_batch],
                 self.backend,
                 self.plan,
-                lambda n: _Progress.update(total, n),
+                progress,
                 self.cache,
                 stats,
                 self.judge,
