@@ -100,3 +100,19 @@ def counting_backend():
 
 
 counting_backend.model_id = ScriptedBackend.model_id
+
+
+def arithmetic_tasks(*prompts):
+    """Math tasks for the scripted backend ("Calculate 5 + 3."), each with
+    its true answer and a short content hash h0, h1, ..."""
+    return [
+        {
+            "task_id": f"t{i}",
+            "source": "v",
+            "domain": "math",
+            "prompt": p,
+            "answer": str(eval(p[10:-1])),  # test data only: digits and operators
+            "content_hash": f"h{i}",
+        }
+        for i, p in enumerate(prompts)
+    ]

@@ -5,7 +5,7 @@ the backend reports; cache re-use is not engine time."""
 
 import pytest
 
-from fakes import ScriptedBackend
+from fakes import ScriptedBackend, arithmetic_tasks
 from tasksieve.schemas.config import BandConfig, SamplingConfig
 from tasksieve.transforms.sample.attempt_bar import AttemptBar, CallProgress, SamplingProgress
 from tasksieve.transforms.sample.stage import SamplePlan, sample_tasks
@@ -21,18 +21,7 @@ def _plan(mode="sequential", k=8, waves=(2, 2, 4)):
     )
 
 
-def _tasks(*prompts):
-    return [
-        {
-            "task_id": f"t{i}",
-            "source": "v",
-            "domain": "math",
-            "prompt": p,
-            "answer": str(eval(p[10:-1])),
-            "content_hash": f"h{i}",
-        }
-        for i, p in enumerate(prompts)
-    ]
+_tasks = arithmetic_tasks
 
 
 # '+' always right (all pass: all k), '*' always wrong (all fail: all k),

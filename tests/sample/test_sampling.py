@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from fakes import ScriptedBackend
+from fakes import ScriptedBackend, arithmetic_tasks
 from tasksieve.schemas.config import BandConfig, SamplingConfig
 from tasksieve.transforms.backends.base import GenResult
 from tasksieve.transforms.sample.classify import classify, wilson_interval
@@ -74,18 +74,7 @@ def test_seeds_are_distinct_per_attempt_and_reproducible():
     assert attempt_seed(0, "h", 3) == attempt_seed(0, "h", 3) != attempt_seed(1, "h", 3)
 
 
-def _tasks(*prompts):
-    return [
-        {
-            "task_id": f"t{i}",
-            "source": "v",
-            "domain": "math",
-            "prompt": p,
-            "answer": str(eval(p[10:-1])),
-            "content_hash": f"h{i}",
-        }
-        for i, p in enumerate(prompts)
-    ]
+_tasks = arithmetic_tasks
 
 
 def test_sample_tasks_batches_waves_and_classifies():

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fakes import ScriptedBackend
+from fakes import ScriptedBackend, arithmetic_tasks
 from tasksieve.schemas.config import BandConfig, SamplingConfig
 from tasksieve.transforms.backends.base import REQUEST_FAILED, GenRequest, GenResult, ModelLoadError
 from tasksieve.transforms.backends.replay import ReplayBackend
@@ -27,18 +27,7 @@ def _plan(mode="fixed", k=4, waves=(2, 2, 4)):
     )
 
 
-def _tasks(*prompts):
-    return [
-        {
-            "task_id": f"t{i}",
-            "source": "v",
-            "domain": "math",
-            "prompt": p,
-            "answer": str(eval(p[10:-1])),
-            "content_hash": f"h{i}",
-        }
-        for i, p in enumerate(prompts)
-    ]
+_tasks = arithmetic_tasks
 
 
 class _Cache:
