@@ -175,7 +175,7 @@ class _Relay:
     takes a bar factory as `use_tqdm`): passes each count of finished
     requests on and draws nothing. Only what vLLM's engine loop touches
     (vllm/entrypoints/common/offline.py: n, postfix, format_dict["elapsed"],
-    update, refresh, close); tests/backends/test_e2e_vllm.py holds it to a
+    update, refresh, close); tests/backends/test_vllm_progress.py holds it to a
     real engine."""
 
     def __init__(self, on_progress: Callable[[int], None], total: int | None = None, **_):
