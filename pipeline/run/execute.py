@@ -31,9 +31,10 @@ def _runner(name: str | None):
 
         return FnApiRunner()
     if name == DASK:
-        from apache_beam.runners.dask.dask_runner import DaskRunner
+        # Beam's DaskRunner, its partition count bounded (dask_runner.py says why).
+        from tasksieve.pipeline.run.dask_runner import BoundedDaskRunner
 
-        return DaskRunner()
+        return BoundedDaskRunner()
     return name
 
 
