@@ -255,6 +255,47 @@ class BenchmarkIndex:
         vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
         return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
 
+    def prepare(self, tasks: list[dict]) -> None:
+        """Asks ahead, in batches, what judge will need for these tasks: the
+        math-verify comparisons of their answers with their candidates'
+        (over the worker pool, answer_memo keeps them), then the embeddings
+        of the texts whose candidates may be judged on meaning, in one batch
+        (embed.py keeps them). judge then finds both and decides
+        as it would alone; a few asked for a candidate judge never reaches
+        cost time, not a decision. Candidates as judge proposes them:
+        words, the answer, and quantities."""
+        if not self.items or not self.confirm or not tasks:
+            return
+        from tasksieve.transforms.same_problem.rules import math_request
+        from tasksieve.transforms.verify.math_answers import ask_all
+
+        requests, texts = [], []
+        for task in tasks:
+            text = task.get("prompt") or ""
+            cands = [i for i, _ in self._lexical(words(text))]
+            idxs = cands[: self.max_candidates]
+            key = answer_key(task.get("answer"))
+            idxs += self.by_answer.get(key, [])[:64] if key is not None else []
+            sem = []
+            if self.semantic:
+                proposed = set(cands)
+                sem = [i for i, _ in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+                idxs += sem
+                poor = [i for i in idxs if sum(self.meta[i].quantities.values()) < self.rules.min_numbers]
+                if sem or poor:
+                    texts += [text] + [self.meta[i].text for i in dict.fromkeys(sem + poor)]
+            for i in dict.fromkeys(idxs):
+                if self.meta[i].answer:
+                    request = math_request(task.get("answer"), self.meta[i].answer)
+                    if request is not None:
+                        requests.append(request)
+        # The embeddings after the answers: beside two busy workers on two cores, they only slow them.
+        ask_all(requests, self.rules.answer_timeout_s)()
+        if texts:
+            from tasksieve.transforms.same_problem.embed import get_model
+
+            get_model().encode(list(dict.fromkeys(texts)))
+
     def judge(self, task: dict) -> dict | None:
         """Evidence that `task` is a benchmark item (candidate generator, what
         was compared, the item), or None. Without `confirm`: `match`."""

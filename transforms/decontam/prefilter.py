@@ -17,7 +17,9 @@ shows for each that it cannot fire:
   candidates): none left.
 With `confirm` off judge is `match`: any word candidate goes to the full check.
 Cleared candidates cost no answer comparison (math-verify runs in a
-subprocess) and no embedding; only unsettled tasks pay for them.
+subprocess) and no embedding; only unsettled tasks pay for them, and those
+are asked for ahead in batches (BenchmarkIndex.prepare: math-verify over
+the worker pool beside one embedding batch), then judged one by one.
 """
 
 from __future__ import annotations
@@ -78,8 +80,11 @@ def settled_clean(index: BenchmarkIndex, task: dict) -> bool:
 def decontaminate_rows(tasks: list, index: BenchmarkIndex) -> tuple[list, list]:
     """(clean tasks, dropped records), each as check_task decides."""
     clean, dropped = [], []
-    for task in tasks:
-        found = None if settled_clean(index, task) else check_task(task, index)
+    open_ = [not settled_clean(index, task) for task in tasks]
+    # What the full checks will ask, asked ahead in batches (index.prepare).
+    index.prepare([task for task, o in zip(tasks, open_) if o])
+    for task, unsettled in zip(tasks, open_):
+        found = check_task(task, index) if unsettled else None
         if found is None:
             clean.append(task)
         else:

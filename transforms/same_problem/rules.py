@@ -145,12 +145,14 @@ def _kind_agree(a: str, b: str) -> bool | None:
     return None
 
 
-def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool | None:
-    """True/False when both answers are given and can be compared, None
-    when either is missing or the verifier cannot decide. Plain numbers are
-    compared exactly; anything else goes to math-verify's equivalence."""
+_ASK = object()  # answers that only math-verify can compare
+
+
+def _agree_here(a: str | None, b: str | None) -> tuple:
+    """(verdict, None) when the answers compare without math-verify, else
+    (_ASK, the worker request that compares them)."""
     if a is None or b is None or not str(a).strip() or not str(b).strip():
-        return None
+        return None, None
     a, b = str(a).strip(), str(b).strip()
     m = _BOXED.search(a)
     a = m.group(1) if m else a
@@ -158,18 +160,36 @@ def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool 
     b = m.group(1) if m else b
     kinds = _kind_agree(a, b)
     if kinds is not None:
-        return kinds
+        return kinds, None
     if _PLAIN.sub("", a).lower() == _PLAIN.sub("", b).lower():
-        return True
+        return True, None
     na, nb = as_number(a), as_number(b)
     if na is not None and nb is not None:
-        return na == nb
+        return na == nb, None
     if not (_MATHY.search(a) and _MATHY.search(b)):
-        return None  # free text ("B", "10^-4 eV" vs a sentence): no evidence either way
+        return None, None  # free text ("B", "10^-4 eV" vs a sentence): no evidence either way
+    return _ASK, {"op": "math", "reference": a, "candidate": b}
+
+
+def math_request(a: str | None, b: str | None) -> dict | None:
+    """The math-verify request answers_agree(a, b) would make, or None when
+    it decides without one: asked ahead in batches (decontam.index.prepare),
+    its answer is then found in the process's memo (verify/answer_memo.py)."""
+    verdict, request = _agree_here(a, b)
+    return request if verdict is _ASK else None
+
+
+def answers_agree(a: str | None, b: str | None, timeout_s: float = 5.0) -> bool | None:
+    """True/False when both answers are given and can be compared, None
+    when either is missing or the verifier cannot decide. Plain numbers are
+    compared exactly; anything else goes to math-verify's equivalence."""
+    verdict, request = _agree_here(a, b)
+    if verdict is not _ASK:
+        return verdict
     try:
         from tasksieve.transforms.verify.math_answers import ask_with_deadline
 
-        ans = ask_with_deadline({"op": "math", "reference": a, "candidate": b}, timeout_s)
+        ans = ask_with_deadline(request, timeout_s)
     except Exception:  # the verifier is evidence, never a crash
         return None
     if ans.get("error"):

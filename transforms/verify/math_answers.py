@@ -48,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable
 
 from tasksieve.transforms.verify import answer_form, answer_memo
 from tasksieve.transforms.verify.answer_extract import (  # noqa: F401 - extraction lives there, re-exported
@@ -370,6 +371,68 @@ def ask_with_deadline(request: dict, timeout_s: float) -> dict:
     _give_back(w)
     answer_memo.remember(key, ans)
     return ans
+
+
+def ask_all(requests: list[dict], timeout_s: float) -> Callable[[], None]:
+    """Starts asking every request the memo does not hold, spread over the
+    worker pool (one thread per worker, batches under AHEAD_MAX_BYTES), and
+    returns a function that waits for them. Each answer is kept in the memo
+    (answer_memo.py), where ask_with_deadline then finds it: only the speed
+    changes (the same request, the same worker code, each under the same
+    deadline from the one before, as ask_many says). What is not kept (a
+    deadline passed, a failed worker: the rest of that batch is dropped) is
+    asked again when needed, as without this."""
+    todo: dict = {}
+    for r in requests:
+        key = _request_key(r)
+        if key in todo or answer_memo.holds(key) or len(r["candidate"]) > MAX_CANDIDATE_CHARS:
+            continue
+        if len(json.dumps(r)) + 1 <= AHEAD_MAX_BYTES:  # a longer one is asked alone when needed
+            todo[key] = r
+    # One worker per candidate text: a worker parses each text once (_parse_cached), and the parse is most
+    # of the cost (a benchmark's answer is compared with many tasks' answers).
+    by_candidate: dict = {}
+    for key, r in todo.items():
+        by_candidate.setdefault(r["candidate"], []).append((key, r))
+    n = _POOL_SIZE["n"]
+    groups: list[list] = [[] for _ in range(n)]
+    for same in sorted(by_candidate.values(), key=len, reverse=True):
+        min(groups, key=len).extend(same)
+    groups = [g for g in groups if g]
+
+    def ask_group(group: list) -> None:
+        batch, size = [], 0
+        for item in group + [None]:
+            n = 0 if item is None else len(json.dumps(item[1])) + 1
+            if batch and (item is None or size + n > AHEAD_MAX_BYTES):
+                w = _take()
+                try:
+                    answers = w.ask_many([r for _, r in batch], timeout_s)
+                except Exception:
+                    w.kill()
+                    _give_back(None)
+                    return
+                for (key, _), answer in zip(batch, answers):
+                    answer_memo.remember(key, answer)
+                if len(answers) < len(batch) or answers[-1] is None:
+                    w.kill()
+                    _give_back(None)
+                    return
+                _give_back(w)
+                batch, size = [], 0
+            if item is not None:
+                batch.append(item)
+                size += n
+
+    threads = [threading.Thread(target=ask_group, args=(g,), daemon=True) for g in groups]
+    for t in threads:
+        t.start()
+
+    def wait() -> None:
+        for t in threads:
+            t.join()
+
+    return wait
 
 
 def all_answers_pass(answers: list[str], check) -> dict:

@@ -1,0 +1,111 @@
+"""Decontamination asks ahead (BenchmarkIndex.prepare): the math-verify
+comparisons judge will need go to the worker pool in batches, the
+embeddings it will need are computed in one batch; judge then finds both
+and decides as it would alone. Checked: the requests are the ones
+answers_agree makes, asked-ahead answers equal answers asked alone, judge
+asks the workers nothing more afterwards, and the decisions are those of
+check_task asked cold."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import same_problem_cases as cases  # noqa: E402
+
+from tasksieve.transforms.decontam.index import build_index  # noqa: E402
+from tasksieve.transforms.decontam.prefilter import decontaminate_rows, settled_clean  # noqa: E402
+from tasksieve.transforms.decontam.stage import check_task  # noqa: E402
+from tasksieve.transforms.same_problem import rules  # noqa: E402
+from tasksieve.transforms.verify import answer_memo, math_answers  # noqa: E402
+
+PAIRS = [
+    ("98", "(1+n*v)/(n+v)"),
+    ("\\boxed{12}", "12"),
+    ("12", "12.0"),
+    ("1/2", "0.5"),
+    ("\\frac{1}{2}", "0.5"),
+    ("x^2+1", "1+x^2"),
+    ("Yes", "no"),
+    ("Paris", "Paris"),
+    ("Paris", "42"),
+    ("B", "C"),
+    ("{1, 2}", "{2, 1}"),
+    ("", "3"),
+    (None, "3"),
+    ("2\\sqrt{2}", "\\sqrt{8}"),
+    ("10^-4 eV", "a long sentence about energy"),
+    ("3x", "x*3"),
+]
+
+
+@pytest.fixture
+def worker_calls(monkeypatch):
+    calls = []
+    real = math_answers._MathWorker.ask_many
+
+    def counted(self, requests, timeout_s):
+        calls.extend(requests)
+        return real(self, requests, timeout_s)
+
+    monkeypatch.setattr(math_answers._MathWorker, "ask_many", counted)
+    return calls
+
+
+def test_math_request_is_exactly_what_answers_agree_asks(monkeypatch):
+    asked = []
+    monkeypatch.setattr(
+        math_answers, "ask_with_deadline", lambda req, t: asked.append(req) or {"ok": True, "error": None}
+    )
+    for a, b in PAIRS:
+        asked.clear()
+        rules.answers_agree(a, b)
+        want = rules.math_request(a, b)
+        assert asked == ([want] if want is not None else []), (a, b)
+    assert sum(rules.math_request(a, b) is not None for a, b in PAIRS) >= 4  # the list reaches the worker
+
+
+def test_asked_ahead_answers_equal_those_asked_alone_and_are_not_asked_again(worker_calls):
+    requests = [rules.math_request(a, b) for a, b in PAIRS]
+    requests = [r for r in requests if r is not None]
+    alone = [math_answers.ask_with_deadline(r, 5.0) for r in requests]
+    answer_memo.forget()
+    worker_calls.clear()
+    math_answers.ask_all(requests + requests[:2], 5.0)()  # duplicates asked once
+    assert len(worker_calls) == len({math_answers._request_key(r) for r in requests})
+    worker_calls.clear()
+    assert [math_answers.ask_with_deadline(r, 5.0) for r in requests] == alone
+    assert worker_calls == []
+
+
+def test_a_request_the_memo_holds_is_not_asked_ahead(worker_calls):
+    r = rules.math_request("2\\sqrt{2}", "\\sqrt{8}")
+    math_answers.ask_with_deadline(r, 5.0)
+    worker_calls.clear()
+    math_answers.ask_all([r], 5.0)()
+    assert worker_calls == []
+
+
+def test_prepared_decontamination_decides_as_cold_check_task_and_judge_asks_nothing_more(worker_calls):
+    from tasksieve.transforms.same_problem import embed
+
+    index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
+    rows = cases.lookalikes() + cases.rewordings() + cases.translations()
+    rows += [t for p in cases.paraphrase_pairs()[:20] for t in p]
+    # Numeric answers against benchmark items whose answers are expressions: the worker's work.
+    rows += [dict(r, answer=str(40 + i)) for i, r in enumerate(cases.rewordings()[:20])]
+    cold = [check_task(r, index) for r in rows]
+    answer_memo.forget()
+    embed.get_model().cache.clear()
+    worker_calls.clear()
+    unsettled = [r for r in rows if not settled_clean(index, r)]
+    index.prepare(unsettled)
+    asked_ahead = len(worker_calls)
+    worker_calls.clear()
+    assert [check_task(r, index) for r in unsettled] == [c for r, c in zip(rows, cold) if not settled_clean(index, r)]
+    assert asked_ahead > 0 and worker_calls == []  # everything judge needed was asked ahead
+    answer_memo.forget()
+    clean, dropped = decontaminate_rows(rows, index)
+    assert dropped == [c for c in cold if c is not None] and dropped
+    assert clean == [r for r, c in zip(rows, cold) if c is None]
