@@ -109,3 +109,31 @@ def test_prepared_decontamination_decides_as_cold_check_task_and_judge_asks_noth
     clean, dropped = decontaminate_rows(rows, index)
     assert dropped == [c for c in cold if c is not None] and dropped
     assert clean == [r for r, c in zip(rows, cold) if c is None]
+
+
+def test_lazy_answers_give_the_same_drops_and_evidence_as_comparing_every_answer(monkeypatch, worker_calls):
+    """judge_item(lazy_answer=True), as decontamination calls it, skips the
+    answer comparison only where no outcome of it could confirm: the same
+    verdicts and the same evidence for every drop, fewer worker requests."""
+    from dedup import make_pool
+
+    import json
+    import tempfile
+
+    from tasksieve.transforms.decontam import index as index_mod
+
+    index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
+    rows = cases.lookalikes() + cases.rewordings() + cases.translations()
+    rows += [dict(r, answer=str(40 + i)) for i, r in enumerate(cases.rewordings()[:20])]
+    with tempfile.TemporaryDirectory() as d:
+        make_pool(600, Path(d), seed=3)
+        rows += [json.loads(line) for f in sorted(Path(d).glob("*.jsonl")) for line in open(f)]
+    lazy = [index.judge(r) for r in rows]
+    lazy_asked = len(worker_calls)
+    answer_memo.forget()
+    worker_calls.clear()
+    real = index_mod.judge_item
+    monkeypatch.setattr(index_mod, "judge_item", lambda *a, **k: real(*a, **dict(k, lazy_answer=False)))
+    eager = [index.judge(r) for r in rows]
+    assert lazy == eager and sum(e is not None for e in eager) >= 10
+    assert lazy_asked < len(worker_calls)

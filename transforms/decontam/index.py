@@ -234,7 +234,7 @@ class BenchmarkIndex:
                 continue
             if answer_surprise + sum(math.log(n / (self.qdf[x] + 1)) for x in q) < self.min_surprise:
                 continue
-            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules)
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), "check": "answer_quantities", **why}
         return None
@@ -257,8 +257,9 @@ class BenchmarkIndex:
 
     def prepare(self, tasks: list[dict]) -> None:
         """Asks ahead, in batches, what judge will need for these tasks: the
-        math-verify comparisons of their answers with their candidates'
-        (over the worker pool, answer_memo keeps them), then the embeddings
+        math-verify comparisons of their answers with the candidates that
+        an answer could confirm (over the worker pool, answer_memo keeps
+        them), then the embeddings
         of the texts whose candidates may be judged on meaning, in one batch
         (embed.py keeps them). judge then finds both and decides
         as it would alone; a few asked for a candidate judge never reaches
@@ -266,7 +267,8 @@ class BenchmarkIndex:
         words, the answer, and quantities."""
         if not self.items or not self.confirm or not tasks:
             return
-        from tasksieve.transforms.same_problem.rules import math_request
+        from tasksieve.transforms.same_problem.quantities import containment
+        from tasksieve.transforms.same_problem.rules import confirmable, math_request
         from tasksieve.transforms.verify.math_answers import ask_all
 
         requests, texts = [], []
@@ -284,11 +286,20 @@ class BenchmarkIndex:
                 poor = [i for i in idxs if sum(self.meta[i].quantities.values()) < self.rules.min_numbers]
                 if sem or poor:
                     texts += [text] + [self.meta[i].text for i in dict.fromkeys(sem + poor)]
+            tq = quantities(text)
+            ws = None
             for i in dict.fromkeys(idxs):
-                if self.meta[i].answer:
-                    request = math_request(task.get("answer"), self.meta[i].answer)
-                    if request is not None:
-                        requests.append(request)
+                item = self.meta[i]
+                if not item.answer:
+                    continue
+                # Only where the comparison could confirm (judge_item's lazy_answer); meaning unknown yet: high.
+                share, back = containment(item.quantities, tq), containment(tq, item.quantities)
+                ws = ws if ws is not None else words(text)
+                if not confirmable(item, share, back, ws, self.idf, self.rules, 1.0 if self.semantic else None):
+                    continue
+                request = math_request(task.get("answer"), item.answer)
+                if request is not None:
+                    requests.append(request)
         # The embeddings after the answers: beside two busy workers on two cores, they only slow them.
         ask_all(requests, self.rules.answer_timeout_s)()
         if texts:
@@ -311,7 +322,7 @@ class BenchmarkIndex:
             cos = None
             if self.semantic and sum(self.meta[idx].quantities.values()) < self.rules.min_numbers:
                 cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
-            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos)
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos, lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         # A rewording that swapped names and objects keeps the item's numbers
@@ -331,7 +342,7 @@ class BenchmarkIndex:
             if cos[idx] < self.rules.semantic_min:
                 continue
             ev = {"check": "semantic", "cosine": round(cos[idx], 4), "item_numbers_in_task": share}
-            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx])
+            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx], lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None

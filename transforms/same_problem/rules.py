@@ -284,10 +284,36 @@ def _short(c: Counter, n: int = 20) -> list[str]:
     return sorted(c.elements(), key=lambda x: (len(x), x))[:n]
 
 
+def confirmable(item: Item, share: float, back: float, task_words: list[str], idf: Idf, rules: Rules, cosine) -> bool:
+    """Could judge_item confirm the item for some answer comparison (True,
+    False or none)? Its branches below, each with the answer's outcome
+    that favours it; False means the verdict is False whatever the answers."""
+    if sum(item.quantities.values()) >= rules.min_numbers:
+        return (
+            share >= rules.numbers_min_same_answer
+            or share >= rules.numbers_min
+            or share >= 1.0
+            or (back >= 1.0 and share >= rules.numbers_min)
+        )
+    return idf.coverage(item.words, task_words) >= rules.text_min or (
+        cosine is not None and cosine >= rules.semantic_alone_min
+    )
+
+
 def judge_item(
-    task: dict, task_words: list[str], item: Item, idf: Idf, rules: Rules, cosine: float | None = None
+    task: dict,
+    task_words: list[str],
+    item: Item,
+    idf: Idf,
+    rules: Rules,
+    cosine: float | None = None,
+    lazy_answer: bool = False,
 ) -> tuple[bool, dict]:
-    """Is `task` the benchmark item `item`? (verdict, evidence)."""
+    """Is `task` the benchmark item `item`? (verdict, evidence).
+    `lazy_answer`: for a caller that uses only a True verdict's evidence
+    (decontamination): the answers are not compared (math-verify not
+    asked) when no outcome of the comparison could confirm (`confirmable`);
+    the verdict is the same, a False one's evidence shorter."""
     ev: dict = {}
     # Code behaviour first: decisive when both sides can run.
     if rules.run_code and item.tests and task.get("reference_solution"):
@@ -309,6 +335,9 @@ def judge_item(
         "item_share_in_task": share,
         "task_share_in_item": back,
     }
+    if lazy_answer and not confirmable(item, share, back, task_words, idf, rules, cosine):
+        ev["cleared_by"] = "numbers" if sum(item.quantities.values()) >= rules.min_numbers else "text"
+        return False, ev  # False whatever the answers say: math-verify not asked
     agree = answers_agree(task.get("answer"), item.answer, rules.answer_timeout_s) if item.answer else None
     if agree is not None:
         ev["answer"] = {"task": str(task.get("answer"))[:100], "item": str(item.answer)[:100], "equivalent": agree}
