@@ -6,10 +6,10 @@ task only through one of its three candidate generators, and `settled_clean`
 shows for each that it cannot fire:
 - words (`_lexical`, exactly as judge computes them): none, or every one
   judge would look at (`max_candidates`) is an item with `min_numbers`
-  quantities or more (judged on numbers, never on the cosine) that the task
-  states under min(numbers_min_same_answer, numbers_min) (and under all)
-  of: judge_item's verdict is then False whatever the answers and the
-  meaning say (the rules' three answer branches), unless the code rule can
+  quantities or more (judged on numbers, never on the cosine) that no
+  answer comparison could confirm on the task's numbers (rules.confirmable,
+  the rule judge_item's lazy answers use too): judge_item's verdict is then
+  False whatever the answers and the meaning say, unless the code rule can
   run, which is left to the full check;
 - the answer (`_by_answer`): an item with the task's answer, enough
   quantities and all of them in the task, which every candidate there has;
@@ -19,7 +19,8 @@ With `confirm` off judge is `match`: any word candidate goes to the full check.
 Cleared candidates cost no answer comparison (math-verify runs in a
 subprocess) and no embedding; only unsettled tasks pay for them, and those
 are asked for ahead in batches (BenchmarkIndex.prepare: math-verify over
-the worker pool beside one embedding batch), then judged one by one.
+the worker pool, then one embedding batch), then judged one by one; judge
+compares answers only where they could confirm.
 """
 
 from __future__ import annotations
@@ -28,19 +29,20 @@ from tasksieve.transforms.decontam.benchmarks import words
 from tasksieve.transforms.decontam.index import BenchmarkIndex, answer_key
 from tasksieve.transforms.decontam.stage import check_task
 from tasksieve.transforms.same_problem.quantities import containment, quantities
+from tasksieve.transforms.same_problem.rules import confirmable
 
 
 def _words_cleared(index: BenchmarkIndex, task: dict, cands: list, tq) -> bool:
     """Every word candidate judge confirms or clears is cleared on numbers alone."""
     rules = index.rules
-    below = min(rules.numbers_min_same_answer, rules.numbers_min, 1.0)
     for idx, _ in cands[: index.max_candidates]:
         item = index.meta[idx]
         if sum(item.quantities.values()) < rules.min_numbers:
             return False  # judged on text and meaning
         if rules.run_code and item.tests and task.get("reference_solution"):
             return False  # the code rule decides
-        if containment(item.quantities, tq) >= below:
+        share, back = containment(item.quantities, tq), containment(tq, item.quantities)
+        if confirmable(item, share, back, [], index.idf, rules, None):  # on numbers: no words, no meaning
             return False
     return True
 
