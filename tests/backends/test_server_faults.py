@@ -93,6 +93,27 @@ def test_a_status_no_retry_mends_stops_at_once_with_a_hint(server, code, hint):
     assert "\n" not in str(e.value)
 
 
+def test_a_refusal_holds_back_the_queued_requests_however_late_the_caller_wakes(server, monkeypatch):
+    """The pool's threads take the next queued request the moment theirs
+    is refused; on a busy machine generate() hears of the refusal late. The
+    queued requests must not reach the server meanwhile (a CI run saw 6
+    hits for 4 allowed under load). Here generate() wakes 0.3 s late."""
+    real_wait = backend_openai.wait
+
+    def late_wait(*a, **k):
+        import time
+
+        time.sleep(0.3)
+        return real_wait(*a, **k)
+
+    monkeypatch.setattr(backend_openai, "wait", late_wait)
+    server.mode = "status:401"
+    requests = [GenRequest((("user", f"What is {i} plus 3?"),), seed=i) for i in range(40)]
+    with pytest.raises(ServerRefused):
+        _bounded(lambda: _backend(server.url, max_retries=2, concurrency=2).generate(requests))
+    assert server.hits <= 2  # the refused one and at most one already in flight beside it
+
+
 @pytest.mark.parametrize("code", [408, 409, 425, 429, 500, 502, 503, 504, 529, 599])
 def test_a_transient_status_is_retried_then_answers(server, code):
     server.script = [f"status:{code}"]

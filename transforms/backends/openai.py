@@ -129,6 +129,10 @@ def _reply_cap(cfg) -> int:
     return int(cfg.max_reply_mib * 2**20)
 
 
+class _NotSent(Exception):
+    """A request held back because another one stopped the run."""
+
+
 def refusal(cfg, model: str | None, status: int, message: str) -> str:
     """One line for a status no retry mends, with what to check."""
     if status in KEY_STATUSES:
@@ -189,7 +193,17 @@ class OpenAIBackend:
     def _failed(self, why: str, t0: float) -> GenResult:
         return GenResult("", 0, 0, REQUEST_FAILED, time.monotonic() - t0, error=why[:500])
 
-    def _one(self, key: int, req: GenRequest) -> GenResult:
+    def _one(self, key: int, req: GenRequest, stop: threading.Event) -> GenResult:
+        try:
+            return self._tries(key, req, stop)
+        except (ServerRefused, BackendUnavailable):
+            # The run stops: the requests still queued behind this one are
+            # not sent (the pool's threads would take them before generate
+            # hears of this, and a busy machine hears late).
+            stop.set()
+            raise
+
+    def _tries(self, key: int, req: GenRequest, stop: threading.Event) -> GenResult:
         s, cfg = self.sampling, self.cfg
         body = {
             "model": self.model,
@@ -203,6 +217,8 @@ class OpenAIBackend:
         why = ""
         nonsense = False
         for attempt in range(cfg.max_retries + 1):
+            if stop.is_set():
+                raise _NotSent()
             t0 = time.monotonic()
             with self._lock:
                 self._started[key] = t0
@@ -253,8 +269,8 @@ class OpenAIBackend:
             )
 
     def generate(self, requests: list[GenRequest], on_result: OnResult | None = None) -> list[GenResult]:
-        base = id(requests)
-        futures = {self.pool.submit(self._one, (base, i), r): i for i, r in enumerate(requests)}
+        base, stop = id(requests), threading.Event()
+        futures = {self.pool.submit(self._one, (base, i), r, stop): i for i, r in enumerate(requests)}
         results: list[GenResult | None] = [None] * len(requests)
         pending, failure = set(futures), None
         while pending:
@@ -269,6 +285,8 @@ class OpenAIBackend:
                 raise
             self._notice_slow()
             for f in done:
+                if isinstance(f.exception(), _NotSent):
+                    continue  # held back after another request stopped the run: that one's error is raised
                 if f.exception() is not None:
                     failure = failure or f.exception()
                     continue
@@ -287,4 +305,6 @@ class OpenAIBackend:
                         if on_result:
                             on_result(futures[f], results[futures[f]])
                 raise failure
+        if stop.is_set():  # never without a failure above; kept so that no None result can leave
+            raise BackendUnavailable(f"{self.cfg.base_url}: requests held back after a stop")
         return results  # type: ignore[return-value]
