@@ -257,14 +257,13 @@ class BenchmarkIndex:
 
     def prepare(self, tasks: list[dict]) -> None:
         """Asks ahead, in batches, what judge will need for these tasks: the
-        math-verify comparisons of their answers with the candidates that
-        an answer could confirm (over the worker pool, answer_memo keeps
-        them), then the embeddings
-        of the texts whose candidates may be judged on meaning, in one batch
-        (embed.py keeps them). judge then finds both and decides
-        as it would alone; a few asked for a candidate judge never reaches
-        cost time, not a decision. Candidates as judge proposes them:
-        words, the answer, and quantities."""
+        math-verify comparisons of their answers with the candidates an
+        answer could confirm (over the worker pool; answer_memo keeps them),
+        then the embeddings of the texts whose candidates may be judged on
+        meaning, in one batch (embed.py keeps them). judge then finds both
+        and decides as it would alone; what is asked for a candidate judge
+        never reaches costs time, not a decision. Candidates as judge
+        proposes them: words, the answer, quantities."""
         if not self.items or not self.confirm or not tasks:
             return
         from tasksieve.transforms.same_problem.quantities import containment
@@ -274,27 +273,25 @@ class BenchmarkIndex:
         requests, texts = [], []
         for task in tasks:
             text = task.get("prompt") or ""
-            cands = [i for i, _ in self._lexical(words(text))]
+            ws, tq = words(text), quantities(text)
+            cands = [i for i, _ in self._lexical(ws)]
             idxs = cands[: self.max_candidates]
             key = answer_key(task.get("answer"))
             idxs += self.by_answer.get(key, [])[:64] if key is not None else []
-            sem = []
             if self.semantic:
                 proposed = set(cands)
-                sem = [i for i, _ in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+                sem = [i for i, _ in self._by_quantities(tq) if i not in proposed][: self.max_candidates]
                 idxs += sem
                 poor = [i for i in idxs if sum(self.meta[i].quantities.values()) < self.rules.min_numbers]
                 if sem or poor:
                     texts += [text] + [self.meta[i].text for i in dict.fromkeys(sem + poor)]
-            tq = quantities(text)
-            ws = None
             for i in dict.fromkeys(idxs):
                 item = self.meta[i]
                 if not item.answer:
                     continue
-                # Only where the comparison could confirm (judge_item's lazy_answer); meaning unknown yet: high.
+                # Only where the comparison could confirm (judge_item's lazy_answer); the meaning, unknown
+                # yet, taken as close.
                 share, back = containment(item.quantities, tq), containment(tq, item.quantities)
-                ws = ws if ws is not None else words(text)
                 if not confirmable(item, share, back, ws, self.idf, self.rules, 1.0 if self.semantic else None):
                     continue
                 request = math_request(task.get("answer"), item.answer)

@@ -389,13 +389,12 @@ def ask_all(requests: list[dict], timeout_s: float) -> Callable[[], None]:
             continue
         if len(json.dumps(r)) + 1 <= AHEAD_MAX_BYTES:  # a longer one is asked alone when needed
             todo[key] = r
-    # One worker per candidate text: a worker parses each text once (_parse_cached), and the parse is most
-    # of the cost (a benchmark's answer is compared with many tasks' answers).
+    # A candidate text's requests stay in one group, mostly one batch: a worker parses a text once
+    # (_parse_cached), and the parse is most of the cost (a benchmark's answer meets many tasks' answers).
     by_candidate: dict = {}
     for key, r in todo.items():
         by_candidate.setdefault(r["candidate"], []).append((key, r))
-    n = _POOL_SIZE["n"]
-    groups: list[list] = [[] for _ in range(n)]
+    groups: list[list] = [[] for _ in range(_POOL_SIZE["n"])]
     for same in sorted(by_candidate.values(), key=len, reverse=True):
         min(groups, key=len).extend(same)
     groups = [g for g in groups if g]
