@@ -116,3 +116,18 @@ def arithmetic_tasks(*prompts):
         }
         for i, p in enumerate(prompts)
     ]
+
+
+def sample_plan(mode: str, k: int, waves=(2, 2, 4), lo: float = 0.0, hi: float = 1.0):
+    """The sampling stage's plan for the sampling tests: a fixed run id,
+    model and seed, the given policy, k, waves and pass-rate band."""
+    from tasksieve.schemas.config import BandConfig, SamplingConfig
+    from tasksieve.transforms.sample.stage import SamplePlan
+
+    return SamplePlan(
+        run_id="r",
+        model_id="m@1",
+        sampler_key="sk",
+        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
+        band=BandConfig(min_pass_rate=lo, max_pass_rate=hi),
+    )

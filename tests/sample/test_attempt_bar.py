@@ -5,20 +5,13 @@ the backend reports; cache re-use is not engine time."""
 
 import pytest
 
-from fakes import ScriptedBackend, arithmetic_tasks
-from tasksieve.schemas.config import BandConfig, SamplingConfig
+from fakes import ScriptedBackend, arithmetic_tasks, sample_plan
 from tasksieve.transforms.sample.attempt_bar import AttemptBar, CallProgress, SamplingProgress
-from tasksieve.transforms.sample.stage import SamplePlan, sample_tasks
+from tasksieve.transforms.sample.stage import sample_tasks
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4)):
-    return SamplePlan(
-        run_id="r",
-        model_id="m@1",
-        sampler_key="sk",
-        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
-        band=BandConfig(),
-    )
+    return sample_plan(mode, k, waves)
 
 
 _tasks = arithmetic_tasks
@@ -200,6 +193,6 @@ def test_the_rate_runs_from_the_first_request_and_a_gated_task_leaves_the_total(
     assert bar.bar.start_t >= before - 1
     bar.generated(3)
     d = bar.bar.format_dict
-    assert d["n"] == 3 and d["elapsed"] < 30 and "1/10 tasks decided" in d["postfix"]
+    assert d["n"] == 3 and "1/10 tasks decided" in d["postfix"]  # the clock: start_t above
     bar.close()
     bar.generated(1)  # a late report after close is dropped, not raised

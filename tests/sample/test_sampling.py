@@ -3,22 +3,15 @@ import random
 
 import pytest
 
-from fakes import ScriptedBackend, arithmetic_tasks
-from tasksieve.schemas.config import BandConfig, SamplingConfig
+from fakes import ScriptedBackend, arithmetic_tasks, sample_plan
 from tasksieve.transforms.backends.base import GenResult
 from tasksieve.transforms.sample.classify import classify, wilson_interval
-from tasksieve.transforms.sample.stage import SamplePlan, needs_no_sampling, sample_tasks
+from tasksieve.transforms.sample.stage import needs_no_sampling, sample_tasks
 from tasksieve.transforms.sample.policy import Policy, attempt_seed, next_attempts
 
 
 def _plan(mode="sequential", k=8, waves=(2, 2, 4), lo=0.0, hi=1.0):
-    return SamplePlan(
-        run_id="r",
-        model_id="m@1",
-        sampler_key="sk",
-        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
-        band=BandConfig(min_pass_rate=lo, max_pass_rate=hi),
-    )
+    return sample_plan(mode, k, waves, lo, hi)
 
 
 def next_wave(mode, k, waves, n, p, band=(0.0, 1.0)):

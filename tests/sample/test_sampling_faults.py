@@ -9,22 +9,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fakes import ScriptedBackend, arithmetic_tasks
-from tasksieve.schemas.config import BandConfig, SamplingConfig
+from fakes import ScriptedBackend, arithmetic_tasks, sample_plan
 from tasksieve.transforms.backends.base import REQUEST_FAILED, GenRequest, GenResult, ModelLoadError
 from tasksieve.transforms.backends.replay import ReplayBackend
 from tasksieve.transforms.sample import stage
-from tasksieve.transforms.sample.stage import SamplePlan, SamplingStats, sample_tasks
+from tasksieve.transforms.sample.stage import SamplingStats, sample_tasks
 
 
 def _plan(mode="fixed", k=4, waves=(2, 2, 4)):
-    return SamplePlan(
-        run_id="r",
-        model_id="m@1",
-        sampler_key="sk",
-        sampling=SamplingConfig(mode=mode, k=k, waves=list(waves), seed=0, system_prompt="sys"),
-        band=BandConfig(),
-    )
+    return sample_plan(mode, k, waves)
 
 
 _tasks = arithmetic_tasks
