@@ -15,6 +15,8 @@ seeds, and on the real small model. Issue 41's figures:
 3. Real (without --skip-real): the bundled sample with SmolLM2-135M, `fixed`
    at k=16 recording every attempt; each rule is replayed over them (a
    rule that stops early draws a prefix: seeds depend on (task, attempt)).
+   Then bench/engine_feed.py: the stage's tokens/s over one raw vLLM
+   `generate` on the same requests (`engine_ratio` in the JSON).
 
     .venv/bin/python bench/sampling_policies.py --skip-real [--json out.json]
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -210,6 +213,13 @@ def real_part(results: dict, pass_tokens: list[int], fail_tokens: list[int]) -> 
             n: {k_: f[k_] for k_ in ("attempts", "engine_seconds", "engine_busy_fraction", "wall")}
             for n, f in busy.items()
         }
+        # Is the engine kept fed (item 3)? engine_feed.py: the stage's
+        # tokens/s under the default schedule over raw `generate`.
+        print("\nengine feed: the sampling stage vs one raw generate call (bench/engine_feed.py) ...", flush=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "engine_feed.py"), "--json", str(tmp / "feed.json")], check=True
+        )
+        results["engine_ratio"] = json.loads((tmp / "feed.json").read_text())["engine_ratio"]
     return pass_tokens, fail_tokens
 
 

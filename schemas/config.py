@@ -200,6 +200,10 @@ class SamplingConfig(Section):
     k: int = Field(8, ge=1, le=MAX_K, description="most attempts per task")
     # Wave sizes for `sequential`; they are repeated (last one) until k is reached.
     waves: list[int] = Field(default_factory=lambda: [2, 2, 4])
+    # How attempts reach the engine (transforms/sample/queued.py): `queue`
+    # tops the engine up as each task's attempts come back; `waves` sends a
+    # batch's next attempts once the whole wave is back. The same attempts.
+    schedule: Literal["queue", "waves"] = "queue"
     temperature: float = Field(0.8, ge=0)
     # 1.0 skips the per-step sort of the whole vocabulary: ~25% faster on CPU.
     top_p: float = Field(1.0, gt=0, le=1)
@@ -248,7 +252,7 @@ class SamplingConfig(Section):
     )
     # How many attempts, in which waves, grouped how: not what one attempt is.
     SCHEDULE_FIELDS: ClassVar[frozenset] = frozenset(
-        {"mode", "k", "waves", "tasks_per_batch", "groups", "bayes", "predicted"}
+        {"mode", "k", "waves", "schedule", "tasks_per_batch", "groups", "bayes", "predicted"}
     )
 
     def sampler_key(self) -> str:

@@ -175,6 +175,7 @@ CHANGED = {
     "groups": 2,
     "bayes": {"prior_a": 1.0},
     "predicted": {"keep_signal": 0.9},
+    "schedule": "waves",
 }
 
 

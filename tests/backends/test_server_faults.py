@@ -286,3 +286,61 @@ def test_a_huge_k_on_the_command_line_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     # A bad option value is usage (2) in the one exit-code table (README, "Exit codes").
     assert code == 2 and "\n" not in err and "-k must be at most 4096" in err
+
+
+# --- the queue the sampler tops up (open_queue) ------------------------------
+
+
+def _ask(n: int, base: int = 0) -> list[GenRequest]:
+    return [GenRequest((("user", f"What is {base + i} plus 1?"),), seed=2 * (base + i)) for i in range(n)]
+
+
+def test_the_queue_returns_what_finished_and_takes_more_while_others_wait():
+    """A slow request does not hold back the others: what the server
+    answered comes back at once, and requests added meanwhile are sent."""
+    srv = FakeOpenAI(gated=True)
+    try:
+        queue = _backend(srv.url, concurrency=4).open_queue(None, 64)
+        first = queue.submit(_ask(3))
+        assert queue.wait(lambda t, r: None, block=False) == []  # held by the server: a look, no wait
+        srv.allow(1)
+        got = dict(_bounded(lambda: queue.wait(lambda t, r: None)))
+        assert len(got) == 1 and queue.in_flight == 2
+        later = queue.submit(_ask(2, base=10))  # joins the two still held
+        srv.allow(4)
+        while queue.in_flight:
+            got.update(_bounded(lambda: queue.wait(lambda t, r: None)))
+        assert sorted(got) == sorted(first + later) and srv.hits == 5
+        assert {got[t].completion for t in later} == {"\\boxed{11}", "\\boxed{12}"}
+    finally:
+        srv.close()
+
+
+def test_closing_the_queue_sends_nothing_more():
+    srv = FakeOpenAI(gated=True)
+    try:
+        queue = _backend(srv.url, concurrency=1).open_queue(None, 64)
+        queue.submit(_ask(3))
+        assert srv.arrived.wait(10)
+        queue.close()
+        srv.open_gate()
+        assert queue.in_flight == 0
+        queue.backend.pool.shutdown(wait=True)  # the one in flight finishes; the two queued never go
+        assert srv.hits == 1
+    finally:
+        srv.close()
+
+
+def test_a_refusal_in_the_queue_reports_the_finished_then_raises():
+    srv = FakeOpenAI()
+    srv.script = ["ok", "status:401"]
+    try:
+        queue = _backend(srv.url, concurrency=1, max_retries=1).open_queue(None, 64)
+        queue.submit(_ask(3))
+        heard = []
+        with pytest.raises(ServerRefused):
+            while queue.in_flight:
+                _bounded(lambda: queue.wait(lambda t, r: heard.append(t)))
+        assert heard == [0] and queue.in_flight == 0 and srv.hits == 2
+    finally:
+        srv.close()

@@ -1,35 +1,103 @@
-"""The sampling bar moves while the real engine works: VllmBackend hands
-vLLM a bar factory (`use_tqdm`) that relays each finished request, so the
-progress hears of every request before `generate` returns (issue 47). Held
-to the installed vLLM: its engine loop is what calls the relay."""
+"""The real engine, stepped by VllmBackend (backends/vllm.py): each request
+is told of as it finishes, so the sampling bar moves while the engine works
+(issue 47); the sampling queue adds requests while others are in flight,
+a judge call made meanwhile shares the engine, and every request's
+completion is the one `generate` gives for its seed (issue 41). One engine
+load for the file."""
 
 import pytest
 
 pytestmark = pytest.mark.vllm
 
 
-def test_the_real_engine_reports_each_request_while_the_call_runs():
+@pytest.fixture(scope="module")
+def backend():
     from tasksieve.pipeline.setup.models import ensure_default_model
     from tasksieve.schemas.config import ModelConfig, SamplingConfig
-    from tasksieve.transforms.backends.base import GenRequest
     from tasksieve.transforms.backends.vllm import VllmBackend
 
     sampling = SamplingConfig(max_tokens=8, seed=0)
-    backend = VllmBackend(
+    return VllmBackend(
         str(ensure_default_model()), "smollm2@test", sampling, ModelConfig(max_model_len=256, kv_cache_gib=0.25)
     )
-    assert backend.reports_progress
-    requests = [
+
+
+def _requests(n):
+    from tasksieve.transforms.backends.base import GenRequest
+
+    return [
         GenRequest(messages=(("user", f"Calculate {i} + 1."),), seed=100 + i, content_hash=f"h{i}", attempt_idx=0)
-        for i in range(5)
+        for i in range(n)
     ]
+
+
+def test_the_real_engine_reports_each_request_as_it_finishes(backend):
+    assert backend.reports_progress
     events = []
     results = backend.generate(
-        requests, on_result=lambda i, r: events.append(("result", i)), on_progress=lambda n: events.append(("told", n))
+        _requests(5),
+        on_result=lambda i, r: events.append(("result", i)),
+        on_progress=lambda n: events.append(("told", n)),
     )
     assert len(results) == 5 and all(r.completion_tokens > 0 for r in results)
-    told = [e for e in events if e[0] == "told"]
-    assert sum(n for _, n in told) == 5
-    assert events.index(("result", 0)) == len(told)  # every request told before the first result came back
-    # Without a listener it draws nothing of its own (one renderer) and still answers.
-    assert len(backend.generate(requests[:2])) == 2
+    assert sum(n for what, n in events if what == "told") == 5
+    # Each result is told of before it is handed over, while the call runs.
+    assert [what for what, _ in events] == ["told", "result"] * 5
+    assert sorted(i for what, i in events if what == "result") == list(range(5))
+    assert all(r.gen_seconds > 0 for r in results)
+
+
+def test_the_queue_takes_requests_while_the_engine_works_and_gives_generates_completions(backend):
+    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
+
+    requests = _requests(6)
+    alone = [r.completion for r in backend.generate(requests)]
+
+    class Told(SamplingProgress):
+        n = 0
+
+        def generated(self, n):
+            Told.n += n
+
+    queue = backend.open_queue(Told(), 64)
+    heard, got = [], {}
+    first = queue.submit(requests[:3])
+    got.update(queue.wait(lambda t, r: heard.append(t)))
+    assert got and queue.in_flight == 3 - len(got)
+    later = queue.submit(requests[3:])  # joins the running batch
+    judged = backend.generate(requests[:2])  # a judge call meanwhile: the queue's requests go on
+    assert [r.completion for r in judged] == alone[:2]
+    assert queue.in_flight == 6 - len(got)  # what the judge's steps finished is still ours to hand over
+    while queue.in_flight or queue.done:
+        got.update(queue.wait(lambda t, r: heard.append(t)))
+    assert sorted(got) == sorted(first + later) == sorted(heard)
+    tickets = first + later
+    assert [got[t].completion for t in tickets] == alone  # the same completion for the same seed
+    assert Told.n == 6
+    # Closing with requests in flight gives them up; the engine is free again.
+    queue = backend.open_queue(SamplingProgress(), 64)
+    queue.submit(_requests(4))
+    queue.close()
+    assert queue.in_flight == 0
+    assert not backend.llm.llm_engine.has_unfinished_requests()
+    assert [r.completion for r in backend.generate(requests[:1])] == alone[:1]
+
+
+def test_the_queue_keeps_at_most_its_limit_in_the_engine(backend):
+    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
+
+    requests = _requests(5)
+    alone = [r.completion for r in backend.generate(requests)]
+    queue = backend.open_queue(SamplingProgress(), 2)
+    tickets = queue.submit(requests)
+    steps, step = [], queue.engine.step
+    queue.engine.step = lambda: (steps.append(1), step())[1]
+    got, most, calls = {}, 0, 0
+    while queue.in_flight or queue.done:
+        most = max(most, len(queue.tickets))
+        before, calls = len(steps), calls + 1
+        # Every other wait must not block: one engine step, whatever finished in it.
+        got.update(queue.wait(lambda t, r: None, block=calls % 2 == 0))
+        assert calls % 2 == 0 or len(steps) - before == 1
+    assert most == 2 and queue.in_flight == 0
+    assert [got[t].completion for t in tickets] == alone

@@ -176,6 +176,8 @@ def served_model(cfg) -> str:
 
 # How often a wait on requests in flight wakes to notice Ctrl-C and slow requests.
 WAKE_S = 0.5
+# How long a wait that must not block (verification runs beside it) looks.
+POLL_S = 0.02
 
 
 class OpenAIBackend:
@@ -269,42 +271,100 @@ class OpenAIBackend:
             )
 
     def generate(self, requests: list[GenRequest], on_result: OnResult | None = None) -> list[GenResult]:
-        base, stop = id(requests), threading.Event()
-        futures = {self.pool.submit(self._one, (base, i), r, stop): i for i, r in enumerate(requests)}
-        results: list[GenResult | None] = [None] * len(requests)
-        pending, failure = set(futures), None
-        while pending:
+        """The requests' results, in order: the queue below, drained."""
+        queue = PoolQueue(self)
+        tickets = queue.submit(requests)
+        results: dict[int, GenResult] = {}
+
+        def heard(ticket: int, res: GenResult) -> None:
+            results[ticket] = res
+            if on_result:
+                on_result(ticket - tickets[0], res)
+
+        while queue.in_flight:
+            queue.wait(heard)
+        if queue.stop.is_set() or len(results) < len(tickets):  # never without a failure raised in wait
+            raise BackendUnavailable(f"{self.cfg.base_url}: requests held back after a stop")
+        return [results[t] for t in tickets]
+
+    def open_queue(self, progress, limit: int) -> "PoolQueue":
+        """A queue the scheduler tops up while requests are in flight
+        (transforms/sample/queued.py): the server always has `concurrency`
+        requests to work on, not a wave's last few. `limit` is not needed:
+        the pool sends at most `concurrency` at a time, and what waits holds
+        only requests already in memory."""
+        return PoolQueue(self, progress)
+
+
+class PoolQueue:
+    """engine_queue.RequestQueue over the backend's thread pool: each
+    request is a future; `wait` returns those that finished. Failures are
+    as in the module docstring: a request that stops the run cancels what
+    was not sent, lets what is in flight finish (each bounded by the
+    deadline) and reports it, so no work the server did is thrown away,
+    then raises."""
+
+    def __init__(self, backend: OpenAIBackend, progress=None):
+        self.backend, self.progress = backend, progress
+        self.stop = threading.Event()
+        self.futures: dict = {}  # future -> ticket
+        self.next_ticket = 0
+
+    def submit(self, requests: list[GenRequest]) -> list[int]:
+        tickets = list(range(self.next_ticket, self.next_ticket + len(requests)))
+        self.next_ticket += len(requests)
+        b = self.backend
+        for t, r in zip(tickets, requests):
+            self.futures[b.pool.submit(b._one, (id(self), t), r, self.stop)] = t
+        return tickets
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.futures)
+
+    def wait(self, on_result, block: bool = True) -> list[tuple[int, GenResult]]:
+        out: list[tuple[int, GenResult]] = []
+        while self.futures and not out:
             try:
                 # Woken twice a second even while every request hangs: a
                 # Ctrl-C that the kernel hands to another thread is then
                 # still seen here, not only when a request returns.
-                done, pending = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
+                done, _ = wait(set(self.futures), timeout=WAKE_S if block else POLL_S, return_when=FIRST_COMPLETED)
             except BaseException:  # Ctrl-C: send nothing more (requests in flight are not waited for)
-                for f in pending:
-                    f.cancel()
+                self.close()
                 raise
-            self._notice_slow()
+            self.backend._notice_slow()
+            failure = None
             for f in done:
+                ticket = self.futures.pop(f)
                 if isinstance(f.exception(), _NotSent):
                     continue  # held back after another request stopped the run: that one's error is raised
                 if f.exception() is not None:
                     failure = failure or f.exception()
                     continue
-                results[futures[f]] = f.result()
-                if on_result:
-                    on_result(futures[f], results[futures[f]])
+                out.append((ticket, f.result()))
             if failure is not None:
-                # Stop queueing; requests already in flight still finish (each
-                # is bounded by the deadline) and are reported, so none of the
-                # work the server did is thrown away.
-                for f in pending:
+                for f in self.futures:
                     f.cancel()
-                for f in pending:
+                for f, ticket in self.futures.items():
                     if not f.cancelled() and f.exception() is None:
-                        results[futures[f]] = f.result()
-                        if on_result:
-                            on_result(futures[f], results[futures[f]])
+                        out.append((ticket, f.result()))
+                self.futures.clear()
+                self._tell(out, on_result)
                 raise failure
-        if stop.is_set():  # never without a failure above; kept so that no None result can leave
-            raise BackendUnavailable(f"{self.cfg.base_url}: requests held back after a stop")
-        return results  # type: ignore[return-value]
+            if not block:
+                break
+        self._tell(out, on_result)
+        return out
+
+    def _tell(self, out, on_result) -> None:
+        for ticket, res in out:
+            on_result(ticket, res)
+            if self.progress is not None:
+                self.progress.generated(1)
+
+    def close(self) -> None:
+        self.stop.set()
+        for f in self.futures:
+            f.cancel()
+        self.futures.clear()

@@ -1,6 +1,8 @@
 """The `vllm` backend: vLLM's offline engine in this process, loaded once
 per worker process (see `backends.get_backend`) and reused across bundles.
-Each wave is one `generate` call with a distinct seed per request.
+Every request has its own seed. The engine is stepped here, not through
+`LLM.generate`, so requests can join while it works: `generate` and the
+sampling queue (`open_queue`, transforms/sample/queued.py) share it.
 """
 
 from __future__ import annotations
@@ -105,7 +107,10 @@ class VllmBackend:
         except Exception as e:
             raise ModelLoadError(f"vLLM is not importable ({type(e).__name__}: {e}); run the README set-up") from None
         quiet_engine_start()  # again once torch is in: its logging set-up may reset a level
-        kwargs = engine_kwargs(model_path, sampling, model_cfg, cpu=_cpu_only())
+        # On the CPU the engine's threads take every core: work beside it
+        # (verification) would slow each of its steps more than it saves.
+        self.shares_cpu = _cpu_only()
+        kwargs = engine_kwargs(model_path, sampling, model_cfg, cpu=self.shares_cpu)
         kwargs["use_tqdm_on_load"] = verbose()  # its weight-loading bar; tasksieve says "loading model"
         guard_llvmlite()
         try:
@@ -115,17 +120,15 @@ class VllmBackend:
         self.tokenizer = self.llm.get_tokenizer()
         self.model_id = model_id
         self.sampling = sampling
-        # One renderer (transforms/progress.py): vLLM's own per-wave bar would
-        # draw over the sampling bar; shown with --verbose only.
-        self.show_progress = verbose() and sys.stderr.isatty()
+        self._engine = _Engine(self)
 
     def _prompt(self, messages) -> str:
         return self.tokenizer.apply_chat_template(
             [{"role": r, "content": c} for r, c in messages], tokenize=False, add_generation_prompt=True
         )
 
-    # It counts its requests as they finish, inside one long call (a wave):
-    # the sampling bar moves while the engine works (attempt_bar.py).
+    # It tells of each request as it finishes, inside one long call: the
+    # sampling bar moves while the engine works (attempt_bar.py).
     reports_progress = True
 
     def generate(
@@ -134,73 +137,164 @@ class VllmBackend:
         on_result: OnResult | None = None,
         on_progress: Callable[[int], None] | None = None,
     ) -> list[GenResult]:
-        from vllm import SamplingParams
-
+        """The requests' results, in order. Their requests join whatever
+        the engine is running already (an open queue's: a rubric judge
+        call during queued sampling), which keeps going meanwhile."""
         if not requests:
             return []
-        s = self.sampling
-        prompts = [self._prompt(r.messages) for r in requests]
+        results: dict[str, GenResult] = {}
+        index: dict[str, int] = {}
+
+        def finished(rid: str, res: GenResult) -> None:
+            results[rid] = res
+            if on_progress:
+                on_progress(1)
+            if on_result:
+                on_result(index[rid], res)
+
+        ids = self._engine.submit(requests, finished)
+        index.update((rid, i) for i, rid in enumerate(ids))
+        try:
+            while len(results) < len(ids):
+                self._engine.step()
+        except BaseException:
+            self._engine.abort([rid for rid in ids if rid not in results])
+            raise
+        return [results[rid] for rid in ids]
+
+    def open_queue(self, progress, limit: int) -> "VllmQueue":
+        """A queue the scheduler tops up while the engine works
+        (transforms/sample/queued.py), at most `limit` of its requests in
+        the engine at a time."""
+        return VllmQueue(self._engine, progress, limit)
+
+
+class _Engine:
+    """vLLM's engine driven step by step, shared by every caller in the
+    process: each request has a callback that hears its result when it
+    finishes, whoever's step finished it.
+
+    `gen_seconds`: each step's time is shared equally by the requests in
+    flight during it, so the attempts' times add up to the engine's time
+    (one batched step serves them all)."""
+
+    def __init__(self, backend: VllmBackend):
+        self.backend = backend
+        self.callbacks: dict[str, Callable[[str, GenResult], None]] = {}
+        self.clock = 0.0  # engine seconds per request in flight, summed over steps
+        self.busy_seconds = 0.0  # in steps, whoever made them
+        self.born: dict[str, float] = {}
+
+    def submit(self, requests: list[GenRequest], callback: Callable[[str, GenResult], None]) -> list[str]:
+        from vllm import SamplingParams
+
+        s, b = self.backend.sampling, self.backend
+        prompts = [b._prompt(r.messages) for r in requests]
         params = [
             SamplingParams(n=1, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=r.seed)
             for r in requests
         ]
+        # `enqueue` renders and adds them as `generate` would; it returns
+        # the engine's internal ids, "<id>-<random>", and results carry <id>.
+        ids = [rid.split("-", 1)[0] for rid in b.llm.enqueue(prompts, params, use_tqdm=False)]
+        for rid in ids:
+            self.callbacks[rid] = callback
+            self.born[rid] = self.clock
+        return ids
+
+    def step(self) -> None:
+        engine = self.backend.llm.llm_engine
+        if not engine.has_unfinished_requests():
+            lost = list(self.callbacks)
+            self.callbacks.clear()
+            raise RuntimeError(f"vLLM's engine holds none of the {len(lost)} requests still awaited")
+        in_flight = max(len(self.callbacks), 1)
         t0 = time.perf_counter()
-        # vLLM draws a bar inside one long engine call (a wave) through the
-        # factory it is given: ours relays its counts to the sampling bar.
-        use_tqdm = _relay_to(on_progress) if on_progress else self.show_progress
-        outputs = self.llm.generate(prompts, params, use_tqdm=use_tqdm)
-        elapsed = time.perf_counter() - t0
-        # One batched call serves many requests; its wall time is shared out
-        # by each request's share of the tokens it processed.
-        sizes = [len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids) for o in outputs]
-        total = sum(sizes) or 1
-        results = []
-        for i, (o, size) in enumerate(zip(outputs, sizes)):
+        outputs = engine.step()
+        took = time.perf_counter() - t0
+        self.busy_seconds += took
+        self.clock += took / in_flight
+        for o in outputs:
+            if not o.finished:
+                continue
+            callback = self.callbacks.pop(o.request_id, None)
+            born = self.born.pop(o.request_id, self.clock)
+            if callback is None:
+                continue  # not ours (an aborted request's last word)
             c = o.outputs[0]
-            res = GenResult(
-                completion=c.text,
-                prompt_tokens=len(o.prompt_token_ids or []),
-                completion_tokens=len(c.token_ids),
-                finish_reason=str(c.finish_reason),
-                gen_seconds=elapsed * size / total,
+            callback(
+                o.request_id,
+                GenResult(
+                    completion=c.text,
+                    prompt_tokens=len(o.prompt_token_ids or []),
+                    completion_tokens=len(c.token_ids),
+                    finish_reason=str(c.finish_reason),
+                    gen_seconds=self.clock - born,
+                ),
             )
-            results.append(res)
-            if on_result:
-                on_result(i, res)
-        return results
+
+    def abort(self, ids: list[str]) -> None:
+        for rid in ids:
+            self.callbacks.pop(rid, None)
+            self.born.pop(rid, None)
+        if ids:
+            self.backend.llm.llm_engine.abort_request(ids)
 
 
-class _Relay:
-    """Stands in for the tqdm bar `LLM.generate` draws while it runs (it
-    takes a bar factory as `use_tqdm`): passes each count of finished
-    requests on and draws nothing. Only what vLLM's engine loop touches
-    (vllm/entrypoints/common/offline.py: n, postfix, format_dict["elapsed"],
-    update, refresh, close); tests/backends/test_vllm_progress.py holds it to a
-    real engine."""
+class VllmQueue:
+    """engine_queue.RequestQueue over the shared engine: requests are added
+    to its running batch at once (up to `limit` in the engine; the rest
+    wait here for room); `wait` steps it until some of ours finish."""
 
-    def __init__(self, on_progress: Callable[[int], None], total: int | None = None, **_):
-        self.on_progress, self.total, self.n, self.postfix = on_progress, total, 0, ""
-        self.t0 = time.perf_counter()
+    def __init__(self, engine: _Engine, progress, limit: int):
+        self.engine, self.progress, self.limit = engine, progress, max(limit, 1)
+        self.tickets: dict[str, int] = {}
+        self.backlog: list[tuple[int, GenRequest]] = []
+        self.done: list[tuple[int, GenResult]] = []
+        self.next_ticket = 0
+
+    def submit(self, requests: list[GenRequest]) -> list[int]:
+        tickets = list(range(self.next_ticket, self.next_ticket + len(requests)))
+        self.next_ticket += len(requests)
+        self.backlog += zip(tickets, requests)
+        self._feed()
+        return tickets
+
+    def _feed(self) -> None:
+        room = self.limit - len(self.tickets)
+        if room <= 0 or not self.backlog:
+            return
+        go, self.backlog = self.backlog[:room], self.backlog[room:]
+        self.tickets.update(zip(self.engine.submit([req for _, req in go], self._finished), (t for t, _ in go)))
+
+    def _finished(self, rid: str, res: GenResult) -> None:
+        self.done.append((self.tickets.pop(rid), res))
+        self.progress.generated(1)
 
     @property
-    def format_dict(self) -> dict:
-        return {"elapsed": max(time.perf_counter() - self.t0, 1e-6), "n": self.n, "total": self.total}
+    def busy_seconds(self) -> float:
+        """The engine's time in steps so far: a judge call's steps serve
+        the queue's requests too."""
+        return self.engine.busy_seconds
 
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        self.on_progress(n)
+    @property
+    def in_flight(self) -> int:
+        # Finished but not yet handed over counts too: a judge's `generate`
+        # steps the engine and may finish every one of ours.
+        return len(self.tickets) + len(self.backlog) + len(self.done)
 
-    def refresh(self) -> None:
-        pass
+    def wait(self, on_result, block: bool = True) -> list[tuple[int, GenResult]]:
+        while self.tickets and not (self.done and block):
+            self.engine.step()
+            self._feed()
+            if not block:
+                break
+        done, self.done = self.done, []
+        for ticket, res in done:
+            on_result(ticket, res)
+        return done
 
     def close(self) -> None:
-        pass
-
-
-def _relay_to(on_progress: Callable[[int], None]):
-    def factory(*iterable, **kwargs):
-        if iterable:
-            return iterable[0]  # a bar over prompts being rendered: no requests finish there
-        return _Relay(on_progress, **kwargs)
-
-    return factory
+        self.engine.abort(list(self.tickets))
+        self.tickets.clear()
+        self.backlog.clear()

@@ -38,8 +38,8 @@ class SamplingProgress:
 
 class CallProgress:
     """One engine call's share of the progress. A backend that counts its
-    requests while the call runs says so (`reports_progress`: vLLM, through
-    the bar its `generate` would draw) and is given `on_progress`; any other
+    requests while the call runs says so (`reports_progress`: vLLM, as its
+    engine steps) and is given `on_progress`; any other
     is counted by the results it hands over (`on_result`). What was never
     told is told when the call returns, so every request counts once."""
 

@@ -191,25 +191,15 @@ def sample_tasks(
     t_start = time.perf_counter()
     state = _initial_state(tasks, cached or {})
     if plan.mode == "predicted":
-        if predictor is None:
-            from tasksieve.transforms.sample.prior_history import OnlinePredictor
-
-            s = plan.sampling
-            predictor = OnlinePredictor(s.k, s.predicted.keep_signal, s.bayes.prior_a, s.bayes.prior_b)
-        for st, (stops, predicted) in zip(state.values(), predictor.plan([st["task"] for st in state.values()])):
-            st["stops"], st["predicted"] = stops, predicted
+        predictor = plan_predictions(list(state.values()), plan, predictor)
     while True:
         wave: list[tuple[dict, int]] = []  # (task state, how many more attempts)
         for st in state.values():
             if st["done"]:
                 continue
-            more = 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"], st.get("stops"))
+            more = more_attempts(st, policy)
             if more == 0:
-                st["done"] = True
-                yield RESULT_TAG, _result(st, plan)
-                if predictor is not None and not st.get("failed"):
-                    predictor.observe(st["task"], st["pass"], st["n"])
-                progress.decided(st["asked"])
+                yield RESULT_TAG, finish_task(st, plan, progress)
                 continue
             st["asked"] += more
             wave.append((st, more))
@@ -217,7 +207,69 @@ def sample_tasks(
             break
         for piece in _slices(wave, MAX_WAVE_REQUESTS):
             yield from _run_wave(piece, backend, judge, plan, cache, stats, progress)
+    learn(predictor, list(state.values()))
     stats.wall_seconds += time.perf_counter() - t_start
+
+
+def more_attempts(st: dict, policy: Policy) -> int:
+    """How many attempts the task gets next, once every attempt asked so
+    far is counted; 0: it is decided. Per task, from its own outcomes (and
+    stops set before its first attempt): so the wave and the queue
+    schedulers make the same decisions."""
+    return 0 if st.get("exhausted") else next_attempts(policy, st["n"], st["pass"], st.get("stops"))
+
+
+def finish_task(st: dict, plan: SamplePlan, progress: SamplingProgress) -> dict:
+    """The task's result row; the bar hears of it."""
+    st["done"] = True
+    progress.decided(st["asked"])
+    return _result(st, plan)
+
+
+def learn(predictor, batch: list[dict]) -> None:
+    """`predicted` mode: the predictor learns from a decided batch, in the
+    batch's order (not the order its tasks were decided in, which differs
+    between schedules), so the next batch's predictions do not depend on
+    the schedule."""
+    if predictor is None:
+        return
+    for st in batch:
+        if st["done"] and not st.get("failed"):
+            predictor.observe(st["task"], st["pass"], st["n"])
+
+
+def plan_predictions(state: list[dict], plan: SamplePlan, predictor):
+    """`predicted` mode: each task's stop points before its first attempt,
+    from the tasks decided before this batch (prior_history.py). Returns
+    the predictor (a fresh one when none was given)."""
+    if predictor is None:
+        from tasksieve.transforms.sample.prior_history import OnlinePredictor
+
+        s = plan.sampling
+        predictor = OnlinePredictor(s.k, s.predicted.keep_signal, s.bayes.prior_a, s.bayes.prior_b)
+    for st, (stops, predicted) in zip(state, predictor.plan([st["task"] for st in state])):
+        st["stops"], st["predicted"] = stops, predicted
+    return predictor
+
+
+def request_for(st: dict, idx: int, plan: SamplePlan) -> GenRequest:
+    """Attempt `idx` of a task: its seed depends on the task and the index
+    only, never on the batch it is sent in."""
+    h = st["task"]["content_hash"]
+    return GenRequest(
+        messages=messages_for(st["task"], plan),
+        seed=attempt_seed(plan.sampling.seed, h, idx),
+        content_hash=h,
+        attempt_idx=idx,
+    )
+
+
+def cached_generation(st: dict, req: GenRequest) -> dict | None:
+    """The cache record of this very attempt (same index and seed), if any."""
+    rec = st["cached"].get(req.attempt_idx)
+    if rec is not None and rec.get("seed") != req.seed:
+        return None  # not this attempt's seed: an entry moved from elsewhere, regenerated
+    return rec
 
 
 def _slices(wave: list[tuple[dict, int]], size: int) -> Iterator[list[tuple[dict, int]]]:
@@ -255,19 +307,41 @@ def _run_wave(
     progress: SamplingProgress,
 ) -> Iterator[tuple[str, dict]]:
     """Generate and verify one wave; yield its attempts and count them into the task states."""
-    requests = [
-        GenRequest(
-            messages=messages_for(st["task"], plan),
-            seed=attempt_seed(plan.sampling.seed, st["task"]["content_hash"], idx),
-            content_hash=st["task"]["content_hash"],
-            attempt_idx=idx,
-        )
-        for st, idx in wave
-    ]
+    requests = [request_for(st, idx, plan) for st, idx in wave]
     generated = _generate(backend, plan, wave, requests, cache, stats, progress)
-    real = [i for i, (gen, _) in enumerate(generated) if gen.finish_reason != NOT_RECORDED and gen.error is None]
-    for i in set(range(len(wave))) - set(real):
-        st, gen = wave[i][0], generated[i][0]
+    yield from record(
+        [(st, req, gen, origin) for (st, _), req, (gen, origin) in zip(wave, requests, generated)], judge, plan, stats
+    )
+
+
+def record(
+    finished: list[tuple[dict, GenRequest, GenResult, str | None]],
+    judge: Backend | None,
+    plan: SamplePlan,
+    stats: SamplingStats,
+) -> Iterator[tuple[str, dict]]:
+    """Verify finished requests (task state, request, result, run it came
+    from if not this one) in one call: sandboxes in parallel, one judge
+    batch. Yield an attempt row for each real one and count it into its
+    task's state; a request that got no completion is not an attempt and
+    ends its task."""
+    real = real_attempts(finished, stats)
+    verdicts = verify_attempts(
+        [(finished[i][0]["task"], finished[i][2].completion) for i in real],
+        judge,
+        plan.verify,
+        [finished[i][1].seed for i in real],
+    )
+    for i, verdict in zip(real, verdicts):
+        yield ATTEMPT_TAG, attempt_row(finished[i], verdict, plan)
+
+
+def real_attempts(finished: list[tuple[dict, GenRequest, GenResult, str | None]], stats: SamplingStats) -> list[int]:
+    """Which finished requests are attempts (to verify); the others end
+    their tasks here."""
+    real = [i for i, (_, _, gen, _) in enumerate(finished) if gen.finish_reason != NOT_RECORDED and gen.error is None]
+    for i in set(range(len(finished))) - set(real):
+        st, _, gen, _ = finished[i]
         st["exhausted"] = True  # replay: no more recorded attempts; else this request failed
         if gen.finish_reason != NOT_RECORDED:
             # Not an attempt: never verified, counted or cached. The task is
@@ -275,34 +349,31 @@ def _run_wave(
             st.setdefault("failed", gen.error or gen.finish_reason)
             stats.failed += 1
             stats.first_failure = stats.first_failure or (gen.error or gen.finish_reason)[:300]
-    # One call verifies the wave: sandboxes in parallel, one judge batch.
-    verdicts = verify_attempts(
-        [(wave[i][0]["task"], generated[i][0].completion) for i in real],
-        judge,
-        plan.verify,
-        [requests[i].seed for i in real],
-    )
-    for i, verdict in zip(real, verdicts):
-        (st, idx), req, (gen, reused_from) = wave[i], requests[i], generated[i]
-        task = st["task"]
-        attempt = {
-            "run_id": plan.run_id,
-            "content_hash": task["content_hash"],
-            "model_id": plan.model_id,
-            "sampler_key": plan.sampler_key,
-            "attempt_idx": idx,
-            "seed": req.seed,
-            "completion": gen.completion,
-            "prompt_tokens": gen.prompt_tokens,
-            "completion_tokens": gen.completion_tokens,
-            "finish_reason": gen.finish_reason,
-            "gen_seconds": gen.gen_seconds,
-            **verdict,
-            "reused_from_run": reused_from or gen.origin,
-        }
-        st["n"] += 1
-        st["pass"] += int(bool(attempt["passed"]))
-        yield ATTEMPT_TAG, attempt
+    return real
+
+
+def attempt_row(item: tuple[dict, GenRequest, GenResult, str | None], verdict: dict, plan: SamplePlan) -> dict:
+    """The attempt's row, counted into its task's state."""
+    st, req, gen, reused_from = item
+    task = st["task"]
+    attempt = {
+        "run_id": plan.run_id,
+        "content_hash": task["content_hash"],
+        "model_id": plan.model_id,
+        "sampler_key": plan.sampler_key,
+        "attempt_idx": req.attempt_idx,
+        "seed": req.seed,
+        "completion": gen.completion,
+        "prompt_tokens": gen.prompt_tokens,
+        "completion_tokens": gen.completion_tokens,
+        "finish_reason": gen.finish_reason,
+        "gen_seconds": gen.gen_seconds,
+        **verdict,
+        "reused_from_run": reused_from or gen.origin,
+    }
+    st["n"] += 1
+    st["pass"] += int(bool(attempt["passed"]))
+    return attempt
 
 
 def _generate(backend, plan, wave, requests, cache, stats, progress) -> list[tuple[GenResult, str | None]]:
@@ -313,10 +384,8 @@ def _generate(backend, plan, wave, requests, cache, stats, progress) -> list[tup
     each result it hands over."""
     out: list[tuple[GenResult, str | None] | None] = [None] * len(wave)
     todo = []
-    for i, (st, idx) in enumerate(wave):
-        rec = st["cached"].get(idx)
-        if rec is not None and rec.get("seed") != requests[i].seed:
-            rec = None  # not this attempt's seed: an entry moved from elsewhere, regenerated
+    for i, (st, _) in enumerate(wave):
+        rec = cached_generation(st, requests[i])
         if rec is not None:
             out[i] = (_from_cache(rec), rec["run_id"])
             stats.reused += 1

@@ -19,6 +19,7 @@ from tasksieve.transforms.sample.attempt_cache import (
 from tasksieve.transforms.backends.base import Backend
 from tasksieve.transforms.sample.attempt_bar import AttemptBar
 from tasksieve.transforms.stage import DROPPED, KEPT, split_kept_dropped, split_tagged
+from tasksieve.transforms.sample.queued import sample_queued
 from tasksieve.transforms.sample.stage import (
     ATTEMPT_TAG,
     RESULT_TAG,
@@ -83,10 +84,10 @@ class _SampleFn(beam.DoFn):
             yield RESULT_TAG, row
         progress.start_clock()
         stats = SamplingStats()
-        for i in range(0, len(tasks), tasks_per_batch):
-            # ("attempt", row) and ("result", row) pairs, split downstream.
-            yield from sample_tasks(
-                tasks[i : i + tasks_per_batch],
+        if self.plan.sampling.schedule == "queue":
+            # One queue for the group: tasks_per_batch tasks open at a time.
+            yield from sample_queued(
+                tasks,
                 self.backend,
                 self.plan,
                 progress,
@@ -95,7 +96,22 @@ class _SampleFn(beam.DoFn):
                 self.judge,
                 cached,
                 self.predictor,
+                window=tasks_per_batch,
             )
+        else:
+            for i in range(0, len(tasks), tasks_per_batch):
+                # ("attempt", row) and ("result", row) pairs, split downstream.
+                yield from sample_tasks(
+                    tasks[i : i + tasks_per_batch],
+                    self.backend,
+                    self.plan,
+                    progress,
+                    self.cache,
+                    stats,
+                    self.judge,
+                    cached,
+                    self.predictor,
+                )
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 

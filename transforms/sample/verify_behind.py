@@ -1,0 +1,100 @@
+"""Verification beside the engine, for the `queue` schedule (queued.py).
+
+Under the queue, attempts come back a few at a time. An engine that does
+not use this machine's cores (a GPU, a server) would sit idle while they
+are verified; so there code and math attempts are checked in worker
+threads (their sandboxes and math workers are processes) while the
+scheduler keeps stepping the engine, and a task goes on once all of its
+attempts are verified. Rubric attempts are judged at once, in the
+scheduler's thread: their judge may be the engine itself, and its
+`generate` steps the engine for everyone's requests.
+
+On the CPU (the backend's `shares_cpu`) the engine's threads take every
+core, and work beside them slows each of its steps more than the work
+takes alone (bench/README.md, "engine_feed.py"): there each handful is
+verified at once, by one `verify_attempts` call.
+
+The verdicts are those `stage.record` gives: the same verifiers on the
+same (task, completion, seed)."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from tasksieve.transforms.backends.base import Backend
+from tasksieve.transforms.sample.stage import SamplePlan, SamplingStats, real_attempts
+from tasksieve.transforms.verify import math_answers as vm
+from tasksieve.transforms.verify.verifiers import verify_attempts, verify_one, verify_rubric_batch
+
+# (task state, request, result, run it came from if not this one): a finished request.
+Finished = tuple
+
+
+class VerifyBehind:
+    """`beside=False` verifies each handful there and then (one
+    `verify_attempts` call, its own workers in parallel): for an engine
+    on the CPU (`shares_cpu`), whose steps slow down more under work
+    beside them than that work takes alone (bench/README.md, "Feeding
+    the engine")."""
+
+    def __init__(self, plan: SamplePlan, stats: SamplingStats, judge: Backend | None, beside: bool = True):
+        self.plan, self.stats, self.judge, self.beside = plan, stats, judge, beside
+        vm.configure(plan.verify.parallel)
+        self.pool = (
+            ThreadPoolExecutor(max_workers=plan.verify.parallel, thread_name_prefix="tasksieve-verify")
+            if beside
+            else None
+        )
+        self.pending: dict[Future, Finished] = {}
+        self.now: list[tuple[Finished, dict | None]] = []
+
+    def start(self, finished: list[Finished]) -> None:
+        """Verification of these begins; a request that is not an attempt
+        (stage.real_attempts) is done at once, with no verdict."""
+        real = real_attempts(finished, self.stats)
+        attempts = set(real)
+        self.now += [(item, None) for i, item in enumerate(finished) if i not in attempts]
+        if not self.beside:
+            items = [finished[i] for i in real]
+            verdicts = verify_attempts(
+                [(st["task"], gen.completion) for st, _, gen, _ in items],
+                self.judge,
+                self.plan.verify,
+                [req.seed for _, req, _, _ in items],
+            )
+            self.now += zip(items, verdicts)
+            return
+        rubric = [finished[i] for i in real if finished[i][0]["task"]["domain"] == "rubric"]
+        for i in real:
+            st, _, gen, _ = item = finished[i]
+            if st["task"]["domain"] != "rubric":
+                self.pending[self.pool.submit(verify_one, st["task"], gen.completion, self.plan.verify)] = item
+        if rubric:
+            verdicts = verify_rubric_batch(
+                [(st["task"], gen.completion) for st, _, gen, _ in rubric],
+                self.judge,
+                self.plan.verify,
+                [req.seed for _, req, _, _ in rubric],
+            )
+            self.now += zip(rubric, verdicts)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.pending)
+
+    def take(self, block: bool) -> list[tuple[Finished, dict | None]]:
+        """(finished request, verdict or None) for all that are done; with
+        `block`, waits for at least one while any is being verified."""
+        if block and not self.now and self.pending:
+            wait(self.pending, return_when=FIRST_COMPLETED)
+        out, self.now = self.now, []
+        for f in [f for f in self.pending if f.done()]:
+            out.append((self.pending.pop(f), f.result()))
+        return out
+
+    def close(self) -> None:
+        for f in self.pending:
+            f.cancel()
+        self.pending.clear()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
