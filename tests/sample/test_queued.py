@@ -213,7 +213,7 @@ def test_the_engine_is_stepped_while_attempts_are_verified(monkeypatch):
     coin = Coin(rates, order_seed=2)
     coin.on_step = stepped.set
     a_q, r_q = _by_key(_queued(tasks, coin, _plan("sequential", 8, 128)))
-    assert first == [True]
+    assert first and all(first)  # two threads may both have been first: each saw a step
     a_w, r_w = _by_key(_waves(tasks, Coin(rates), _plan("sequential", 8, 128)))
     assert (a_q, r_q) == (a_w, r_w)
 
