@@ -40,6 +40,7 @@ from tasksieve.transforms.sample.stage import (
     _initial_state,
     attempt_row,
     cached_generation,
+    default_judge,
     checked,
     finish_task,
     is_generation,
@@ -71,8 +72,7 @@ def sample_queued(
     (its arguments are the same); at most `window` tasks open at a time
     (default: tasks_per_batch)."""
     progress = progress or SamplingProgress()
-    if judge is None and getattr(backend, "can_judge", True):
-        judge = backend
+    judge = default_judge(backend, judge)
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
     run = _Run(plan, open_queue(backend, progress, stage.MAX_WAVE_REQUESTS), progress, cache, stats, predictor)

@@ -185,8 +185,7 @@ def sample_tasks(
     of every task once decided."""
     policy = plan.policy
     progress = progress or SamplingProgress()
-    if judge is None and getattr(backend, "can_judge", True):
-        judge = backend
+    judge = default_judge(backend, judge)
     stats = stats if stats is not None else SamplingStats()
     t_start = time.perf_counter()
     state = _initial_state(tasks, cached or {})
@@ -325,15 +324,29 @@ def record(
     batch. Yield an attempt row for each real one and count it into its
     task's state; a request that got no completion is not an attempt and
     ends its task."""
-    real = real_attempts(finished, stats)
-    verdicts = verify_attempts(
-        [(finished[i][0]["task"], finished[i][2].completion) for i in real],
+    attempts = [finished[i] for i in real_attempts(finished, stats)]
+    for item, verdict in zip(attempts, verify_finished(attempts, judge, plan)):
+        yield ATTEMPT_TAG, attempt_row(item, verdict, plan)
+
+
+def verify_finished(
+    attempts: list[tuple[dict, GenRequest, GenResult, str | None]], judge: Backend | None, plan: SamplePlan
+) -> list[dict]:
+    """Verdicts for finished attempts, in order: one `verify_attempts` call
+    (sandboxes in parallel, one judge batch)."""
+    return verify_attempts(
+        [(st["task"], gen.completion) for st, _, gen, _ in attempts],
         judge,
         plan.verify,
-        [finished[i][1].seed for i in real],
+        [req.seed for _, req, _, _ in attempts],
     )
-    for i, verdict in zip(real, verdicts):
-        yield ATTEMPT_TAG, attempt_row(finished[i], verdict, plan)
+
+
+def default_judge(backend: Backend, judge: Backend | None) -> Backend | None:
+    """The judge of rubric attempts: the one given, else the sampler if it can judge."""
+    if judge is None and getattr(backend, "can_judge", True):
+        return backend
+    return judge
 
 
 def real_attempts(finished: list[tuple[dict, GenRequest, GenResult, str | None]], stats: SamplingStats) -> list[int]:

@@ -84,34 +84,14 @@ class _SampleFn(beam.DoFn):
             yield RESULT_TAG, row
         progress.start_clock()
         stats = SamplingStats()
+        shared = (self.backend, self.plan, progress, self.cache, stats, self.judge, cached, self.predictor)
         if self.plan.sampling.schedule == "queue":
             # One queue for the group: tasks_per_batch tasks open at a time.
-            yield from sample_queued(
-                tasks,
-                self.backend,
-                self.plan,
-                progress,
-                self.cache,
-                stats,
-                self.judge,
-                cached,
-                self.predictor,
-                window=tasks_per_batch,
-            )
+            yield from sample_queued(tasks, *shared, window=tasks_per_batch)
         else:
             for i in range(0, len(tasks), tasks_per_batch):
                 # ("attempt", row) and ("result", row) pairs, split downstream.
-                yield from sample_tasks(
-                    tasks[i : i + tasks_per_batch],
-                    self.backend,
-                    self.plan,
-                    progress,
-                    self.cache,
-                    stats,
-                    self.judge,
-                    cached,
-                    self.predictor,
-                )
+                yield from sample_tasks(tasks[i : i + tasks_per_batch], *shared)
         if self.stats_dir:
             write_stats(self.stats_dir, stats)
 

@@ -12,7 +12,7 @@ scheduler's thread: their judge may be the engine itself, and its
 On the CPU (the backend's `shares_cpu`) the engine's threads take every
 core, and work beside them slows each of its steps more than the work
 takes alone (bench/README.md, "engine_feed.py"): there each handful is
-verified at once, by one `verify_attempts` call.
+verified at once, by one `verify_attempts` call (stage.verify_finished).
 
 The verdicts are those `stage.record` gives: the same verifiers on the
 same (task, completion, seed)."""
@@ -22,9 +22,9 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from tasksieve.transforms.backends.base import Backend
-from tasksieve.transforms.sample.stage import SamplePlan, SamplingStats, real_attempts
+from tasksieve.transforms.sample.stage import SamplePlan, SamplingStats, real_attempts, verify_finished
 from tasksieve.transforms.verify import math_answers as vm
-from tasksieve.transforms.verify.verifiers import verify_attempts, verify_one, verify_rubric_batch
+from tasksieve.transforms.verify.verifiers import verify_one
 
 # (task state, request, result, run it came from if not this one): a finished request.
 Finished = tuple
@@ -56,13 +56,7 @@ class VerifyBehind:
         self.now += [(item, None) for i, item in enumerate(finished) if i not in attempts]
         if not self.beside:
             items = [finished[i] for i in real]
-            verdicts = verify_attempts(
-                [(st["task"], gen.completion) for st, _, gen, _ in items],
-                self.judge,
-                self.plan.verify,
-                [req.seed for _, req, _, _ in items],
-            )
-            self.now += zip(items, verdicts)
+            self.now += zip(items, verify_finished(items, self.judge, self.plan))
             return
         rubric = [finished[i] for i in real if finished[i][0]["task"]["domain"] == "rubric"]
         for i in real:
@@ -70,13 +64,7 @@ class VerifyBehind:
             if st["task"]["domain"] != "rubric":
                 self.pending[self.pool.submit(verify_one, st["task"], gen.completion, self.plan.verify)] = item
         if rubric:
-            verdicts = verify_rubric_batch(
-                [(st["task"], gen.completion) for st, _, gen, _ in rubric],
-                self.judge,
-                self.plan.verify,
-                [req.seed for _, req, _, _ in rubric],
-            )
-            self.now += zip(rubric, verdicts)
+            self.now += zip(rubric, verify_finished(rubric, self.judge, self.plan))
 
     @property
     def busy(self) -> bool:
