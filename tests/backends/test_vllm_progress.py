@@ -101,3 +101,27 @@ def test_the_queue_keeps_at_most_its_limit_in_the_engine(backend):
         assert calls % 2 == 0 or len(steps) - before == 1
     assert most == 2 and queue.in_flight == 0
     assert [got[t].completion for t in tickets] == alone
+
+
+def test_the_judges_requests_join_the_queue_uncounted_with_generates_completions(backend):
+    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
+
+    requests = _requests(4)
+    alone = [r.completion for r in backend.generate(requests)]
+
+    class Told(SamplingProgress):
+        n = 0
+
+        def generated(self, n):
+            Told.n += n
+
+    queue = backend.open_queue(Told(), 64)
+    assert queue.takes_judge
+    attempts = queue.submit(requests[:2])
+    judge = queue.submit(requests[2:], counted=False)  # the judge's, beside the attempts
+    got = {}
+    while queue.in_flight:
+        got.update(queue.wait(lambda t, r: None))
+    assert sorted(got) == sorted(attempts + judge)
+    assert [got[t].completion for t in attempts + judge] == alone
+    assert Told.n == 2  # the bar counts attempts only

@@ -246,17 +246,27 @@ class VllmQueue:
     to its running batch at once (up to `limit` in the engine; the rest
     wait here for room); `wait` steps it until some of ours finish."""
 
+    # The rubric judge's requests may join this queue when the judge is the
+    # sampler itself (verify_behind.py): they share the running batch
+    # instead of a blocking `generate` that stops the queue's top-ups.
+    takes_judge = True
+
     def __init__(self, engine: _Engine, progress, limit: int):
         self.engine, self.progress, self.limit = engine, progress, max(limit, 1)
         self.tickets: dict[str, int] = {}
         self.backlog: list[tuple[int, GenRequest]] = []
         self.done: list[tuple[int, GenResult]] = []
+        self.quiet: set[int] = set()  # tickets the attempt bar does not count (the judge's)
         self.next_ticket = 0
 
-    def submit(self, requests: list[GenRequest]) -> list[int]:
+    def submit(self, requests: list[GenRequest], counted: bool = True) -> list[int]:
+        """Tickets for `requests`; `counted=False`: not attempts (the
+        judge's), the bar's generated count leaves them out."""
         tickets = list(range(self.next_ticket, self.next_ticket + len(requests)))
         self.next_ticket += len(requests)
         self.backlog += zip(tickets, requests)
+        if not counted:
+            self.quiet.update(tickets)
         self._feed()
         return tickets
 
@@ -268,8 +278,12 @@ class VllmQueue:
         self.tickets.update(zip(self.engine.submit([req for _, req in go], self._finished), (t for t, _ in go)))
 
     def _finished(self, rid: str, res: GenResult) -> None:
-        self.done.append((self.tickets.pop(rid), res))
-        self.progress.generated(1)
+        ticket = self.tickets.pop(rid)
+        self.done.append((ticket, res))
+        if ticket in self.quiet:
+            self.quiet.discard(ticket)
+        else:
+            self.progress.generated(1)
 
     @property
     def busy_seconds(self) -> float:
@@ -298,3 +312,4 @@ class VllmQueue:
         self.engine.abort(list(self.tickets))
         self.tickets.clear()
         self.backlog.clear()
+        self.quiet.clear()

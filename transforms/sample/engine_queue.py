@@ -3,7 +3,9 @@ the `queue` schedule (queued.py) talks to.
 
 `submit` hands requests over and returns a ticket per request; `wait`
 returns the (ticket, result) pairs that finished since the last call,
-blocking until there is at least one. A backend that can take requests
+blocking until there is at least one. Optional (VllmQueue has it):
+`takes_judge` with `submit(requests, counted=False)`, for the rubric
+judge's requests when the judge is the same engine. A backend that can take requests
 while it works (vLLM's engine, backends/vllm.py) offers `open_queue`;
 for any other, `WaveQueue` sends what was submitted as one `generate`
 call at the next `wait`, which is the wave schedule again: the same

@@ -9,7 +9,9 @@ of one `generate` call). Here each task goes on as soon as its own attempts
 are back: its next ones join the engine's running batch at once, and a new
 task is let in as soon as one is decided, so up to `tasks_per_batch` tasks
 are open at any time (`predicted` lets in a whole batch at a time: its
-predictions learn from the batches decided before, as under waves).
+predictions learn from the batches decided before, as under waves). The
+rubric judge's requests join the same queue where the judge is this
+engine (verify_behind.py).
 
 The attempts are the same as under waves: a task's next attempts depend on
 its own outcomes only (stage.more_attempts), its seeds on its content hash
@@ -25,7 +27,7 @@ import time
 from typing import Iterator
 
 from tasksieve.schemas.rows import Task
-from tasksieve.transforms.backends.base import Backend, GenResult
+from tasksieve.transforms.backends.base import Backend, GenRequest, GenResult
 from tasksieve.transforms.sample.attempt_bar import SamplingProgress
 from tasksieve.transforms.sample.attempt_cache import CacheWriter, cache_record
 from tasksieve.transforms.sample import stage
@@ -77,7 +79,9 @@ def sample_queued(
     t_start = time.perf_counter()
     run = _Run(plan, open_queue(backend, progress, stage.MAX_WAVE_REQUESTS), progress, cache, stats, predictor)
     run.window = window or plan.sampling.tasks_per_batch
-    run.verifier = VerifyBehind(plan, stats, judge, beside=not getattr(backend, "shares_cpu", False))
+    # The judge's requests join the queue where the judge is this engine.
+    send_judge = run.send_judge if judge is backend and getattr(run.queue, "takes_judge", False) else None
+    run.verifier = VerifyBehind(plan, stats, judge, not getattr(backend, "shares_cpu", False), send_judge)
     busy_at_start = getattr(run.queue, "busy_seconds", None)
     try:
         yield from run.drive(list(_initial_state(tasks, cached or {}).values()))
@@ -189,6 +193,9 @@ class _Run:
         self.stats.engine_calls += int(bool(done))
         out = []
         for ticket, res in done:
+            if self.verifier.is_judging(ticket):
+                self.verifier.judged(ticket, res)  # a verdict, not an attempt
+                continue
             res = checked(res)
             self._persist(ticket, res)  # a backend that reports only at the end
             st, req = self.tickets.pop(ticket)
@@ -201,11 +208,16 @@ class _Run:
             self.last_sync = now
         return out
 
+    def send_judge(self, requests: list[GenRequest]) -> list[int]:
+        """The rubric judge's requests into the engine's queue (not attempts:
+        not counted, cached or verified)."""
+        return self.queue.submit(requests, counted=False)
+
     def _persist(self, ticket: int, res: GenResult) -> None:
         # As each generation finishes, so a run killed mid-way keeps every
         # attempt it already paid for; once per ticket.
-        if ticket in self.persisted:
-            return
+        if ticket in self.persisted or ticket not in self.tickets:
+            return  # done already, or the judge's
         self.persisted.add(ticket)
         res = checked(res)
         if self.cache is not None and res.origin is None and is_generation(res):

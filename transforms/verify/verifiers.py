@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.backends.base import Backend, BackendUnavailable, GenRequest, ServerRefused
+from tasksieve.transforms.backends.base import Backend, BackendUnavailable, GenRequest, GenResult, ServerRefused
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify import math_answers as vm
@@ -268,39 +268,53 @@ def verify_rubric_batch(
         return []
     if judge is None:
         return [_verdict("rubric", error="no judge backend configured") for _ in items]
-    seeds = seeds or [None] * len(items)
-    asked = [
-        judge_prompt.judge_messages(t["prompt"], criteria_of(t), c or "", settings.judge_max_chars) for t, c in items
-    ]
-    requests = [GenRequest(messages=m, seed=judge_seed(t, c, s)) for (t, c), (m, _), s in zip(items, asked, seeds)]
+    asked = rubric_requests(items, settings, seeds)
     try:
-        results = judge.generate(requests)
+        results = judge.generate([req for req, _ in asked])
     except (BackendUnavailable, ServerRefused):
         raise  # a judge server that is gone or refuses us stops the run: its silence is no verdict
     except Exception as e:  # the judge failed: every attempt of the wave is marked, the run goes on
         return [_verdict("rubric", error=f"judge failed: {type(e).__name__}: {e}"[:500]) for _ in items]
+    return [
+        rubric_verdict(task, nonce, res, judge, settings) for (task, _), (_, nonce), res in zip(items, asked, results)
+    ]
+
+
+def rubric_requests(
+    items: list[tuple[dict, str]], settings: VerifyConfig, seeds: list[int | None] | None = None
+) -> list[tuple[GenRequest, str]]:
+    """The judge's request for each (task, completion), with the nonce its
+    answer must carry. Split from the call so that a queue can send them
+    beside the sampling requests (transforms/sample/verify_behind.py)."""
+    seeds = seeds or [None] * len(items)
     out = []
-    for (task, _), (_, nonce), res in zip(items, asked, results):
-        t0 = time.perf_counter()
-        v = _verdict(
-            "rubric",
-            judge_model_id=judge.model_id,
-            judge_prompt_tokens=res.prompt_tokens,
-            judge_completion_tokens=res.completion_tokens,
-            judge_seconds=res.gen_seconds,
-            extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS],
-        )
-        if res.error:
-            v["error"] = f"judge failed: {res.error}"
-        else:
-            ratings, err = parse_judgement(res.completion, len(criteria_of(task)), nonce)
-            v["error"] = err
-            if ratings:
-                score = sum(ratings) / len(ratings)
-                v.update(score=score, passed=score >= settings.rubric_pass_threshold)
-        v["verify_seconds"] = time.perf_counter() - t0
-        out.append(v)
+    for (t, c), s in zip(items, seeds):
+        messages, nonce = judge_prompt.judge_messages(t["prompt"], criteria_of(t), c or "", settings.judge_max_chars)
+        out.append((GenRequest(messages=messages, seed=judge_seed(t, c, s)), nonce))
     return out
+
+
+def rubric_verdict(task: dict, nonce: str, res: GenResult, judge: Backend, settings: VerifyConfig) -> dict:
+    """The verdict from the judge's answer to `rubric_requests`' request."""
+    t0 = time.perf_counter()
+    v = _verdict(
+        "rubric",
+        judge_model_id=judge.model_id,
+        judge_prompt_tokens=res.prompt_tokens,
+        judge_completion_tokens=res.completion_tokens,
+        judge_seconds=res.gen_seconds,
+        extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS],
+    )
+    if res.error:
+        v["error"] = f"judge failed: {res.error}"
+    else:
+        ratings, err = parse_judgement(res.completion, len(criteria_of(task)), nonce)
+        v["error"] = err
+        if ratings:
+            score = sum(ratings) / len(ratings)
+            v.update(score=score, passed=score >= settings.rubric_pass_threshold)
+    v["verify_seconds"] = time.perf_counter() - t0
+    return v
 
 
 # --- one interface -------------------------------------------------------------------------
