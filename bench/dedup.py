@@ -226,9 +226,11 @@ def run_tasksieve(data: Path, work: Path, semantic: bool | None = True):
     `semantic=None`: no config at all, what a user runs; its removed rows
     include the decontaminated ones (DECONTAM), which precision counts wrong."""
     tag = "defaults" if semantic is None else ("sem" if semantic else "minhash")
-    cfg = work / f"bench-{tag}.toml"
-    cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower()) if semantic is not None else "")
-    config = ["--config", str(cfg)] if semantic is not None else []
+    config = []
+    if semantic is not None:
+        cfg = work / f"bench-{tag}.toml"
+        cfg.write_text(_TS_CONFIG.format(semantic=str(semantic).lower()))
+        config = ["--config", str(cfg)]
     out = work / f"ts-out-{tag}"
     shutil.rmtree(out, ignore_errors=True)  # a repeat starts fresh, never resumes
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")

@@ -7,6 +7,8 @@ load for the file."""
 
 import pytest
 
+from tasksieve.transforms.sample.attempt_bar import SamplingProgress
+
 pytestmark = pytest.mark.vllm
 
 
@@ -31,6 +33,15 @@ def _requests(n):
     ]
 
 
+class _Told(SamplingProgress):
+    """A sampling bar that counts the generations it hears of."""
+
+    n = 0
+
+    def generated(self, n):
+        self.n += n
+
+
 def test_the_real_engine_reports_each_request_as_it_finishes(backend):
     assert backend.reports_progress
     events = []
@@ -48,18 +59,9 @@ def test_the_real_engine_reports_each_request_as_it_finishes(backend):
 
 
 def test_the_queue_takes_requests_while_the_engine_works_and_gives_generates_completions(backend):
-    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
-
     requests = _requests(6)
     alone = [r.completion for r in backend.generate(requests)]
-
-    class Told(SamplingProgress):
-        n = 0
-
-        def generated(self, n):
-            Told.n += n
-
-    queue = backend.open_queue(Told(), 64)
+    queue = backend.open_queue(told := _Told(), 64)
     heard, got = [], {}
     first = queue.submit(requests[:3])
     got.update(queue.wait(lambda t, r: heard.append(t)))
@@ -73,7 +75,7 @@ def test_the_queue_takes_requests_while_the_engine_works_and_gives_generates_com
     assert sorted(got) == sorted(first + later) == sorted(heard)
     tickets = first + later
     assert [got[t].completion for t in tickets] == alone  # the same completion for the same seed
-    assert Told.n == 6
+    assert told.n == 6
     # Closing with requests in flight gives them up; the engine is free again.
     queue = backend.open_queue(SamplingProgress(), 64)
     queue.submit(_requests(4))
@@ -84,8 +86,6 @@ def test_the_queue_takes_requests_while_the_engine_works_and_gives_generates_com
 
 
 def test_the_queue_keeps_at_most_its_limit_in_the_engine(backend):
-    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
-
     requests = _requests(5)
     alone = [r.completion for r in backend.generate(requests)]
     queue = backend.open_queue(SamplingProgress(), 2)
@@ -104,18 +104,9 @@ def test_the_queue_keeps_at_most_its_limit_in_the_engine(backend):
 
 
 def test_the_judges_requests_join_the_queue_uncounted_with_generates_completions(backend):
-    from tasksieve.transforms.sample.attempt_bar import SamplingProgress
-
     requests = _requests(4)
     alone = [r.completion for r in backend.generate(requests)]
-
-    class Told(SamplingProgress):
-        n = 0
-
-        def generated(self, n):
-            Told.n += n
-
-    queue = backend.open_queue(Told(), 64)
+    queue = backend.open_queue(told := _Told(), 64)
     assert queue.takes_judge
     attempts = queue.submit(requests[:2])
     judge = queue.submit(requests[2:], counted=False)  # the judge's, beside the attempts
@@ -124,4 +115,4 @@ def test_the_judges_requests_join_the_queue_uncounted_with_generates_completions
         got.update(queue.wait(lambda t, r: None))
     assert sorted(got) == sorted(attempts + judge)
     assert [got[t].completion for t in attempts + judge] == alone
-    assert Told.n == 2  # the bar counts attempts only
+    assert told.n == 2  # the bar counts attempts only

@@ -62,11 +62,14 @@ class _CoinQueue:
     def __init__(self, coin, progress):
         self.coin, self.progress, self.held, self.next, self.closed = coin, progress, [], 0, False
         self.polls = 0  # waits that need not block (verification runs beside them)
+        self.quiet = set()  # tickets the bar does not hear of (a judge's, as in VllmQueue)
 
-    def submit(self, requests):
+    def submit(self, requests, counted=True):
         tickets = list(range(self.next, self.next + len(requests)))
         self.next += len(requests)
         self.held += zip(tickets, requests)
+        if not counted:
+            self.quiet.update(tickets)
         self.coin.log += [("submit", r.content_hash, r.attempt_idx) for r in requests]
         return tickets
 
@@ -87,7 +90,8 @@ class _CoinQueue:
             res = self.coin.answer(req)
             self.coin.log.append(("finish", req.content_hash, req.attempt_idx))
             on_result(ticket, res)
-            self.progress.generated(1)
+            if ticket not in self.quiet:
+                self.progress.generated(1)
             out.append((ticket, res))
         return out
 

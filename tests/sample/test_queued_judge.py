@@ -21,11 +21,10 @@ class SelfJudging(Coin):
 
     model_id = "self-judging@test"
 
-    def __init__(self, order_seed: int = 0, queue_takes_judge: bool = True):
+    def __init__(self, order_seed: int = 0):
         super().__init__({}, order_seed)
         self.generate_calls = 0
-        self.queue_takes_judge = queue_takes_judge
-        self.judge_submits = []  # (tickets, counted) of submits the queue got for the judge
+        self.judge_submits = []  # the size of each submit the queue got for the judge
 
     def answer(self, r) -> GenResult:
         from fake_judge import OracleJudge, _result, base_prompt, good_response
@@ -45,32 +44,19 @@ class SelfJudging(Coin):
         return super().generate(requests, on_result)
 
     def open_queue(self, progress, limit):
-        queue = _CoinQueue(self, progress)
-        if self.queue_takes_judge:
-            queue.takes_judge = True
-            plain_submit, plain_wait = queue.submit, queue.wait
-            quiet = set()
+        return _JudgingQueue(self, progress)
 
-            def submit(requests, counted=True):
-                tickets = plain_submit(requests)
-                if not counted:
-                    quiet.update(tickets)
-                    self.judge_submits.append(len(requests))
-                return tickets
 
-            def wait(on_result, block=True):
-                # The bar hears of attempts only, as VllmQueue's does.
-                heard = progress.generated
-                progress.generated = lambda n: None
-                try:
-                    done = plain_wait(on_result, block)
-                finally:
-                    progress.generated = heard
-                heard(sum(1 for t, _ in done if t not in quiet))
-                return done
+class _JudgingQueue(_CoinQueue):
+    """The fake engine's queue, taking the judge's requests (uncounted by
+    the bar) as VllmQueue does."""
 
-            queue.submit, queue.wait = submit, wait
-        return queue
+    takes_judge = True
+
+    def submit(self, requests, counted=True):
+        if not counted:
+            self.coin.judge_submits.append(len(requests))
+        return super().submit(requests, counted)
 
 
 def _rubric_tasks(n):

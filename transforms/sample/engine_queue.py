@@ -5,11 +5,11 @@ the `queue` schedule (queued.py) talks to.
 returns the (ticket, result) pairs that finished since the last call,
 blocking until there is at least one. Optional (VllmQueue has it):
 `takes_judge` with `submit(requests, counted=False)`, for the rubric
-judge's requests when the judge is the same engine. A backend that can take requests
-while it works (vLLM's engine, backends/vllm.py) offers `open_queue`;
-for any other, `WaveQueue` sends what was submitted as one `generate`
-call at the next `wait`, which is the wave schedule again: the same
-attempts, only no overlap.
+judge's requests when the judge is the same engine. A backend that can
+take requests while it works (vLLM's engine, backends/vllm.py) offers
+`open_queue`; for any other, `WaveQueue` sends what was submitted as one
+`generate` call at the next `wait`, which is the wave schedule again:
+the same attempts, only no overlap.
 
 Beam-free; the scheduler is the only user."""
 
