@@ -1,4 +1,4 @@
-"""Decontamination asks ahead (BenchmarkIndex.prepare): the math-verify
+"""Decontamination asks ahead (transforms/decontam/ask_ahead.py): the math-verify
 comparisons judge will need go to the worker pool in batches, the
 embeddings it will need are computed in one batch; judge then finds both
 and decides as it would alone. Checked: the requests are the ones
@@ -6,7 +6,9 @@ answers_agree makes, asked-ahead answers equal answers asked alone, judge
 asks the workers nothing more afterwards, and the decisions are those of
 check_task asked cold."""
 
+import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
+from tasksieve.transforms.decontam.ask_ahead import ask_ahead  # noqa: E402
 from tasksieve.transforms.decontam.index import build_index  # noqa: E402
 from tasksieve.transforms.decontam.prefilter import decontaminate_rows, settled_clean  # noqa: E402
 from tasksieve.transforms.decontam.stage import check_task  # noqa: E402
@@ -38,6 +41,15 @@ PAIRS = [
     ("10^-4 eV", "a long sentence about energy"),
     ("3x", "x*3"),
 ]
+
+
+def _pool(n: int, seed: int) -> list[dict]:
+    """bench/dedup.py's pool: tasks of 2-5 GSM8K test and GPQA sentences, numbers redrawn."""
+    from dedup import make_pool
+
+    with tempfile.TemporaryDirectory() as d:
+        make_pool(n, Path(d), seed=seed)
+        return [json.loads(line) for f in sorted(Path(d).glob("*.jsonl")) for line in open(f)]
 
 
 @pytest.fixture
@@ -95,12 +107,19 @@ def test_prepared_decontamination_decides_as_cold_check_task_and_judge_asks_noth
     rows += [t for p in cases.paraphrase_pairs()[:20] for t in p]
     # Numeric answers against benchmark items whose answers are expressions: the worker's work.
     rows += [dict(r, answer=str(40 + i)) for i, r in enumerate(cases.rewordings()[:20])]
+    # Items whose answers are expressions, asked verbatim with a number: the text confirms them
+    # whatever the meaning, so the comparison is needed.
+    mathy = [m for m in index.meta if m.answer and rules.math_request("98", m.answer) is not None]
+    rows += [{"task_id": f"m{i}", "prompt": m.text, "answer": str(90 + i)} for i, m in enumerate(mathy[:6])]
+    # Tasks made of GSM8K and GPQA sentences: number-poor word candidates, whose answers
+    # matter only where the meaning is close (ask_ahead embeds first, then asks those).
+    rows += _pool(1500, seed=3)
     cold = [check_task(r, index) for r in rows]
     answer_memo.forget()
     embed.get_model().cache.clear()
     worker_calls.clear()
     unsettled = [r for r in rows if not settled_clean(index, r)]
-    index.prepare(unsettled)
+    ask_ahead(index, unsettled)
     asked_ahead = len(worker_calls)
     worker_calls.clear()
     assert [check_task(r, index) for r in unsettled] == [c for r, c in zip(rows, cold) if not settled_clean(index, r)]
@@ -115,19 +134,12 @@ def test_lazy_answers_give_the_same_drops_and_evidence_as_comparing_every_answer
     """judge_item(lazy_answer=True), as decontamination calls it, skips the
     answer comparison only where no outcome of it could confirm: the same
     verdicts and the same evidence for every drop, fewer worker requests."""
-    from dedup import make_pool
-
-    import json
-    import tempfile
-
     from tasksieve.transforms.decontam import index as index_mod
 
     index = build_index(13, ["gsm8k", "aime2025", "gpqa_diamond", "humaneval"], [])
     rows = cases.lookalikes() + cases.rewordings() + cases.translations()
     rows += [dict(r, answer=str(40 + i)) for i, r in enumerate(cases.rewordings()[:20])]
-    with tempfile.TemporaryDirectory() as d:
-        make_pool(600, Path(d), seed=3)
-        rows += [json.loads(line) for f in sorted(Path(d).glob("*.jsonl")) for line in open(f)]
+    rows += _pool(600, seed=3)
     lazy = [index.judge(r) for r in rows]
     lazy_asked = len(worker_calls)
     answer_memo.forget()

@@ -12,12 +12,27 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
 from tasksieve.transforms.decontam.benchmarks import ITEMS, ngram_hash, background_words, load_user_items, ngrams, words
 from tasksieve.transforms.same_problem.quantities import quantities
 from tasksieve.transforms.same_problem.rules import Idf, Item, Rules, judge_item, rules_from_config
+
+
+@dataclass
+class Probe:
+    """One task as every check against the index starts from it, computed
+    once (BenchmarkIndex.probe_of) and shared by the prefilter, ask_ahead.py
+    and judge: its words, its quantities, its word candidates and, when first
+    asked, its quantity candidates (by_quantities)."""
+
+    text: str
+    words: list[str]
+    quantities: Counter
+    lexical: list[tuple[int, dict]]
+    quantity_candidates: list[tuple[int, float]] | None = None
 
 
 class BenchmarkIndex:
@@ -64,6 +79,8 @@ class BenchmarkIndex:
         self.short: dict[int, dict[int, list[int]]] = {}  # length -> hash -> items
         self.fuzzy, self.fuzzy_threshold, self.probe, self.max_df = fuzzy, fuzzy_threshold, probe, max_df
         self.fuzzy_items: list[int] = []
+        self.fuzzy_bags: dict[int, Counter] = {}  # a fuzzy item's words as a multiset
+        self.fuzzy_min_hits: dict[int, int] = {}  # shared probes it needs to be aligned
         self.postings: dict[int, list[int]] = {}
         self.confirm, self.semantic, self.rules = confirm, semantic, rules or Rules()
         self.max_candidates = max_candidates
@@ -104,6 +121,9 @@ class BenchmarkIndex:
         # (one changed word in "what is the capital of X" is another question).
         if self.fuzzy and fuzzy and len(ws) >= self.n:
             self.fuzzy_items.append(idx)
+            self.fuzzy_bags[idx] = Counter(ws)
+            # Enough shared probes to be worth aligning: a fifth of the item's.
+            self.fuzzy_min_hits[idx] = max(2, (len(ws) - self.probe + 1) // 5)
             for h in {h for _, h in ngrams(ws, min(self.probe, len(ws)))}:
                 self.postings.setdefault(h, []).append(idx)
 
@@ -156,11 +176,17 @@ class BenchmarkIndex:
             if post is not None and len(post) <= self.max_df:
                 for idx in post:
                     hits[idx] = hits.get(idx, 0) + 1
-        # Enough shared probes to be worth aligning: a fifth of the item's.
-        cands = [i for i, c in hits.items() if c >= max(2, (len(self.meta[i].words) - self.probe + 1) // 5)]
+        need = self.fuzzy_min_hits
+        cands = [i for i, c in hits.items() if c >= need[i]]
         out = []
+        bag = None
         for idx in sorted(cands, key=lambda i: (-hits[i], i))[:5]:
             item_ws = self.meta[idx].words
+            # The aligned words are at most the words both have (as multisets):
+            # below the threshold on that bound, the alignment cannot reach it.
+            bag = Counter(ws) if bag is None else bag
+            if sum((self.fuzzy_bags[idx] & bag).values()) / len(item_ws) < self.fuzzy_threshold:  # as coverage below
+                continue
             blocks = SequenceMatcher(None, item_ws, ws, autojunk=False).get_matching_blocks()
             coverage = sum(b.size for b in blocks) / len(item_ws)
             if coverage >= self.fuzzy_threshold:
@@ -168,6 +194,17 @@ class BenchmarkIndex:
                 if first_only:
                     break
         return out
+
+    def probe_of(self, task: dict) -> Probe:
+        text = task.get("prompt") or ""
+        ws = words(text)
+        return Probe(text, ws, quantities(text), self._lexical(ws))
+
+    def by_quantities(self, probe: Probe) -> list[tuple[int, float]]:
+        """`_by_quantities` of the probe's quantities, computed once."""
+        if probe.quantity_candidates is None:
+            probe.quantity_candidates = self._by_quantities(probe.quantities)
+        return probe.quantity_candidates
 
     def _quantity_postings(self) -> dict[str, list[int]]:
         """Each item (with enough quantities) under its two rarest quantities."""
@@ -177,6 +214,7 @@ class BenchmarkIndex:
                 if sum(m.quantities.values()) >= self.rules.min_numbers and not m.item_id.endswith("/answer"):
                     for v in sorted(m.quantities, key=lambda v: (self.qdf[v], v))[:2]:
                         post.setdefault(v, []).append(idx)
+            self._qtotals = [sum(m.quantities.values()) for m in self.meta]
             self._qpost = post
         return self._qpost
 
@@ -187,17 +225,24 @@ class BenchmarkIndex:
         chance: their summed IDF over the items at least `min_surprise`
         (small numbers like 2, 3, 5 are in hundreds of items)."""
         post = self._quantity_postings()
+        totals = self._qtotals
         n = len(self.meta) + 1
         t_total = sum(tq.values())
+        numbers_min = self.rules.numbers_min
         out = {}
         for v in tq:
             for idx in post.get(v, ()):
                 if idx in out:
                     continue
+                total = totals[idx]
+                # common <= total and common <= t_total: either bound failing the
+                # test below fails it without counting (this loop is hot).
+                if total < 0.5 * t_total or t_total < numbers_min * total:
+                    out[idx] = None
+                    continue
                 q = self.meta[idx].quantities
-                common = sum(min(c, tq.get(x, 0)) for x, c in q.items())  # plain dicts: this loop is hot
-                total = sum(q.values())
-                if common < self.rules.numbers_min * total or common < 0.5 * t_total:
+                common = sum(min(c, tq.get(x, 0)) for x, c in q.items())
+                if common < numbers_min * total or common < 0.5 * t_total:
                     out[idx] = None
                     continue
                 share = round(common / total, 4)
@@ -207,22 +252,22 @@ class BenchmarkIndex:
 
     # --- judgements --------------------------------------------------------------------------
 
-    def _by_answer(self, task: dict, ws: list[str], judged: set[int]) -> dict | None:
+    def answer_candidates(self, task: dict, tq: Counter, judged=frozenset()) -> list[int]:
         """Items with the task's answer (a number) whose quantities the task
         states, every one (`share` 1), that make up most of the task's own
         (`back` >= ANSWER_BACK_MIN) and are unlikely by chance (the summed
         IDF of the quantities over the items, plus the answer's, at least
-        `min_surprise`, as _by_quantities): the item
-        reworded, names and objects swapped or translated. Confirmed by
-        judge_item like every candidate."""
+        `min_surprise`, as _by_quantities): the item reworded, names and
+        objects swapped or translated. Not yet confirmed: `_by_answer`
+        judges them; the prefilter and ask_ahead.py ask what they need."""
         key = answer_key(task.get("answer"))
         if key is None or key not in self.by_answer:
-            return None
-        tq = quantities(task.get("prompt") or "")
+            return []
         n = len(self.meta) + 1
         same_answer = self.by_answer[key]
         # The answer is evidence too: rarer answers, more (log n / items with it).
         answer_surprise = math.log(n / (len(same_answer) + 1))
+        out = []
         for idx in same_answer[:64]:
             if idx in judged:
                 continue
@@ -234,7 +279,13 @@ class BenchmarkIndex:
                 continue
             if answer_surprise + sum(math.log(n / (self.qdf[x] + 1)) for x in q) < self.min_surprise:
                 continue
-            same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, lazy_answer=True)
+            out.append(idx)
+        return out
+
+    def _by_answer(self, task: dict, probe: Probe, judged: set[int]) -> dict | None:
+        """The first of `answer_candidates` that judge_item confirms."""
+        for idx in self.answer_candidates(task, probe.quantities, judged):
+            same, why = judge_item(task, probe.words, self.meta[idx], self.idf, self.rules, lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), "check": "answer_quantities", **why}
         return None
@@ -255,83 +306,42 @@ class BenchmarkIndex:
         vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
         return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
 
-    def prepare(self, tasks: list[dict]) -> None:
-        """Asks ahead, in batches, what judge will need for these tasks: the
-        math-verify comparisons of their answers with the candidates an
-        answer could confirm (over the worker pool; answer_memo keeps them),
-        then the embeddings of the texts whose candidates may be judged on
-        meaning, in one batch (embed.py keeps them). judge then finds both
-        and decides as it would alone; what is asked for a candidate judge
-        never reaches costs time, not a decision. Candidates as judge
-        proposes them: words, the answer, quantities."""
-        if not self.items or not self.confirm or not tasks:
-            return
-        from tasksieve.transforms.same_problem.quantities import containment
-        from tasksieve.transforms.same_problem.rules import confirmable, math_request
-        from tasksieve.transforms.verify.math_answers import ask_all
+    def semantic_candidates(self, probe: Probe) -> list[tuple[int, float]]:
+        """Quantity candidates that are not word candidates, as judge takes them."""
+        proposed = {idx for idx, _ in probe.lexical}
+        return [(i, s) for i, s in self.by_quantities(probe) if i not in proposed][: self.max_candidates]
 
-        requests, texts = [], []
-        for task in tasks:
-            text = task.get("prompt") or ""
-            ws, tq = words(text), quantities(text)
-            cands = [i for i, _ in self._lexical(ws)]
-            idxs = cands[: self.max_candidates]
-            key = answer_key(task.get("answer"))
-            idxs += self.by_answer.get(key, [])[:64] if key is not None else []
-            if self.semantic:
-                proposed = set(cands)
-                sem = [i for i, _ in self._by_quantities(tq) if i not in proposed][: self.max_candidates]
-                idxs += sem
-                poor = [i for i in idxs if sum(self.meta[i].quantities.values()) < self.rules.min_numbers]
-                if sem or poor:
-                    texts += [text] + [self.meta[i].text for i in dict.fromkeys(sem + poor)]
-            for i in dict.fromkeys(idxs):
-                item = self.meta[i]
-                if not item.answer:
-                    continue
-                # Only where the comparison could confirm (judge_item's lazy_answer); the meaning, unknown
-                # yet, taken as close.
-                share, back = containment(item.quantities, tq), containment(tq, item.quantities)
-                if not confirmable(item, share, back, ws, self.idf, self.rules, 1.0 if self.semantic else None):
-                    continue
-                request = math_request(task.get("answer"), item.answer)
-                if request is not None:
-                    requests.append(request)
-        # The embeddings after the answers: beside two busy workers on two cores, they only slow them.
-        ask_all(requests, self.rules.answer_timeout_s)()
-        if texts:
-            from tasksieve.transforms.same_problem.embed import get_model
+    def number_poor(self, idx: int) -> bool:
+        return sum(self.meta[idx].quantities.values()) < self.rules.min_numbers
 
-            get_model().encode(list(dict.fromkeys(texts)))
-
-    def judge(self, task: dict) -> dict | None:
+    def judge(self, task: dict, probe: Probe | None = None) -> dict | None:
         """Evidence that `task` is a benchmark item (candidate generator, what
-        was compared, the item), or None. Without `confirm`: `match`."""
+        was compared, the item), or None. Without `confirm`: `match`.
+        `probe`: the task's, if already computed (decontaminate_rows)."""
         if not self.items:
             return None
-        text = task.get("prompt") or ""
         if not self.confirm:
-            return self.match(text)
-        ws = words(text)
-        cands = self._lexical(ws)
+            return self.match(task.get("prompt") or "")
+        probe = probe or self.probe_of(task)
+        text, ws = probe.text, probe.words
+        cands = probe.lexical
         # Words first: most contaminated tasks are confirmed here, without the model.
         for idx, ev in cands[: self.max_candidates]:
             cos = None
-            if self.semantic and sum(self.meta[idx].quantities.values()) < self.rules.min_numbers:
+            if self.semantic and self.number_poor(idx):
                 cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
             same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos, lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         # A rewording that swapped names and objects keeps the item's numbers
         # and its answer: found by both, without meaning (translations too).
-        hit = self._by_answer(task, ws, {idx for idx, _ in cands[: self.max_candidates]})
+        hit = self._by_answer(task, probe, {idx for idx, _ in cands[: self.max_candidates]})
         if hit is not None:
             return hit
         if not self.semantic:
             return None
         # Then meaning, only for items whose quantities the task states.
-        proposed = {idx for idx, _ in cands}
-        sem = [(i, s) for i, s in self._by_quantities(quantities(text)) if i not in proposed][: self.max_candidates]
+        sem = self.semantic_candidates(probe)
         if not sem:
             return None
         cos = self._cosines(text, [i for i, _ in sem])

@@ -11,24 +11,27 @@ shows for each that it cannot fire:
   the rule judge_item's lazy answers use too): judge_item's verdict is then
   False whatever the answers and the meaning say, unless the code rule can
   run, which is left to the full check;
-- the answer (`_by_answer`): an item with the task's answer, enough
-  quantities and all of them in the task, which every candidate there has;
+- the answer (`_by_answer`): none of `answer_candidates`, the items it
+  would judge (asked here without judge's exclusion of the word candidates
+  it has judged already: a superset);
 - meaning (`_by_quantities`, exactly as judge computes it, less the word
   candidates): none left.
 With `confirm` off judge is `match`: any word candidate goes to the full check.
-Cleared candidates cost no answer comparison (math-verify runs in a
-subprocess) and no embedding; only unsettled tasks pay for them, and those
-are asked for ahead in batches (BenchmarkIndex.prepare: math-verify over
-the worker pool, then one embedding batch), then judged one by one; judge
-compares answers only where they could confirm.
+Each task's words and candidates are computed once (`BenchmarkIndex.probe_of`)
+and shared by the three. Cleared candidates cost no answer comparison
+(math-verify runs in a subprocess) and no embedding; only unsettled tasks
+pay for them, and those are asked for ahead in batches
+(ask_ahead.py: one embedding batch, then math-verify over the worker
+pool for the comparisons that could still confirm given those meanings), then judged one by one.
 """
 
 from __future__ import annotations
 
+from tasksieve.transforms.decontam.ask_ahead import ask_ahead
 from tasksieve.transforms.decontam.benchmarks import words
-from tasksieve.transforms.decontam.index import BenchmarkIndex, answer_key
+from tasksieve.transforms.decontam.index import BenchmarkIndex, Probe
 from tasksieve.transforms.decontam.stage import check_task
-from tasksieve.transforms.same_problem.quantities import containment, quantities
+from tasksieve.transforms.same_problem.quantities import containment
 from tasksieve.transforms.same_problem.rules import confirmable
 
 
@@ -47,46 +50,36 @@ def _words_cleared(index: BenchmarkIndex, task: dict, cands: list, tq) -> bool:
     return True
 
 
-def _answer_candidate(index: BenchmarkIndex, task: dict, tq) -> bool:
-    """A necessary condition of `_by_answer` proposing any item."""
-    key = answer_key(task.get("answer"))
-    if key is None or key not in index.by_answer:
-        return False
-    for idx in index.by_answer[key][:64]:
-        q = index.meta[idx].quantities
-        total = sum(q.values())
-        if total >= index.rules.min_numbers and sum((q & tq).values()) >= total:
-            return True
-    return False
-
-
-def settled_clean(index: BenchmarkIndex, task: dict) -> bool:
-    """True only when check_task(task, index) is certainly None."""
+def settled_clean(index: BenchmarkIndex, task: dict, probe: Probe | None = None) -> bool:
+    """True only when check_task(task, index) is certainly None.
+    `probe`: the task's (BenchmarkIndex.probe_of), if already computed."""
     if not index.items:
         return True
-    text = task.get("prompt") or ""
-    cands = index._lexical(words(text))
     if not index.confirm:
-        return not cands
-    tq = quantities(text)
+        return not index._lexical(words(task.get("prompt") or ""))
+    probe = probe or index.probe_of(task)
+    cands, tq = probe.lexical, probe.quantities
     if cands and not _words_cleared(index, task, cands, tq):
         return False
-    if _answer_candidate(index, task, tq):
+    if index.answer_candidates(task, tq):
         return False
     if not index.semantic:
         return True
     proposed = {idx for idx, _ in cands}
-    return not any(i not in proposed for i, _ in index._by_quantities(tq))
+    return not any(i not in proposed for i, _ in index.by_quantities(probe))
 
 
 def decontaminate_rows(tasks: list, index: BenchmarkIndex) -> tuple[list, list]:
     """(clean tasks, dropped records), each as check_task decides."""
     clean, dropped = [], []
-    open_ = [not settled_clean(index, task) for task in tasks]
-    # What the full checks will ask, asked ahead in batches (index.prepare).
-    index.prepare([task for task, o in zip(tasks, open_) if o])
-    for task, unsettled in zip(tasks, open_):
-        found = check_task(task, index) if unsettled else None
+    # Each task's words and candidates once, for the prefilter, ask_ahead and judge alike.
+    probes = [index.probe_of(task) for task in tasks] if index.items and index.confirm else [None] * len(tasks)
+    open_ = [not settled_clean(index, task, probe) for task, probe in zip(tasks, probes)]
+    # What the full checks will ask, asked ahead in batches (ask_ahead.py).
+    unsettled = [i for i, o in enumerate(open_) if o]
+    ask_ahead(index, [tasks[i] for i in unsettled], [probes[i] for i in unsettled])
+    for task, probe, unsettled in zip(tasks, probes, open_):
+        found = check_task(task, index, probe) if unsettled else None
         if found is None:
             clean.append(task)
         else:

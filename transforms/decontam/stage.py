@@ -13,7 +13,7 @@ The benchmarks are in benchmarks.py, the index in index.py.
 from __future__ import annotations
 
 from tasksieve.schemas.rows import Result, Task
-from tasksieve.transforms.decontam.index import BenchmarkIndex
+from tasksieve.transforms.decontam.index import BenchmarkIndex, Probe
 from tasksieve.transforms.stage import drop_record
 
 STAGE = "decontaminate"
@@ -28,9 +28,10 @@ REASONS = {
 }
 
 
-def check_task(task: Task, index: BenchmarkIndex) -> Result | None:
-    """The task marked dropped with evidence, or None if it is clean."""
-    evidence = index.judge(task)
+def check_task(task: Task, index: BenchmarkIndex, probe: Probe | None = None) -> Result | None:
+    """The task marked dropped with evidence, or None if it is clean.
+    `probe`: the task's (BenchmarkIndex.probe_of), if already computed."""
+    evidence = index.judge(task, probe)
     if evidence is None:
         return None
     return drop_record(task, STAGE, REASONS[evidence["check"]], evidence)

@@ -173,7 +173,7 @@ def _agree_here(a: str | None, b: str | None) -> tuple:
 
 def math_request(a: str | None, b: str | None) -> dict | None:
     """The math-verify request answers_agree(a, b) would make, or None when
-    it decides without one: asked ahead in batches (decontam.index.prepare),
+    it decides without one: asked ahead in batches (decontam/ask_ahead.py),
     its answer is then found in the process's memo (verify/answer_memo.py)."""
     verdict, request = _agree_here(a, b)
     return request if verdict is _ASK else None
