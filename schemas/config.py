@@ -394,6 +394,10 @@ class RunConfig(Section):
     # model_id, sampler_key, attempt_idx); None = OUT/attempt_cache. Point
     # several output folders at one cache to share attempts between them.
     attempt_cache: str | None = None
+    # Where sentence embeddings persist across runs, by content hash
+    # (transforms/same_problem/embed_cache.py); None = OUT/embedding_cache,
+    # "off" = kept for no run.
+    embedding_cache: str | None = None
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)

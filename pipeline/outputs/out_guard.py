@@ -124,6 +124,7 @@ OWN_NAMES = frozenset(
         "runs",
         "_staging",
         "attempt_cache",
+        "embedding_cache",
         "select_cache",
         "report.html",
         "learnable.parquet",

