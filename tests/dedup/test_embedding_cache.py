@@ -182,3 +182,16 @@ def test_a_key_that_cannot_be_trusted_means_no_cache_not_a_failed_run(tmp_path):
     assert e.encode(TEXTS).shape == (len(TEXTS), DIM)
     e.flush()
     assert e.disk.folder is None and _files(tmp_path / "c") == []
+
+
+def test_a_write_that_fails_leaves_no_file_and_the_vectors_in_memory(tmp_path, monkeypatch):
+    e = Counting(tmp_path / "c")
+    vecs = e.encode(TEXTS)
+    real = os.write
+    monkeypatch.setattr(embed_cache.os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(28, "No space")))
+    e.flush()
+    assert list((tmp_path / "c").iterdir()) == [] and len(e.disk.fresh) == len(TEXTS)
+    monkeypatch.setattr(embed_cache.os, "write", real)
+    e.flush()  # the next flush keeps them
+    again = Counting(tmp_path / "c")
+    assert np.array_equal(again.encode(TEXTS), vecs) and again.encoded == []

@@ -88,6 +88,7 @@ class BenchmarkIndex:
         self.idf = Idf()
         self.qdf: Counter = Counter()
         self._qpost: dict[str, list[int]] | None = None
+        self._qtotals: list[int] = []  # each item's count of quantities, made with _qpost
         self.by_answer: dict[str, list[int]] = {}  # a numeric answer -> items (answer_key)
 
     def add(

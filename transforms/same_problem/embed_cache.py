@@ -112,12 +112,16 @@ def write_file(folder: Path, namespace: str, keys: list[bytes], vecs: np.ndarray
     tmp = folder / f".{name}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        view = memoryview(body + _mac(namespace, body))
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.rename(tmp, folder / f"{name}.emb")
+        try:
+            view = memoryview(body + _mac(namespace, body))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.rename(tmp, folder / f"{name}.emb")
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half file behind
+        raise
 
 
 def _mtime(path: Path) -> float:
