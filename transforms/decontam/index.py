@@ -272,9 +272,9 @@ class BenchmarkIndex:
         for idx in same_answer[:64]:
             if idx in judged:
                 continue
-            q = self.meta[idx].quantities
-            if sum(q.values()) < self.rules.min_numbers:
+            if self.number_poor(idx):
                 continue
+            q = self.meta[idx].quantities
             common = sum((q & tq).values())
             if common < sum(q.values()) or common < ANSWER_BACK_MIN * sum(tq.values()):
                 continue

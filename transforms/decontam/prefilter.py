@@ -40,7 +40,7 @@ def _words_cleared(index: BenchmarkIndex, task: dict, cands: list, tq) -> bool:
     rules = index.rules
     for idx, _ in cands[: index.max_candidates]:
         item = index.meta[idx]
-        if sum(item.quantities.values()) < rules.min_numbers:
+        if index.number_poor(idx):
             return False  # judged on text and meaning
         if rules.run_code and item.tests and task.get("reference_solution"):
             return False  # the code rule decides

@@ -70,20 +70,20 @@ class VerifyBehind:
         real = real_attempts(finished, self.stats)
         attempts = set(real)
         self.now += [(item, None) for i, item in enumerate(finished) if i not in attempts]
+        rubric_ix = {i for i in real if finished[i][0]["task"]["domain"] == "rubric"}
         if self.send_judge is not None:
-            rubric = [finished[i] for i in real if finished[i][0]["task"]["domain"] == "rubric"]
-            real = [i for i in real if finished[i][0]["task"]["domain"] != "rubric"]
-            self._send(rubric)
+            self._send([finished[i] for i in real if i in rubric_ix])
+            real, rubric_ix = [i for i in real if i not in rubric_ix], set()
         if not self.beside:
             items = [finished[i] for i in real]
             if items:
                 self.now += zip(items, verify_finished(items, self.judge, self.plan))
             return
-        rubric = [finished[i] for i in real if finished[i][0]["task"]["domain"] == "rubric"]
         for i in real:
             st, _, gen, _ = item = finished[i]
-            if st["task"]["domain"] != "rubric":
+            if i not in rubric_ix:
                 self.pending[self.pool.submit(verify_one, st["task"], gen.completion, self.plan.verify)] = item
+        rubric = [finished[i] for i in real if i in rubric_ix]
         if rubric:
             self.now += zip(rubric, verify_finished(rubric, self.judge, self.plan))
 
