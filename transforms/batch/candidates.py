@@ -176,12 +176,13 @@ def band_shard_found(kv, near: NearSettings, spill: Spill | None = None):
 def semantic_shard_found(kv, near: NearSettings, spill: Spill | None = None):
     """One key shard's quantity groups -> semantic.semantic_edges of each,
     as (id, id, cosine) in node order, by edge shard."""
-    from tasksieve.transforms.dedup.semantic import semantic_edges
+    from tasksieve.transforms.dedup.semantic import bag_ahead, semantic_edges
 
     groups: dict = {}
     for part in kv[1]:
         for key, members in unpack(part).items():
             groups.setdefault(key, []).extend(members)
+    bag_ahead([(n, t) for n, _, t in members] for members in groups.values())
     meaning = []
     for key, members in groups.items():
         if len(members) < 2:

@@ -111,6 +111,7 @@ def near_stage(p: beam.Pipeline, out: dict, near: NearSettings, units: list, spi
             tuple(semantic)
             | "AllSemantic" >> beam.Flatten()
             | "GroupQuantities" >> beam.GroupByKey()
+            | "SemanticProgress" >> _shards("near dedup: meaning key shards", near.shards)
             | "SemanticEdges" >> beam.FlatMap(semantic_shard_found, near, spill)
         )
     candidates = (

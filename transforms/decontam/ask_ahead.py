@@ -2,7 +2,8 @@
 chunk's unsettled tasks, so that judging them one by one finds it ready.
 
 Two things judge may wait on: sentence embeddings (cosines to number-poor
-word candidates and to quantity candidates; embed.py keeps them) and
+word candidates and to quantity candidates, where the bag-of-pieces bound
+leaves them open; embed.py keeps them) and
 math-verify comparisons of the task's answer with a candidate's (a worker
 subprocess; answer_memo keeps them). Embeddings come first, in one batch:
 a comparison is asked only where its outcome could still confirm the
@@ -41,21 +42,23 @@ def ask_ahead(index: BenchmarkIndex, tasks: list[dict], probes: list[Probe] | No
 
     probes = probes or [index.probe_of(task) for task in tasks]
     plans = [_plan(index, task, probe) for task, probe in zip(tasks, probes)]
-    texts = []
+    # The cosines judge will use: the encoder's, None where the bag-of-pieces
+    # bound puts one below its bar (judge's _cosines finds the same).
+    asked, needs = [], []
     for probe, (_, poor, sem, _) in zip(probes, plans):
-        if sem or poor:
-            texts += [probe.text] + [index.meta[i].text for i in dict.fromkeys(sem + poor)]
-    vec = {}
-    if texts:
+        for i in poor + sem:
+            asked.append((probe.text, index.meta[i].text))
+            needs.append(index.poor_need(i, probe.words) if i in poor else index.rules.semantic_min)
+    found = {}
+    if asked:
         from tasksieve.transforms.same_problem.embed import get_model
 
-        texts = list(dict.fromkeys(texts))
-        vec = dict(zip(texts, get_model().encode(texts)))  # the vectors judge's _cosines will find
+        found = dict(zip(asked, get_model().cosines(asked, needs)))
     requests = []
     for task, probe, (by_words, poor, sem, by_answer) in zip(tasks, probes, plans):
-        cos = {i: float(vec[probe.text] @ vec[index.meta[i].text]) for i in dict.fromkeys(sem + poor)}
+        cos = {i: found[(probe.text, index.meta[i].text)] for i in sem + poor}
         judged = [(i, cos.get(i)) for i in by_words]  # a cosine for the number-poor ones only
-        judged += [(i, cos[i]) for i in sem if cos[i] >= index.rules.semantic_min]
+        judged += [(i, cos[i]) for i in sem if cos[i] is not None and cos[i] >= index.rules.semantic_min]
         judged += [(i, None) for i in by_answer]
         for i, c in judged:
             item = index.meta[i]

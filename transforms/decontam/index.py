@@ -301,11 +301,12 @@ class BenchmarkIndex:
         idx, ev = found[0]
         return {**self._item_evidence(idx), **ev}
 
-    def _cosines(self, text: str, idxs: list[int]) -> dict[int, float]:
+    def _cosines(self, text: str, idxs: list[int], need: float) -> dict[int, float | None]:
+        """The encoder's cosines of `text` to the items, None where the
+        bag-of-pieces bound puts one below `need` (embed.Embedder.cosines)."""
         from tasksieve.transforms.same_problem.embed import get_model
 
-        vecs = get_model().encode([text] + [self.meta[i].text for i in idxs])
-        return {i: float(vecs[0] @ v) for i, v in zip(idxs, vecs[1:])}
+        return dict(zip(idxs, get_model().cosines([(text, self.meta[i].text) for i in idxs], need)))
 
     def semantic_candidates(self, probe: Probe) -> list[tuple[int, float]]:
         """Quantity candidates that are not word candidates, as judge takes them."""
@@ -314,6 +315,15 @@ class BenchmarkIndex:
 
     def number_poor(self, idx: int) -> bool:
         return sum(self.meta[idx].quantities.values()) < self.rules.min_numbers
+
+    def poor_need(self, idx: int, task_words: list[str]) -> float:
+        """The bar a number-poor word candidate's cosine is asked against
+        (Embedder.cosines): semantic_alone_min, where meaning alone could
+        confirm it; none where its words may (judge_item: the evidence of
+        that verdict names the cosine, so it is the encoder's)."""
+        if self.idf.coverage(self.meta[idx].words, task_words) >= self.rules.text_min:
+            return float("-inf")
+        return self.rules.semantic_alone_min
 
     def judge(self, task: dict, probe: Probe | None = None) -> dict | None:
         """Evidence that `task` is a benchmark item (candidate generator, what
@@ -329,8 +339,8 @@ class BenchmarkIndex:
         # Words first: most contaminated tasks are confirmed here, without the model.
         for idx, ev in cands[: self.max_candidates]:
             cos = None
-            if self.semantic and self.number_poor(idx):
-                cos = self._cosines(text, [idx])[idx]  # number-poor item: meaning may confirm it
+            if self.semantic and self.number_poor(idx):  # number-poor item: meaning may confirm it
+                cos = self._cosines(text, [idx], self.poor_need(idx, ws))[idx]
             same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos, lazy_answer=True)
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
@@ -345,9 +355,9 @@ class BenchmarkIndex:
         sem = self.semantic_candidates(probe)
         if not sem:
             return None
-        cos = self._cosines(text, [i for i, _ in sem])
+        cos = self._cosines(text, [i for i, _ in sem], self.rules.semantic_min)
         for idx, share in sem:
-            if cos[idx] < self.rules.semantic_min:
+            if cos[idx] is None or cos[idx] < self.rules.semantic_min:
                 continue
             ev = {"check": "semantic", "cosine": round(cos[idx], 4), "item_numbers_in_task": share}
             same, why = judge_item(task, ws, self.meta[idx], self.idf, self.rules, cos[idx], lazy_answer=True)

@@ -39,7 +39,7 @@ from collections import defaultdict
 
 from tasksieve.transforms.dedup.minhash import MinHashParams, band_keys, text_of
 from tasksieve.transforms.dedup.near_judge import POOL_NODE, Component, UnionFind, best_links, judge_edges, task_node
-from tasksieve.transforms.dedup.semantic import quantity_key, semantic_edges
+from tasksieve.transforms.dedup.semantic import bag_ahead, quantity_key, semantic_edges
 from tasksieve.transforms.dedup.signatures import signatures
 from tasksieve.transforms.dedup.near_decide import decide_clusters
 from tasksieve.transforms.same_problem.rules import Rules
@@ -189,6 +189,7 @@ def find_near_duplicates(
             groups[quantity_key(text)].append((task_node(t), text))
         for r in pool_rows:
             groups[quantity_key(r["text"])].append((r["node"], r["text"]))
+        bag_ahead(groups.values())
         for key, members in groups.items():
             edges.update(semantic_edges(members, key, p, threshold, rules, within))
     uf = UnionFind()

@@ -8,7 +8,8 @@ quantity multiset (`same_problem.pair_quantity_key`), and only within a
 group are meanings compared (sentence embeddings, embed.py): a template
 sibling with other numbers is never even compared, and a task whose numbers
 no other task states is never embedded. Pairs that the character shingles
-already link are not embedded either. What comes out are candidate edges
+already link are not embedded either, nor texts whose every pair the
+bag-of-pieces bound (same_problem/meaning_bound.py) puts below the bar. What comes out are candidate edges
 (a, b, cosine); `near.resolve_component` confirms them with the
 same-problem rules (`same_problem.judge_pair`: same quantities, agreeing
 answers, code behaviour) next to the MinHash edges, so one judgement decides
@@ -30,6 +31,17 @@ _LEXICAL_CHECK_UP_TO = 32
 
 def quantity_key(text: str) -> str:
     return pair_quantity_key(text)
+
+
+def bag_ahead(groups) -> None:
+    """Bag-of-pieces vectors (meaning_bound.py) of every text that
+    semantic_edges may compare, in one call: one call per group would pass
+    over the bound's weights once per group."""
+    texts = [t for members in groups if 2 <= len(members) <= MAX_GROUP for _, t in members]
+    if texts:
+        from tasksieve.transforms.same_problem.embed import get_model
+
+        get_model().bag_vectors(list(dict.fromkeys(texts)))
 
 
 def semantic_edges(
@@ -74,16 +86,14 @@ def semantic_edges(
         if open_pairs:
             from tasksieve.transforms.same_problem.embed import get_model
 
-            idx = sorted({x for pair in open_pairs for x in pair})
-            vecs = dict(zip(idx, get_model().encode([members[x][1] for x in idx])))
             bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
-            for i, j in open_pairs:
-                c = float(vecs[i] @ vecs[j])
-                if c >= bar:
+            found = get_model().cosines([(members[i][1], members[j][1]) for i, j in open_pairs], bar)
+            for (i, j), c in zip(open_pairs, found):
+                if c is not None and c >= bar:  # None: the bag-of-pieces bound says below bar
                     out.append(edge(i, j, round(c, 4)))
         return out
     from tasksieve.transforms.same_problem.embed import get_model, neighbours
 
-    vecs = get_model().encode([t for _, t in members])
     bar = rules.pair_min if key.split("|")[0] else rules.pair_alone_min
+    vecs = get_model().neighbour_vectors([t for _, t in members], bar, pools, within)
     return [edge(i, j, round(c, 4)) for i, j, c in neighbours(vecs, bar, k=k, allowed=allowed)]

