@@ -91,12 +91,13 @@ class BagOfPieces:
             rows, slots = self.rows, self.slot[flat]
         if not len(seqs):
             return np.zeros((0, rows.shape[1]), dtype=np.float32)
-        ends = np.cumsum(lens)
-        sums = np.empty((len(seqs), rows.shape[1]), dtype=np.float32)
-        for s in range(0, len(seqs), 256):  # rows gathered for 256 texts at a time: memory bounded
-            e = min(s + 256, len(seqs))
-            lo = ends[s] - lens[s]
-            sums[s:e] = np.add.reduceat(rows[slots[lo : ends[e - 1]]], ends[s:e] - lens[s:e] - lo, axis=0)
+        # The sums as a sparse (texts x pieces) count matrix times the rows:
+        # each text's sum on its own (no batch effect), nothing gathered.
+        from scipy.sparse import csr_matrix
+
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        counts = csr_matrix((np.ones(len(flat), dtype=np.float32), slots, indptr), shape=(len(seqs), len(rows)))
+        sums = np.asarray(counts @ rows, dtype=np.float32)
         n = lens.astype(np.float32)[:, None]
         mean = (sums + n * b.cnn_b) / np.sqrt(n)
         y0 = np.maximum(mean @ b.d0, 0)
