@@ -131,3 +131,77 @@ def test_a_probe_holds_what_judge_would_compute(texts):
         assert probe.lexical == index._lexical(words(text))
         assert index.by_quantities(probe) == index._by_quantities(quantities(text))
         assert probe.quantity_candidates is not None  # computed once, then kept
+
+
+def _edge_texts(index) -> list[str]:
+    """Texts at the edges of the window look-up: empty, shorter than every
+    window, words in no item, an item whole, an item repeated, items run
+    together (windows across them), other scripts, case and spacing."""
+    items = [m.text for m in index.meta[:40]] + [m.text for m in index.meta[-40:]]
+    return [
+        "",
+        "one",
+        "zzqx " * 30,
+        *items,
+        " ".join(items[:3]),
+        (items[0] + " ") * 5,
+        " ".join(items[4].split()[:6] * 4),  # one item's grams, each several times
+        items[1].upper().replace(" ", "   "),
+        "Natalia vendió clips a 48 de sus amigas en abril " + items[2],
+        "数学 问题 " + items[3][: len(items[3]) // 2],
+    ]
+
+
+@pytest.mark.parametrize(
+    "n,checks",
+    [(13, {}), (8, {"fuzzy_threshold": 0.8}), (8, {"short_min_words": 2}), (13, {"fuzzy": False})],
+)
+def test_chunk_probes_equal_row_probes(texts, tmp_path, n, checks):
+    """batch_probe.probes_of finds each text's candidates, with their
+    evidence, exactly as probe_of does row by row, whatever the chunk."""
+    from tasksieve.transforms.decontam.batch_probe import probes_of
+
+    user = tmp_path / "user.jsonl"  # short items: whole-sequence windows of their own lengths
+    shorts = ["what is the capital of france", "name two noble gases", "define a prime number", "sort this list"]
+    user.write_text("".join(json.dumps({"question": q, "answer": "x"}) + "\n" for q in shorts))
+    index = build_index(n, ALL, [str(user)], **checks)
+    assert index.short or checks.get("short_min_words", 4) > 4
+    pool = texts + _edge_texts(index) + [f"Please: {q}, and explain." for q in shorts]
+    rows = [{"prompt": t} for t in pool]
+    want = [index.probe_of(r) for r in rows]
+    assert probes_of(index, rows) == want
+    assert sum(bool(p.lexical) for p in want) >= 100
+    kinds = {ev["check"] for p in want for _, ev in p.lexical}
+    assert {"ngram", "short_item"} <= kinds and ("fuzzy" in kinds) == checks.get("fuzzy", True)
+    for start in range(0, len(rows), 97):  # other chunk boundaries, the same probes
+        assert probes_of(index, rows[start : start + 97]) == want[start : start + 97]
+    if index.fuzzy:  # the shared-gram counts themselves, where alignment would hide a wrong one
+        found = index.windows[1].found(index, [p.words for p in want])
+        need = index.fuzzy_min_hits
+        assert [f.fuzzy for f in found] == [
+            {i: c for i, c in index._probe_hits(p.words).items() if c >= need[i]} for p in want
+        ]
+
+
+def test_chunk_probes_fall_back_to_rows_when_index_grams_share_a_hash(texts):
+    from tasksieve.transforms.decontam import batch_probe
+
+    index = build_index(13, ALL, [])
+    rows = [{"prompt": t} for t in texts[:200]]
+    batch_probe.probes_of(index, rows[:1])
+    index.windows[1].exact = False  # as if two of the index's probe-grams shared a hash
+    assert index.windows[1].fuzzy is not None
+    assert batch_probe.probes_of(index, rows) == [index.probe_of(r) for r in rows]
+
+
+def test_chunk_quantity_candidates_equal_row_ones(texts):
+    from tasksieve.transforms.decontam.batch_probe import probes_of, quantity_candidates
+
+    index = build_index(13, ALL, [])
+    extra = [" ".join(f"{v} apples" for v in m.quantities.elements()) for m in index.meta[:200]]
+    rows = [{"prompt": t} for t in texts + extra + ["", "7 7 7 7 7 7 7", "1/2 of 0.5 is 25%"]]
+    chunk = probes_of(index, rows)
+    quantity_candidates(index, chunk)
+    rowwise = [index._by_quantities(quantities(r["prompt"])) for r in rows]
+    assert [p.quantity_candidates for p in chunk] == rowwise
+    assert sum(bool(c) for c in rowwise) >= 100

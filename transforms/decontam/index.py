@@ -90,6 +90,8 @@ class BenchmarkIndex:
         self._qpost: dict[str, list[int]] | None = None
         self._qtotals: list[int] = []  # each item's count of quantities, made with _qpost
         self.by_answer: dict[str, list[int]] = {}  # a numeric answer -> items (answer_key)
+        self.windows = None  # (items, batch_probe.WindowTables), made on a chunk's first probes
+        self.quantity_tables = None  # (items, batch_probe.QuantityTables), likewise
 
     def add(
         self,
@@ -138,7 +140,10 @@ class BenchmarkIndex:
         m = self.meta[idx]
         return {"benchmark": m.benchmark, "benchmark_item": m.item_id}
 
-    def _lexical(self, ws: list[str], first_only: bool = False) -> list[tuple[int, dict]]:
+    def _lexical(self, ws: list[str], first_only: bool = False, found=None) -> list[tuple[int, dict]]:
+        """Word candidates in the order judge takes them. `found`: where the
+        chunk's window hashes put this text's possible hits (batch_probe.py,
+        a filter that never misses one); None: every window is looked up."""
         out: list[tuple[int, dict]] = []
         seen: set[int] = set()
 
@@ -147,19 +152,24 @@ class BenchmarkIndex:
                 seen.add(idx)
                 out.append((idx, ev))
 
-        for i, h in ngrams(ws, self.n):
+        # An item is a candidate once, with its first window's evidence: `seen`
+        # is asked before the evidence is made (most hits repeat an item).
+        for i, h in ngrams(ws, self.n) if found is None else _at(ws, found.ngram, self.n):
             for idx in self.grams.get(h, ()):
-                put(idx, {"check": "ngram", "ngram": " ".join(ws[i : i + self.n]), "n": self.n})
+                if idx not in seen:
+                    put(idx, {"check": "ngram", "ngram": " ".join(ws[i : i + self.n]), "n": self.n})
             if first_only and out:
                 return out
         for length, table in self.short.items():
-            for i, h in ngrams(ws, length):
+            for i, h in ngrams(ws, length) if found is None else _at(ws, found.short.get(length, ()), length):
                 for idx in table.get(h, ()):
-                    put(idx, {"check": "short_item", "matched_text": " ".join(ws[i : i + length])})
+                    if idx not in seen:
+                        put(idx, {"check": "short_item", "matched_text": " ".join(ws[i : i + length])})
                 if first_only and out:
                     return out
         if self.fuzzy and self.fuzzy_items:
-            for idx, coverage in self._fuzzy(ws, first_only):
+            hits = self._probe_hits(ws) if found is None else found.fuzzy
+            for idx, coverage in self._aligned(ws, hits, first_only, seen):
                 put(
                     idx,
                     {
@@ -171,17 +181,30 @@ class BenchmarkIndex:
         return out
 
     def _fuzzy(self, ws: list[str], first_only: bool) -> list[tuple[int, float]]:
+        return self._aligned(ws, self._probe_hits(ws), first_only)
+
+    def _probe_hits(self, ws: list[str]) -> dict[int, int]:
+        """Fuzzy items -> how many of the text's distinct probe-grams they
+        share (grams in more than `max_df` items left out)."""
         hits: dict[int, int] = {}
         for h in {h for _, h in ngrams(ws, self.probe)}:
             post = self.postings.get(h)
             if post is not None and len(post) <= self.max_df:
                 for idx in post:
                     hits[idx] = hits.get(idx, 0) + 1
+        return hits
+
+    def _aligned(self, ws: list[str], hits: dict[int, int], first_only: bool, seen=frozenset()) -> list:
+        """(item, coverage) of the (at most 5) best-hit fuzzy items whose
+        words the text holds in order; `seen` items (candidates already)
+        are not aligned: the caller would drop them."""
         need = self.fuzzy_min_hits
         cands = [i for i, c in hits.items() if c >= need[i]]
         out = []
         bag = None
         for idx in sorted(cands, key=lambda i: (-hits[i], i))[:5]:
+            if idx in seen:
+                continue
             item_ws = self.meta[idx].words
             # The aligned words are at most the words both have (as multisets):
             # below the threshold on that bound, the alignment cannot reach it.
@@ -197,6 +220,7 @@ class BenchmarkIndex:
         return out
 
     def probe_of(self, task: dict) -> Probe:
+        """One task's probe (batch_probe.probes_of: a chunk's, the same)."""
         text = task.get("prompt") or ""
         ws = words(text)
         return Probe(text, ws, quantities(text), self._lexical(ws))
@@ -364,6 +388,11 @@ class BenchmarkIndex:
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None
+
+
+def _at(ws: list[str], starts, n: int):
+    """(start, ngram_hash) of the n-word windows at `starts`."""
+    return ((i, hash(tuple(ws[i : i + n]))) for i in starts)
 
 
 # Share of the task's quantities an item found by its answer must make up

@@ -17,7 +17,7 @@ shows for each that it cannot fire:
 - meaning (`_by_quantities`, exactly as judge computes it, less the word
   candidates): none left.
 With `confirm` off judge is `match`: any word candidate goes to the full check.
-Each task's words and candidates are computed once (`BenchmarkIndex.probe_of`)
+Each task's words and candidates are computed once (`batch_probe.probes_of`)
 and shared by the three. Cleared candidates cost no answer comparison
 (math-verify runs in a subprocess) and no embedding; only unsettled tasks
 pay for them, and those are asked for ahead in batches
@@ -28,6 +28,7 @@ pool for the comparisons that could still confirm given those meanings), then ju
 from __future__ import annotations
 
 from tasksieve.transforms.decontam.ask_ahead import ask_ahead
+from tasksieve.transforms.decontam.batch_probe import probes_of, quantity_candidates
 from tasksieve.transforms.decontam.benchmarks import words
 from tasksieve.transforms.decontam.index import BenchmarkIndex, Probe
 from tasksieve.transforms.decontam.stage import check_task
@@ -73,7 +74,9 @@ def decontaminate_rows(tasks: list, index: BenchmarkIndex) -> tuple[list, list]:
     """(clean tasks, dropped records), each as check_task decides."""
     clean, dropped = [], []
     # Each task's words and candidates once, for the prefilter, ask_ahead and judge alike.
-    probes = [index.probe_of(task) for task in tasks] if index.items and index.confirm else [None] * len(tasks)
+    probes = probes_of(index, tasks) if index.items and index.confirm else [None] * len(tasks)
+    if index.items and index.confirm and index.semantic:
+        quantity_candidates(index, probes)  # the chunk's at once, before the prefilter asks
     open_ = [not settled_clean(index, task, probe) for task, probe in zip(tasks, probes)]
     # What the full checks will ask, asked ahead in batches (ask_ahead.py).
     unsettled = [i for i, o in enumerate(open_) if o]
