@@ -205,3 +205,22 @@ def test_chunk_quantity_candidates_equal_row_ones(texts):
     rowwise = [index._by_quantities(quantities(r["prompt"])) for r in rows]
     assert [p.quantity_candidates for p in chunk] == rowwise
     assert sum(bool(c) for c in rowwise) >= 100
+
+
+def test_remembered_coverage_is_the_computed_one(texts):
+    """Idf.coverage keeps the last answers by the identity of both word
+    lists: the same value as computing it, for lists equal but not the
+    same, and no stale value once the weights change (add)."""
+    index = build_index(13, ALL, [])
+    idf = index.idf
+    tasks = [words(t) for t in texts[:200]]
+    for k, ws in enumerate(tasks):
+        item = index.meta[(k * 37) % len(index.meta)].words
+        first = idf.coverage(item, ws)
+        assert first == idf._coverage(item, ws) == idf.coverage(item, ws) == idf.coverage(list(item), list(ws))
+    item = index.meta[5].words
+    ws = item[: len(item) // 2] + ["and", "more", "words"]  # half the item: the share depends on weights
+    before = idf.coverage(item, ws)
+    for _ in range(50):
+        idf.add(item[:3])  # the item's first words become common: they weigh less
+    assert idf.coverage(item, ws) == idf._coverage(item, ws) != before

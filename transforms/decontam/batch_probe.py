@@ -14,6 +14,9 @@ two different windows sharing a hash only cost a dict look-up. The fuzzy
 check's shared-gram counts come from one sparse product (tasks x grams
 times grams x items); where two of the index's own probe-grams share a
 hash the counts could merge, so that index keeps the row-by-row path.
+Quantity candidates (`quantity_candidates`, BenchmarkIndex.by_quantities
+for a chunk) likewise: the postings propose pairs and the count tests
+are array operations; the few pairs left are finished row by row.
 """
 
 from __future__ import annotations

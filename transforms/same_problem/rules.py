@@ -31,15 +31,14 @@ Every verdict comes with its evidence (a dict that goes into `drop_detail`).
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from fractions import Fraction
 
 from tasksieve.transforms.dedup.number_guard import numbers_in
 from tasksieve.transforms.same_problem import quantities as qty
+from tasksieve.transforms.same_problem.idf import Idf
 
 
 @dataclass(frozen=True)
@@ -234,33 +233,6 @@ def code_agrees(
     if res.error and res.error.startswith("harness_error"):
         return None
     return bool(res.passed)
-
-
-# --- text with boilerplate weighted down -------------------------------------------------------
-
-
-@dataclass
-class Idf:
-    """Inverse document frequency of words over the benchmark items (and a
-    background of clean tasks, if given)."""
-
-    docs: int = 0
-    df: Counter = field(default_factory=Counter)
-
-    def add(self, words) -> None:
-        self.docs += 1
-        self.df.update(set(words))
-
-    def weight(self, word: str) -> float:
-        return math.log((self.docs + 1) / (self.df.get(word, 0) + 1)) + 0.1  # never quite zero
-
-    def coverage(self, item_words: list[str], task_words: list[str]) -> float:
-        """IDF-weighted share of the item's words found in order in the task."""
-        if not item_words:
-            return 0.0
-        blocks = SequenceMatcher(None, item_words, task_words, autojunk=False).get_matching_blocks()
-        hit = sum(self.weight(w) for b in blocks for w in item_words[b.a : b.a + b.size])
-        return round(hit / sum(self.weight(w) for w in item_words), 4)
 
 
 # --- the verdicts ------------------------------------------------------------------------------
