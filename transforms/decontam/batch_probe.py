@@ -109,49 +109,24 @@ class WindowTables:
             self.need[idx] = k
 
     def found(self, index, all_words: list[list[str]]) -> list[Found]:
-        lens = np.fromiter(map(len, all_words), dtype=np.int64, count=len(all_words))
-        starts = np.concatenate([[0], np.cumsum(lens)])
-        ids = np.fromiter(
-            (self.vocab.get(w, 0) for ws in all_words for w in ws), dtype=np.uint64, count=int(starts[-1])
-        )
-        unknown = np.concatenate([[0], np.cumsum(ids == 0)])
-        row_of = np.repeat(np.arange(len(all_words)), lens)
-
-        def hits(n: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """(row, start within the row) of each window that may be an item's."""
-            h = _window_hashes(ids, n)
-            if not len(h) or not len(keys):
-                return np.zeros(0, np.int64), np.zeros(0, np.int64)
-            p = np.arange(len(h))
-            rows = row_of[p]
-            ok = (p + n <= starts[rows + 1]) & (unknown[p + n] == unknown[p])
-            at = np.minimum(np.searchsorted(keys, h), len(keys) - 1)
-            ok &= keys[at] == h
-            return rows[ok], p[ok] - starts[rows[ok]]
-
+        """Each text's possible hits: n-gram and short-item window starts, fuzzy counts."""
+        windows = _Windows(self.vocab, all_words)
         out = [Found([], {}, {}) for _ in all_words]
-        for r, i in zip(*(a.tolist() for a in hits(self.n, self.ngram))):
+        for r, i, _ in windows.holding(self.n, self.ngram):
             out[r].ngram.append(i)
         for length, keys in self.short.items():
-            for r, i in zip(*(a.tolist() for a in hits(length, keys))):
+            for r, i, _ in windows.holding(length, keys):
                 out[r].short.setdefault(length, []).append(i)
         if self.fuzzy is not None:
-            self._fuzzy_hits(index, ids, starts, row_of, unknown, out)
+            self._fuzzy_hits(index, windows, out)
         return out
 
-    def _fuzzy_hits(self, index, ids, starts, row_of, unknown, out):
+    def _fuzzy_hits(self, index, windows: _Windows, out: list[Found]) -> None:
         from scipy import sparse
 
-        n = index.probe
-        h = _window_hashes(ids, n)
-        if not len(h) or not len(self.grams):
-            return
-        p = np.arange(len(h))
-        rows = row_of[p]
-        at = np.minimum(np.searchsorted(self.grams, h), len(self.grams) - 1)
-        ok = (p + n <= starts[rows + 1]) & (unknown[p + n] == unknown[p]) & (self.grams[at] == h)
+        rows, gram = windows.holding(index.probe, self.grams, arrays=True)
         task_grams = sparse.csr_matrix(
-            (np.ones(int(ok.sum()), dtype=np.int32), (rows[ok], at[ok])), shape=(len(out), len(self.grams))
+            (np.ones(len(rows), dtype=np.int32), (rows, gram)), shape=(len(out), len(self.grams))
         )
         task_grams.data[:] = 1  # each distinct gram of a text once, as _probe_hits counts them (repeats were summed)
         counts = (task_grams @ self.fuzzy).tocoo()
@@ -161,11 +136,48 @@ class WindowTables:
             out[r].fuzzy[i] = c
 
 
+class _Windows:
+    """A chunk's words as one id array (0: a word in no item), with what
+    says whether a window stays inside one text and holds only known words."""
+
+    def __init__(self, vocab: dict[str, int], all_words: list[list[str]]):
+        lens = np.fromiter(map(len, all_words), dtype=np.int64, count=len(all_words))
+        self.starts = np.concatenate([[0], np.cumsum(lens)])
+        self.ids = np.fromiter(
+            (vocab.get(w, 0) for ws in all_words for w in ws), dtype=np.uint64, count=int(self.starts[-1])
+        )
+        self.unknown = np.concatenate([[0], np.cumsum(self.ids == 0)])
+        self.row_of = np.repeat(np.arange(len(all_words)), lens)
+
+    def holding(self, n: int, keys: np.ndarray, arrays: bool = False):
+        """The n-word windows whose hash is in `keys` (sorted): (row, start
+        within the row, index in keys) each, or with `arrays` (rows, key
+        indexes) as two arrays."""
+        h = _window_hashes(self.ids, n)
+        if not len(h) or not len(keys):
+            empty = np.zeros(0, np.int64)
+            return (empty, empty) if arrays else []
+        p = np.arange(len(h))
+        rows = self.row_of[p]
+        at = np.minimum(np.searchsorted(keys, h), len(keys) - 1)
+        ok = (p + n <= self.starts[rows + 1]) & (self.unknown[p + n] == self.unknown[p]) & (keys[at] == h)
+        if arrays:
+            return rows[ok], at[ok]
+        return zip(rows[ok].tolist(), (p[ok] - self.starts[rows[ok]]).tolist(), at[ok].tolist())
+
+
+def _tables(index, name: str, make):
+    """The index's `name` tables, made once (again if items were added)."""
+    kept = getattr(index, name)
+    if kept is None or kept[0] != len(index.meta):
+        kept = (len(index.meta), make(index))
+        setattr(index, name, kept)
+    return kept[1]
+
+
 def probes_of(index, tasks: list[dict]) -> list[Probe]:
     """`[index.probe_of(task) for task in tasks]`, the windows looked up per chunk."""
-    if index.windows is None or index.windows[0] != len(index.meta):  # made once, again if items were added
-        index.windows = (len(index.meta), WindowTables(index))
-    tables = index.windows[1]
+    tables = _tables(index, "windows", WindowTables)
     if not tables.exact:
         return [index.probe_of(task) for task in tasks]
     texts = [task.get("prompt") or "" for task in tasks]
@@ -195,8 +207,8 @@ class QuantityTables:
                 icol.append(self.ids.setdefault(v, len(self.ids)))
                 idata.append(c)
         q, n = len(self.ids), len(index.meta)
+        # An item is posted once under each of its two rarest (distinct) quantities: no repeats to sum.
         self.post = sparse.csr_matrix((np.ones(len(prow), np.int32), (prow, pcol)), shape=(q, n))
-        self.post.data[:] = 1
         self.items = sparse.csr_matrix((np.asarray(idata, np.int64), (irow, icol)), shape=(n, q))
         self.totals = np.asarray(index._qtotals, dtype=np.float64)
 
@@ -212,9 +224,7 @@ def quantity_candidates(index, probes: list) -> None:
     todo = [p for p in probes if p.quantity_candidates is None]
     if not todo:
         return
-    if index.quantity_tables is None or index.quantity_tables[0] != len(index.meta):
-        index.quantity_tables = (len(index.meta), QuantityTables(index))
-    qt = index.quantity_tables[1]
+    qt = _tables(index, "quantity_tables", QuantityTables)
     rows, cols, data = [], [], []
     for r, p in enumerate(todo):
         for v, c in p.quantities.items():

@@ -42,10 +42,13 @@ def ngram_hash(gram) -> int:
     return hash(tuple(gram))
 
 
-def ngrams(ws: list[str], n: int) -> Iterator[tuple[int, int]]:
-    """(start index, ngram_hash) of every n-word window."""
+def ngrams(ws: list[str], n: int, starts=None) -> Iterator[tuple[int, int]]:
+    """(start index, ngram_hash) of every n-word window, or of those at
+    `starts` (batch_probe.py: the windows that may be an item's)."""
     if n <= 0:
         return enumerate(())
+    if starts is not None:
+        return ((i, hash(tuple(ws[i : i + n]))) for i in starts)
     return enumerate(map(hash, zip(*(ws[k:] for k in range(n)))))
 
 

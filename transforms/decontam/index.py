@@ -154,14 +154,14 @@ class BenchmarkIndex:
 
         # An item is a candidate once, with its first window's evidence: `seen`
         # is asked before the evidence is made (most hits repeat an item).
-        for i, h in ngrams(ws, self.n) if found is None else _at(ws, found.ngram, self.n):
+        for i, h in ngrams(ws, self.n, None if found is None else found.ngram):
             for idx in self.grams.get(h, ()):
                 if idx not in seen:
                     put(idx, {"check": "ngram", "ngram": " ".join(ws[i : i + self.n]), "n": self.n})
             if first_only and out:
                 return out
         for length, table in self.short.items():
-            for i, h in ngrams(ws, length) if found is None else _at(ws, found.short.get(length, ()), length):
+            for i, h in ngrams(ws, length, None if found is None else found.short.get(length, ())):
                 for idx in table.get(h, ()):
                     if idx not in seen:
                         put(idx, {"check": "short_item", "matched_text": " ".join(ws[i : i + length])})
@@ -179,9 +179,6 @@ class BenchmarkIndex:
                     },
                 )
         return out
-
-    def _fuzzy(self, ws: list[str], first_only: bool) -> list[tuple[int, float]]:
-        return self._aligned(ws, self._probe_hits(ws), first_only)
 
     def _probe_hits(self, ws: list[str]) -> dict[int, int]:
         """Fuzzy items -> how many of the text's distinct probe-grams they
@@ -388,11 +385,6 @@ class BenchmarkIndex:
             if same:
                 return {**self._item_evidence(idx), **ev, **why}
         return None
-
-
-def _at(ws: list[str], starts, n: int):
-    """(start, ngram_hash) of the n-word windows at `starts`."""
-    return ((i, hash(tuple(ws[i : i + n]))) for i in starts)
 
 
 # Share of the task's quantities an item found by its answer must make up
