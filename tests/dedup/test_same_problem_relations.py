@@ -219,3 +219,26 @@ def test_one_number_edited_is_a_variant_whatever_its_answer_and_keep_variants_ke
         kept = list(find_near_duplicates([a, other], [], P, 0.7, keep_variants=1))
         assert [t for t, _ in kept] == ["kept", "kept"]
         assert kept[0][1]["template_group"] == kept[1][1]["template_group"]
+
+
+def test_capitalised_words_are_those_a_word_boundary_pattern_finds():
+    """template.CAPITALISED is led by the capital for speed; it must find
+    exactly what `\\b[A-Z][a-z][\\w'-]*` finds (so every template_group,
+    and the names asked.py compares, stay as they were), on text built to
+    sit at the boundaries: capitals after letters, digits, underscores,
+    apostrophes, non-Latin letters, at the start and at the end."""
+    import random
+    import re
+
+    from tasksieve.transforms.same_problem.template import CAPITALISED
+
+    reference = re.compile(r"\b[A-Z][a-z][\w'-]*")
+    alphabet = list("AaBbZz09_-' .,\n") + ["É", "é", "ß", "Ж", "ж", "中", "١", "\u00a0", "Ab", "aB", "Ma'am"]
+    rng = random.Random(7)
+    texts = ["", "A", "Ab", "aAb", "_Ab", "9Ab", "'Ab", "éAb", "ЖAb", "中Ab", "Ab-Cd", "x Ab", "AbAb", "A b"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(20000)]
+    for text in texts:
+        assert CAPITALISED.findall(text) == reference.findall(text), text
+        assert CAPITALISED.sub("N", text) == reference.sub("N", text), text
+    # A mutant that drops the look-behind differs on a capital after a letter.
+    assert re.compile(r"[A-Z][a-z][\w'-]*").findall("aAb") != reference.findall("aAb")
