@@ -86,17 +86,15 @@ def return_freed_memory() -> None:
     of it, on top of which finalize's tables came (bench/README.md, "1M
     peak"). Only where the C library is glibc; elsewhere a no-op."""
     import ctypes
-    import ctypes.util
     import gc
 
     gc.collect()
     pa.default_memory_pool().release_unused()
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to ask
+    try:  # the C library already loaded in this process: no search for it on every run
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # no process-wide handle (Windows)
         trim = None
-    if trim is not None:
+    if trim is not None:  # None where the C library is not glibc (musl, macOS): nothing to ask
         trim(0)
 
 

@@ -136,6 +136,12 @@ class Embedder:
         finally:
             self.lock.release()
 
+    def forget(self) -> None:
+        """Empties both memos (encoder and bag-of-pieces vectors): see forget_vectors."""
+        with self.lock:
+            self.cache.clear()
+            self.bags.clear()
+
     @staticmethod
     def _remembered(store: OrderedDict, keys: list[bytes], compute) -> np.ndarray:
         """The vectors of `keys` (text_key) from `store`, a bounded
@@ -291,6 +297,4 @@ def forget_vectors() -> None:
     beside the outputs step's tables (bench/README.md, "1M peak"). A later
     caller recomputes or reads them back: only speed depends on them."""
     if _MODEL is not None:
-        with _MODEL.lock:
-            _MODEL.cache.clear()
-            _MODEL.bags.clear()
+        _MODEL.forget()
