@@ -27,7 +27,7 @@ def model():
 def _texts() -> list[str]:
     out = list(dict.fromkeys(t for pair in broad_pairs() for t in pair))
     random.Random(3).shuffle(out)
-    # Longer than a micro-batch's tokens, translations, odd text: first.
+    # ~470 pieces each (longer than the small micro-batches below), translations, odd text: first.
     out = [NATALIA * 12, " ".join(TRANSLATED), *TRANSLATED, *HOSTILE] + out
     return [embed.Embedder._prepared(t) for t in out]
 
