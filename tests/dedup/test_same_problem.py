@@ -103,10 +103,11 @@ def test_quantities_of_hostile_text_never_raise_and_stay_distinct():
 
 
 def test_quantities_fast_paths_read_what_the_plain_steps_read(monkeypatch):
-    """quantities reads ASCII text with a faster tokenizer and takes plain
-    integers without a Fraction: the multisets must be those of the plain
-    steps on every case prompt, on hostile text and on random strings made
-    of numbers, units, fractions, signs and words in several scripts."""
+    """quantities reads ASCII text with a faster tokenizer, visits only the
+    tokens a quantity can start at and takes plain integers without a
+    Fraction: the multisets must be those of the plain steps (every token
+    visited) on every case prompt, on hostile text and on random strings
+    made of numbers, units, fractions, signs and words in several scripts."""
     import random
 
     from tasksieve.transforms.same_problem import quantities as q

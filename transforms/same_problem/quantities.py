@@ -30,271 +30,15 @@ from collections import Counter
 from functools import lru_cache
 from fractions import Fraction
 
-_UNITS_SMALL = {
-    # English
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    # Spanish
-    "uno": 1,
-    "una": 1,
-    "dos": 2,
-    "tres": 3,
-    "cuatro": 4,
-    "cinco": 5,
-    "seis": 6,
-    "siete": 7,
-    "ocho": 8,
-    "nueve": 9,
-    "diez": 10,
-    "once": 11,
-    "doce": 12,
-    "trece": 13,
-    "catorce": 14,
-    "quince": 15,
-    "dieciseis": 16,
-    "diecisiete": 17,
-    "dieciocho": 18,
-    "diecinueve": 19,
-    "veinte": 20,
-    # French ("un"/"une" are also articles: left out)
-    "deux": 2,
-    "trois": 3,
-    "quatre": 4,
-    "cinq": 5,
-    "sept": 7,
-    "huit": 8,
-    "neuf": 9,
-    "dix": 10,
-    "onze": 11,
-    "douze": 12,
-    "treize": 13,
-    "quatorze": 14,
-    "quinze": 15,
-    "seize": 16,
-    # German ("ein"/"eine" are also articles: left out)
-    "eins": 1,
-    "zwei": 2,
-    "drei": 3,
-    "vier": 4,
-    "funf": 5,
-    "sechs": 6,
-    "sieben": 7,
-    "acht": 8,
-    "neun": 9,
-    "zehn": 10,
-    "elf": 11,
-    "zwolf": 12,
-    "dreizehn": 13,
-    "vierzehn": 14,
-    "funfzehn": 15,
-    "sechzehn": 16,
-    "siebzehn": 17,
-    "achtzehn": 18,
-    "neunzehn": 19,
-    "zwanzig": 20,
-}
-_TENS = {
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "treinta": 30,
-    "cuarenta": 40,
-    "cincuenta": 50,
-    "sesenta": 60,
-    "setenta": 70,
-    "ochenta": 80,
-    "noventa": 90,
-    "vingt": 20,
-    "trente": 30,
-    "quarante": 40,
-    "cinquante": 50,
-    "soixante": 60,
-    "dreissig": 30,
-    "vierzig": 40,
-    "funfzig": 50,
-    "sechzig": 60,
-    "siebzig": 70,
-    "achtzig": 80,
-    "neunzig": 90,
-}
-_SCALES = {
-    "hundred": 100,
-    "thousand": 1000,
-    "million": 10**6,
-    "billion": 10**9,
-    "cien": 100,
-    "ciento": 100,
-    "cientos": 100,
-    "mil": 1000,
-    "cent": 100,
-    "cents_fr": 100,
-    "mille": 1000,
-    "hundert": 100,
-    "tausend": 1000,
-}
-_MULTIPLIERS = {
-    "twice": 2,
-    "double": 2,
-    "doubled": 2,
-    "triple": 3,
-    "tripled": 3,
-    "thrice": 3,
-    "quadruple": 4,
-    "half": Fraction(1, 2),
-    "halves": Fraction(1, 2),
-    "quarter": Fraction(1, 4),
-    "dozen": 12,
-    "dozens": 12,
-    "doble": 2,
-    "mitad": Fraction(1, 2),
-    "medio": Fraction(1, 2),
-    "media": Fraction(1, 2),
-    "docena": 12,
-    "moitie": Fraction(1, 2),
-    "demi": Fraction(1, 2),
-    "demie": Fraction(1, 2),
-    "douzaine": 12,
-    "doppelt": 2,
-    "halb": Fraction(1, 2),
-    "halbe": Fraction(1, 2),
-    "hälfte": Fraction(1, 2),
-    "halfte": Fraction(1, 2),
-    "dutzend": 12,
-}
-# "three quarters", "two thirds", "five eighths": a number word then an ordinal denominator.
-_DENOMS = {
-    "half": 2,
-    "halves": 2,
-    "third": 3,
-    "thirds": 3,
-    "quarter": 4,
-    "quarters": 4,
-    "fourth": 4,
-    "fourths": 4,
-    "fifth": 5,
-    "fifths": 5,
-    "sixth": 6,
-    "sixths": 6,
-    "seventh": 7,
-    "sevenths": 7,
-    "eighth": 8,
-    "eighths": 8,
-    "ninth": 9,
-    "ninths": 9,
-    "tenth": 10,
-    "tenths": 10,
-}
-_CONNECT = {"and", "y", "et", "und", "-"}
-
-# Units -> (dimension, factor to the base unit). Money in dollars, time in
-# minutes, length in metres, mass in grams, volume in litres.
-_UNIT_FACTORS = {
-    "second": ("t", Fraction(1, 60)),
-    "seconds": ("t", Fraction(1, 60)),
-    "sec": ("t", Fraction(1, 60)),
-    "secs": ("t", Fraction(1, 60)),
-    "minute": ("t", 1),
-    "minutes": ("t", 1),
-    "min": ("t", 1),
-    "mins": ("t", 1),
-    "hour": ("t", 60),
-    "hours": ("t", 60),
-    "hr": ("t", 60),
-    "hrs": ("t", 60),
-    "day": ("t", 1440),
-    "days": ("t", 1440),
-    "week": ("t", 10080),
-    "weeks": ("t", 10080),
-    "millimeter": ("l", Fraction(1, 1000)),
-    "millimeters": ("l", Fraction(1, 1000)),
-    "mm": ("l", Fraction(1, 1000)),
-    "millimetre": ("l", Fraction(1, 1000)),
-    "millimetres": ("l", Fraction(1, 1000)),
-    "centimeter": ("l", Fraction(1, 100)),
-    "centimeters": ("l", Fraction(1, 100)),
-    "cm": ("l", Fraction(1, 100)),
-    "centimetre": ("l", Fraction(1, 100)),
-    "centimetres": ("l", Fraction(1, 100)),
-    "meter": ("l", 1),
-    "meters": ("l", 1),
-    "metre": ("l", 1),
-    "metres": ("l", 1),
-    "kilometer": ("l", 1000),
-    "kilometers": ("l", 1000),
-    "km": ("l", 1000),
-    "kilometre": ("l", 1000),
-    "kilometres": ("l", 1000),
-    "mile": ("l", Fraction(1609344, 1000)),
-    "miles": ("l", Fraction(1609344, 1000)),
-    "foot": ("l", Fraction(3048, 10000)),
-    "feet": ("l", Fraction(3048, 10000)),
-    "ft": ("l", Fraction(3048, 10000)),
-    "inch": ("l", Fraction(254, 10000)),
-    "inches": ("l", Fraction(254, 10000)),
-    "yard": ("l", Fraction(9144, 10000)),
-    "yards": ("l", Fraction(9144, 10000)),
-    "pound": ("m", Fraction(45359237, 100000)),
-    "pounds": ("m", Fraction(45359237, 100000)),
-    "lb": ("m", Fraction(45359237, 100000)),
-    "lbs": ("m", Fraction(45359237, 100000)),
-    "ounce": ("m", Fraction(28349523125, 10**9)),
-    "ounces": ("m", Fraction(28349523125, 10**9)),
-    "oz": ("m", Fraction(28349523125, 10**9)),
-    "gallon": ("v", Fraction(3785411784, 10**9)),
-    "gallons": ("v", Fraction(3785411784, 10**9)),
-    "gram": ("m", 1),
-    "grams": ("m", 1),
-    "kilogram": ("m", 1000),
-    "kilograms": ("m", 1000),
-    "kg": ("m", 1000),
-    "kilo": ("m", 1000),
-    "kilos": ("m", 1000),
-    "milliliter": ("v", Fraction(1, 1000)),
-    "milliliters": ("v", Fraction(1, 1000)),
-    "ml": ("v", Fraction(1, 1000)),
-    "millilitre": ("v", Fraction(1, 1000)),
-    "millilitres": ("v", Fraction(1, 1000)),
-    "liter": ("v", 1),
-    "liters": ("v", 1),
-    "litre": ("v", 1),
-    "litres": ("v", 1),
-    "dollar": ("$", 1),
-    "dollars": ("$", 1),
-    "usd": ("$", 1),
-    "bucks": ("$", 1),
-    "cent": ("$", Fraction(1, 100)),
-    "cents": ("$", Fraction(1, 100)),
-    "percent": ("%", 1),
-    "per cent": ("%", 1),
-    "percentage": ("%", 1),
-    "%": ("%", 1),
-    "por ciento": ("%", 1),
-    "pour cent": ("%", 1),
-    "prozent": ("%", 1),
-}
+from tasksieve.transforms.same_problem.quantity_words import (
+    UNITS_SMALL as _UNITS_SMALL,
+    TENS as _TENS,
+    SCALES as _SCALES,
+    MULTIPLIERS as _MULTIPLIERS,
+    DENOMS as _DENOMS,
+    CONNECT as _CONNECT,
+    UNIT_FACTORS as _UNIT_FACTORS,
+)
 
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+(?:\.\d+)?)\s*\}\s*\{\s*(-?\d+(?:\.\d+)?)\s*\}")
 _LATEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)(\d)")
@@ -305,7 +49,7 @@ _TOKEN = re.compile(r"\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+(?:/\d+)?|[^\W\d_]+|%
 # cannot start a number, so trying them first changes no match; the three
 # number forms share their leading digits, tried once. The same tokens
 # (tests/dedup/test_same_problem.py compares both on every ASCII string it makes).
-fast = True  # false: _TOKEN and the plain steps only (the tests compare both)
+fast = True  # false: _TOKEN and _read, every token visited (the tests compare both)
 _TOKEN_ASCII = re.compile(r"[A-Za-z]+|[0-9]+(?:(?:,[0-9]{3})+(?:\.[0-9]+)?|\.[0-9]+|/[0-9]+)?|\.[0-9]+|[%$-]")
 
 
@@ -417,58 +161,100 @@ def _quantities(text: str) -> tuple:
     # candidate pair it is in (a fresh Counter is built from the cache, so
     # no caller can change another's).
     folded = _fold(text or "")
-    toks = (_TOKEN_ASCII if fast and folded.isascii() else _TOKEN).findall(folded)
-    out: Counter = Counter()
+    if not fast:
+        return _read(_TOKEN.findall(folded))
+    if folded.isascii():
+        toks = _TOKEN_ASCII.findall(folded)
+        return _read_fast(toks, [k for k, t in enumerate(toks) if t[0] in _LEADS_ASCII or t in _STARTS])
+    toks = _TOKEN.findall(folded)
+    return _read_fast(toks, [k for k, t in enumerate(toks) if t[0].isdecimal() or t[0] in "$." or t in _STARTS])
+
+
+# What a token must start with, or be, for the loop to read anything at it
+# (_step): a number (a decimal digit or "."), "$", or a word a quantity
+# starts with. At any other token _step reads nothing and moves on by one,
+# so _read_fast visits only these (a prompt's ~50 tokens hold ~6).
+_LEADS_ASCII = frozenset("0123456789.$")
+
+
+def _read(toks: list[str]) -> tuple:
+    """The quantities in a text's tokens, every token visited: the plain
+    steps, against which the tests check _read_fast."""
+    out: dict = {}
     i = 0
     while i < len(toks):
         tok = toks[i]
-        if tok.isalpha() and tok not in _STARTS:  # most words: nothing below would take them
+        if tok.isalpha() and tok not in _STARTS:  # most words: _step would take nothing
             i += 1
             continue
-        if len(tok) > _LONG and (tok[0].isdecimal() or tok[0] == "."):
-            # int() refuses over 4,300 digits, and parsing is quadratic below that.
-            out["#" + tok] += 1
-            i += 1
-            continue
-        if fast and tok.isdecimal() and (i + 1 == len(toks) or toks[i + 1] not in _CHANGES_NEXT):
-            # Most numbers: a plain integer nothing after it changes. What
-            # the steps below make of it (_num, _canon), without a Fraction.
-            out[str(int(tok))] += 1
-            i += 1
-            continue
-        dollar = tok == "$"
-        if dollar and i + 1 < len(toks) and _num(toks[i + 1]) is not None:
-            i += 1
-            tok = toks[i]
-        value, used = _num(tok), 1
-        if value is None:
-            value, used = _word_number(toks, i)
-            if value is None:
-                if tok in _MULTIPLIERS and not (i > 0 and toks[i - 1] in _DENOMS):
-                    out[_canon(Fraction(_MULTIPLIERS[tok]))] += 1
-                i += 1
-                continue
-        j = i + used
-        nxt = toks[j] if j < len(toks) else ""
-        # "three quarters", "2 thirds": a fraction.
-        if nxt in _DENOMS and value >= 1 and value.denominator == 1:
-            value, j = value / _DENOMS[nxt], j + 1
-            nxt = toks[j] if j < len(toks) else ""
-        # "3 dozen": a multiplier after a number.
-        if nxt in _DOZEN:
-            value, j = value * 12, j + 1
-            nxt = toks[j] if j < len(toks) else ""
-        # Units: "2 hours", "45 cents", "50 percent", "50 %", "3 dollars", "$3".
-        two = f"{nxt} {toks[j + 1]}" if j + 1 < len(toks) else ""
-        if two in _UNIT_FACTORS:
-            _, f = _UNIT_FACTORS[two]
-            value, j = value * f, j + 2
-        elif nxt in _UNIT_FACTORS:
-            _, f = _UNIT_FACTORS[nxt]
-            value, j = value * f, j + 1
-        out[_canon(value)] += 1
-        i = j
+        i = _step(toks, i, out)
     return tuple(out.items())
+
+
+def _read_fast(toks: list[str], starts: list[int]) -> tuple:
+    """_read, visiting only `starts` (the tokens _step can read anything
+    at, in order) and skipping those an earlier quantity took; a plain
+    integer nothing after it changes is read without a Fraction. The same
+    multiset in the same order (tests/dedup/test_same_problem.py)."""
+    out: dict = {}
+    n, j = len(toks), 0
+    for i in starts:
+        if i < j:  # taken by the quantity before (its unit, its words)
+            continue
+        tok = toks[i]
+        if tok.isdecimal() and len(tok) <= _LONG and (i + 1 == n or toks[i + 1] not in _CHANGES_NEXT):
+            # Most numbers: what _num and _canon make of them, without a Fraction.
+            key = str(int(tok))
+            out[key] = out.get(key, 0) + 1
+            j = i + 1
+            continue
+        j = _step(toks, i, out)
+    return tuple(out.items())
+
+
+def _step(toks: list[str], i: int, out: dict) -> int:
+    """Reads the quantity starting at toks[i], if any, into `out` (counts):
+    the index of the first token after it."""
+    tok = toks[i]
+    if len(tok) > _LONG and (tok[0].isdecimal() or tok[0] == "."):
+        # int() refuses over 4,300 digits, and parsing is quadratic below that.
+        _add(out, "#" + tok)
+        return i + 1
+    dollar = tok == "$"
+    if dollar and i + 1 < len(toks) and _num(toks[i + 1]) is not None:
+        i += 1
+        tok = toks[i]
+    value, used = _num(tok), 1
+    if value is None:
+        value, used = _word_number(toks, i)
+        if value is None:
+            if tok in _MULTIPLIERS and not (i > 0 and toks[i - 1] in _DENOMS):
+                _add(out, _canon(Fraction(_MULTIPLIERS[tok])))
+            return i + 1
+    j = i + used
+    nxt = toks[j] if j < len(toks) else ""
+    # "three quarters", "2 thirds": a fraction.
+    if nxt in _DENOMS and value >= 1 and value.denominator == 1:
+        value, j = value / _DENOMS[nxt], j + 1
+        nxt = toks[j] if j < len(toks) else ""
+    # "3 dozen": a multiplier after a number.
+    if nxt in _DOZEN:
+        value, j = value * 12, j + 1
+        nxt = toks[j] if j < len(toks) else ""
+    # Units: "2 hours", "45 cents", "50 percent", "50 %", "3 dollars", "$3".
+    two = f"{nxt} {toks[j + 1]}" if j + 1 < len(toks) else ""
+    if two in _UNIT_FACTORS:
+        _, f = _UNIT_FACTORS[two]
+        value, j = value * f, j + 2
+    elif nxt in _UNIT_FACTORS:
+        _, f = _UNIT_FACTORS[nxt]
+        value, j = value * f, j + 1
+    _add(out, _canon(value))
+    return j
+
+
+def _add(out: dict, key: str) -> None:
+    out[key] = out.get(key, 0) + 1
 
 
 def containment(item: Counter, task: Counter) -> float:
