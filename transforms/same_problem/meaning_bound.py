@@ -26,16 +26,16 @@ on a broad set, with headroom.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from tasksieve.transforms.same_problem.encoder_pass import (
     CNN_BRANCHES as _ORDERS,
     CNN_WIDTH as _CNN,
     EncoderPass,
+    PieceRows,
     layernorm,
     padded,
+    relu_residual,
 )
 
 HIGH_BAR, HIGH_MARGIN, LOW_MARGIN = 0.8, 0.35, 0.5
@@ -51,12 +51,9 @@ class BagOfPieces:
     def __init__(self, encoder: EncoderPass):
         self.p = encoder
         self.b = encoder.b
-        # piece id -> its row in `rows`, made on first sight (-1: not yet):
-        # a pool touches some thousands of the 128,010 pieces.
-        self.slot = np.full(self.b.table.shape[0], -1, dtype=np.int64)
-        self.rows = np.zeros((1024, self.b.cnn_W.shape[1]), dtype=np.float32)  # grown by doubling
-        self.made = 0
-        self.lock = threading.Lock()
+        # Each piece's row, made on first sight: a pool touches some
+        # thousands of the 128,010 pieces.
+        self.memo = PieceRows(self.b.table.shape[0], self.b.cnn_W.shape[1], self._piece_rows)
 
     def _piece_rows(self, ids: np.ndarray) -> np.ndarray:
         """Each piece's features as the encoder computes them for a piece
@@ -70,14 +67,8 @@ class BagOfPieces:
         for i, (order, left) in enumerate(_ORDERS):
             xs = x[:, i * _CNN : (i + 1) * _CNN]
             # Only the window's own slot is non-zero: the rows of w1/w2 for it.
-            h = xs @ b.w1[i].reshape(order, _CNN, _CNN)[left]
-            h += b.b1[i]
-            np.maximum(h, 0, out=h)
-            h += xs
-            c2 = h @ b.w2[i].reshape(order, _CNN, _CNN)[left]
-            c2 += b.b2[i]
-            np.maximum(c2, 0, out=c2)
-            c2 += h
+            h = relu_residual(xs @ b.w1[i].reshape(order, _CNN, _CNN)[left], b.b1[i], xs)
+            c2 = relu_residual(h @ b.w2[i].reshape(order, _CNN, _CNN)[left], b.b2[i], h)
             off = p.emb_dim + i * _CNN
             feats[:, off : off + _CNN] = c2
         return (layernorm(feats, b.ln_g, b.ln_b, b.eps) @ b.cnn_W)[:n]
@@ -87,18 +78,7 @@ class BagOfPieces:
         seqs = [s or [0] for s in self.p.tok.encode(texts, out_type=int, add_bos=True, add_eos=True)]
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
         flat = np.fromiter((i for s in seqs for i in s), dtype=np.int64, count=int(lens.sum()))
-        with self.lock:
-            new = np.unique(flat[self.slot[flat] < 0])
-            if new.size:
-                end = self.made + new.size
-                if end > len(self.rows):
-                    grown = np.zeros((max(end, 2 * len(self.rows)), self.rows.shape[1]), dtype=np.float32)
-                    grown[: self.made] = self.rows[: self.made]
-                    self.rows = grown
-                self.rows[self.made : end] = self._piece_rows(new)
-                self.slot[new] = np.arange(self.made, end)
-                self.made = end
-            rows, slots = self.rows, self.slot[flat]
+        rows, slots = self.memo.slots(flat)
         out = np.zeros((len(seqs), self.b.d3.shape[1]), dtype=np.float32)
         if not len(seqs):
             return out
