@@ -242,3 +242,26 @@ def test_capitalised_words_are_those_a_word_boundary_pattern_finds():
         assert CAPITALISED.sub("N", text) == reference.sub("N", text), text
     # A mutant that drops the look-behind differs on a capital after a letter.
     assert re.compile(r"[A-Z][a-z][\w'-]*").findall("aAb") != reference.findall("aAb")
+
+
+def test_operators_are_those_a_look_behind_first_pattern_finds():
+    """quantities._OPERATOR is led by the operator for speed; it must find
+    exactly what the look-behind-first pattern finds (every quantity key
+    depends on it), on text built to sit at the boundaries: operators
+    after and before digits, spaces, brackets, letters, each other, at the
+    start and at the end, and non-ASCII digits and spaces."""
+    import random
+    import re
+
+    from tasksieve.transforms.same_problem.quantities import _OPERATOR, operators
+
+    reference = re.compile(r"(?<=[\d\s)])([-+*/×÷^=<>])(?=[\s\d(])")
+    alphabet = list("0123456789 ()-+*/×÷^=<>ax\n\t.,") + ["١", "\u00a0", "\u2003", "½", "３", "－"]
+    rng = random.Random(11)
+    texts = ["", "-", "1-2", "1 - 2", "(1)-(2)", "a-b", "3-year-old", "1--2", ")+(", "1 -", "- 1", "1×2", "2 ÷ 4"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(20000)]
+    for text in texts:
+        assert _OPERATOR.findall(text) == reference.findall(text), text
+    assert operators("Calculate 2 + 2 = 4, a 3-year-old") == {"+": 1, "=": 1}
+    # A mutant whose check behind omits the operator's own place looks one character too far back.
+    assert re.compile(r"([-+*/×÷^=<>])(?<=[\d\s)])(?=[\s\d(])").findall("1 - 2") != reference.findall("1 - 2")

@@ -153,6 +153,11 @@ def task_bands(task: dict, p: MinHashParams) -> list[tuple[int, int]]:
 
 def jaccard(a: str, b: str, shingle: str = "char", size: int = 5) -> float:
     """Exact Jaccard similarity of two normalised texts' shingle sets."""
-    ha, hb = shingle_hashes(a, shingle, size), shingle_hashes(b, shingle, size)
+    return jaccard_of(shingle_hashes(a, shingle, size), shingle_hashes(b, shingle, size))
+
+
+def jaccard_of(ha: np.ndarray, hb: np.ndarray) -> float:
+    """`jaccard` of two texts from their shingle_hashes (made once per text
+    where one text meets many)."""
     inter = np.intersect1d(ha, hb, assume_unique=True).shape[0]
     return inter / (ha.shape[0] + hb.shape[0] - inter)

@@ -18,7 +18,7 @@ for `run`, `dedup` and `validate`.
 
 from __future__ import annotations
 
-from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard
+from tasksieve.transforms.dedup.minhash import MinHashParams, jaccard_of, shingle_hashes
 from tasksieve.transforms.same_problem.rules import Rules, pair_quantity_key
 
 POOL_PREFIX = "pool\x1f"
@@ -75,11 +75,12 @@ def semantic_edges(
         # Pairs the shingles already link (exact Jaccard, not the MinHash
         # estimate) are passed on with the cosine left to compute only if
         # the lexical confirmation rejects them; only the others are embedded now.
-        out, open_pairs = [], []
+        # Each member's shingles once: a group of m members has m(m-1)/2 pairs.
+        out, open_pairs, shingles = [], [], [shingle_hashes(t, p.shingle, p.size) for _, t in members]
         for i in range(len(members)):
             for j in range(i + 1, len(members)):
                 if allowed(i, j):
-                    if jaccard(members[i][1], members[j][1], p.shingle, p.size) >= threshold:
+                    if jaccard_of(shingles[i], shingles[j]) >= threshold:
                         out.append(edge(i, j, None))
                     else:
                         open_pairs.append((i, j))
