@@ -407,3 +407,35 @@ def test_replaying_only_hacked_attempts_learns_nothing(tmp_path):
     attempts = pq.read_table(out / "attempts.parquet").to_pylist()
     assert len(attempts) == 15 and not any(a["passed"] for a in attempts)
     assert {a["content_hash"] for a in attempts} == {r["content_hash"] for r in results.values()}
+
+
+@pytest.mark.parametrize(
+    "reference, completion",
+    [
+        (r"\frac{1}{4194304}", r"\boxed{0.0}"),
+        ("0.0000004", r"\boxed{0.0}"),
+        ("0.0000004", r"\boxed{-0.0000004}"),
+        (r"\frac{1}{1048576}", r"\boxed{0.0000014}"),
+        (r"4\times10^{-7}", r"\boxed{0.0}"),
+        (r"(\frac{1}{4194304}, 2)", r"\boxed{(0.0, 2)}"),
+        (r"\{\frac{1}{4194304}, 2\}", r"\boxed{\{0.0, 2\}}"),
+    ],
+)
+def test_a_small_reference_is_not_met_by_rounding_to_six_decimals(reference, completion):
+    # math-verify rounds a float comparison to 6 decimal places: "0.0" met any reference under 5e-7.
+    assert not verify_one({"domain": "math", "prompt": "p", "answer": reference}, completion)["passed"]
+
+
+@pytest.mark.parametrize(
+    "reference, completion",
+    [
+        (r"\frac{1}{3}", r"\boxed{0.333333}"),
+        (r"\frac{1}{4194304}", r"\boxed{0.0000002384}"),
+        ("0.0", r"\boxed{0}"),
+        (r"4\times10^{-7}", r"\boxed{0.0000004}"),
+        ("0.5", r"\boxed{50\%}"),
+        ("(0.25, 2)", r"\boxed{(\frac{1}{4}, 2)}"),
+    ],
+)
+def test_a_decimal_close_to_the_reference_still_passes(reference, completion):
+    assert verify_one({"domain": "math", "prompt": "p", "answer": reference}, completion)["passed"]

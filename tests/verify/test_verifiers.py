@@ -189,3 +189,22 @@ def test_judge_tokens_are_costed_at_the_judge_models_rate():
     assert rows["generation"]["usd"] == pytest.approx(0.003)
     no_judge = dict(a, judge_model_id=None)
     assert "judge" not in {r["component"] for r in attempt_cost_rows(no_judge, ("v", "t"), rates, "r")}
+
+
+def test_extracting_code_compiles_a_bounded_amount_of_a_hostile_completion(monkeypatch):
+    # No fence, never compiles, 200 prose-like lines at the end: each cut used to compile ~100k characters.
+    from tasksieve.transforms.verify import verifiers
+
+    compiled = []
+    real = verifiers.compile_error
+    monkeypatch.setattr(verifiers, "compile_error", lambda src, label: compiled.append(len(src)) or real(src, label))
+    body = "def f(x):\n" + "    y = ((((x))))\n" * 5000
+    text = (body + "\n".join(["z = (1 + )"] * 201))[: verifiers.MAX_CODE_CHARS - 10]
+    verifiers.extract_code(text, "f")
+    assert sum(compiled) <= verifiers.EXTRACT_COMPILE_BUDGET + verifiers.MAX_CODE_CHARS
+
+
+def test_extracting_code_still_cuts_prose_after_the_code():
+    from tasksieve.transforms.verify.verifiers import extract_code
+
+    assert extract_code("def f(x):\n    return x\nThis returns x.\nHope it helps!", "f") == "def f(x):\n    return x"

@@ -40,6 +40,9 @@ JUDGE_FIELDS = ("judge_model_id", "judge_prompt_tokens", "judge_completion_token
 # Source longer than this is not compiled or run: no real answer is this long.
 MAX_CODE_CHARS = 100_000
 EXTRACTED_KEEP_CHARS = 4000
+# Characters extract_code may compile while cutting prose off the end of an unfenced
+# completion: 200 cuts of a 100,000-character one were ~25 s of the parent's CPU.
+EXTRACT_COMPILE_BUDGET = 1_000_000
 
 
 def _verdict(verifier: str, **kw) -> dict:
@@ -147,11 +150,15 @@ def extract_code(completion: str, entry_point: str) -> str:
         at = text.find(f"def {entry_point}")
         return text[at:] if at >= 0 else ""
     lines = lines[start:]
+    budget = EXTRACT_COMPILE_BUDGET
     for end in range(len(lines), max(0, len(lines) - 200), -1):
         # Only cut at a line that is not indented: prose after the code.
         if end < len(lines) and lines[end][:1] in (" ", "\t"):
             continue
         candidate = "\n".join(lines[:end])
+        budget -= len(candidate)
+        if budget < 0:  # compiled in this (unsandboxed) process, outside any deadline
+            break
         if compile_error(candidate, "attempt") is None:
             return candidate
     return "\n".join(lines)
