@@ -131,3 +131,33 @@ def test_same_domain_text_that_was_never_published_is_clean():
         "How many cars can it carry in a full day?",
     ):
         assert index.match(text) is None
+
+
+def _dated(task_id, created_at, source="s"):
+    return {
+        "task_id": task_id,
+        "source": source,
+        "created_at": created_at,
+        "source_file": f"{source}.jsonl",
+        "line": 1,
+        "content_hash": "h",
+    }
+
+
+def test_exact_dedup_survivor_is_the_earliest_instant_not_the_smallest_text():
+    # 10:00+05:00 is 05:00Z: an hour before 06:00Z, though its text sorts after.
+    early = _dated("A-1", "2024-01-01T10:00:00+05:00", source="b")
+    late = _dated("V-1", "2024-01-01T06:00:00Z", source="a")
+    keep, dropped = pick_survivor([late, early])
+    assert keep["task_id"] == "A-1"
+    keep, dropped = pick_survivor([early, late])
+    assert keep["task_id"] == "A-1"
+    # a microsecond apart, written with two offsets: the earlier instant
+    a = _dated("M-1", "2024-01-01T06:00:00.000001+00:00", source="z")
+    b = _dated("M-2", "2024-01-01T07:00:00.000002+01:00", source="a")
+    assert pick_survivor([b, a])[0]["task_id"] == "M-1"
+    # undated rows still come last, and the same instant falls back to source
+    undated = _dated("U", None, source="0")
+    same = _dated("S", "2024-01-01T05:00:00+00:00", source="c")
+    keep, _ = pick_survivor([undated, same, early])
+    assert keep["task_id"] == "A-1"  # "b" < "c" at the same instant

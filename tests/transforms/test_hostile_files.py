@@ -238,3 +238,23 @@ def test_validate_names_each_lying_file_once(cli_runs):
     for name, e in expected.items():
         if e[0] == "refused":
             assert sum(Path(w.rsplit(":", 1)[0]).name == name for w in flagged) == 1, (name, flagged)
+
+
+def test_deeply_nested_delivery_folders_are_scanned_without_recursion_error(tmp_path):
+    top = tmp_path / "in"
+    top.mkdir()
+    (top / "top.jsonl").write_text(json.dumps({"task_id": "t", "prompt": "p", "answer": "1"}) + "\n")
+    deep = str(top)
+    for _ in range(1100):  # past Python's default recursion limit of 1,000 (os.makedirs recurses too)
+        deep += "/a"
+        os.mkdir(deep)
+    deep = top.joinpath(*["a"] * 1100)
+    (deep / "bottom.jsonl").write_text(json.dumps({"task_id": "b", "prompt": "q", "answer": "2"}) + "\n")
+    try:
+        found = expand_inputs([str(top)], warn=lambda m: None)
+        assert [os.path.basename(p) for p in found] == ["bottom.jsonl", "top.jsonl"]
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses too: undo the nesting here
+        os.remove(deep / "bottom.jsonl")
+        for _ in range(1100):
+            os.rmdir(deep)
+            deep = deep.parent

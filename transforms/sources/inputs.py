@@ -140,18 +140,30 @@ def expand_inputs(paths: list[str], warn: Callable[[str], None] = _warn) -> list
 
 def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], warn) -> list[tuple[str, str]]:
     """(real path, path) of the delivery files below a folder; a saved
-    datasets folder counts as one."""
-    real_folder = os.path.realpath(folder)
-    if real_folder in seen_dirs:
-        warn(f"skipping {folder}: a link to the folder {real_folder}, already read")
-        return []
-    seen_dirs.add(real_folder)
+    datasets folder counts as one. Depth-first in sorted order, with a
+    stack of its own: however deep a delivery's folders nest, no recursion
+    limit is hit."""
     found: list[tuple[str, str]] = []
-    try:
-        children = sorted(folder.iterdir())
-    except OSError as e:
-        raise InputError(f"cannot list input folder {folder}: {e.strerror or e}") from None
-    for child in children:
+    stack: list = []
+
+    def enter(sub: Path) -> None:
+        real_sub = os.path.realpath(sub)
+        if real_sub in seen_dirs:
+            warn(f"skipping {sub}: a link to the folder {real_sub}, already read")
+            return
+        seen_dirs.add(real_sub)
+        try:
+            children = sorted(sub.iterdir())
+        except OSError as e:
+            raise InputError(f"cannot list input folder {sub}: {e.strerror or e}") from None
+        stack.append(iter(children))
+
+    enter(folder)
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
         try:
             st = child.stat()  # follows links
         except OSError:
@@ -170,7 +182,7 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
                 seen_dirs.add(real)
                 found.append((real, str(child)))
             else:
-                found.extend(_scan_folder(child, seen_dirs, seen_files, warn))
+                enter(child)
         elif stat.S_ISREG(st.st_mode):
             if delivery_kind(child.name) is None:
                 warn(f"skipping {child}: {_why_not_read(child.name)}")
