@@ -114,6 +114,38 @@ def refusal(path: str | Path, flag: str) -> str | None:
     return None
 
 
+def refuse_shared_folder(path: str | Path, flag: str = "--out") -> None:
+    """Refused if another user could rename or replace what tasksieve keeps
+    in `path` between its checks and its writes: `path` (as resolved) or a
+    folder above it owned by another user (not root), `path` writable by
+    another user (safe_fs.others_can_write), or a folder above it writable
+    by one without the sticky bit. Every write in OUT goes through path
+    names (staging shards, the output set, the caches); in such a folder a
+    second user swaps a folder for a link of theirs and steers them
+    (docs/outputs.md, "Writing into a shared or pre-created folder")."""
+    import stat
+
+    from tasksieve.pipeline.outputs.safe_fs import others_can_write
+
+    euid = os.geteuid()
+    real = Path(os.path.realpath(path))
+    for folder in (real, *real.parents):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue  # not made yet: the lock or the first write says why
+        if st.st_uid not in (0, euid):
+            who = f"owned by another user (uid {st.st_uid})"
+        elif others_can_write(st) and (folder == real or not st.st_mode & stat.S_ISVTX):
+            who = f"writable by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+        else:
+            continue
+        raise Refused(
+            f"{flag} {path}: {folder} is {who}; another user could replace what tasksieve writes "
+            "there. Use a folder only you can write in (chmod go-w), under folders only you or root can write in"
+        )
+
+
 # Names a command writes in OUT (outputs, its own folders, the lock, the
 # report, the caches). A folder holding only these is tasksieve's.
 OWN_NAMES = frozenset(

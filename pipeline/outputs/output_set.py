@@ -33,7 +33,15 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tasksieve.pipeline.outputs.safe_fs import copy_plain, is_real_dir, link_or_copy, real_subdir, remove_entry, step
+from tasksieve.pipeline.outputs.safe_fs import (
+    copy_plain,
+    is_real_dir,
+    link_or_copy,
+    others_can_write,
+    real_subdir,
+    remove_entry,
+    step,
+)
 
 RUNS = "runs"
 CURRENT = "current"
@@ -155,7 +163,7 @@ class OutputSet:
         plain files: they become a set of their own (hard links, nothing
         copied), made current, then each plain file is replaced by its link
         (same content), so no reader sees a mix."""
-        loose = [n for n in SET_FILES + (DB + ".wal",) if _plain_file(self.out / n)]
+        loose = [n for n in SET_FILES + (DB + ".wal",) if _own_plain_file(self.out / n)]
         if not loose:
             return None
         step("create unfinished set (earlier files)")
@@ -213,6 +221,17 @@ def _plain_file(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _own_plain_file(path: Path) -> bool:
+    """A plain file this user wrote (one name, not writable by others): only
+    such a file is adopted as an earlier version's output, never one planted
+    by another user."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1 and not others_can_write(st)
 
 
 def unfinished_sets(out: Path) -> list[str]:

@@ -20,6 +20,7 @@ kill a command at every one of them (tests/outputs/test_output_set_kill.py).
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -181,6 +182,35 @@ class NotAFolder(OSError):
         return str(self.strerror)
 
 
+def others_can_write(st: os.stat_result) -> bool:
+    """Whether a user other than this one may write where `st` was taken:
+    it is writable by others, or by a group holding another user. A
+    user's private group (what `umask 002` leaves folders writable by)
+    holds only that user, so it does not count."""
+    if st.st_mode & 0o002:
+        return True
+    return bool(st.st_mode & 0o020) and _group_has_others(st.st_gid)
+
+
+@functools.lru_cache(maxsize=64)
+def _group_has_others(gid: int) -> bool:
+    """A member (listed, or by primary group) other than this user; an
+    unknown group is taken to have one."""
+    import grp
+    import pwd
+
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return True
+    members |= {p.pw_name for p in pwd.getpwall() if p.pw_gid == gid}
+    try:
+        members.discard(pwd.getpwuid(os.geteuid()).pw_name)
+    except KeyError:
+        pass
+    return bool(members)
+
+
 def real_subdir(parent: Path, name: str, mode: int = 0o755) -> Path:
     """parent/name as a real folder: created if missing; a link found there
     (to a folder, a file or nowhere) is removed, the link only, and a
@@ -197,6 +227,14 @@ def real_subdir(parent: Path, name: str, mode: int = 0o755) -> Path:
                 continue
             return path
         if stat.S_ISDIR(st.st_mode):
+            if st.st_uid != os.geteuid() or others_can_write(st):
+                # Another user's folder (planted before the command): they could
+                # rename what tasksieve makes in it and put a link in its place.
+                raise NotAFolder(
+                    errno.EPERM,
+                    f"{path} is a folder another user owns or can write in; tasksieve keeps its own "
+                    "folder there: remove it",
+                )
             return path
         if stat.S_ISLNK(st.st_mode):
             step(f"unlink planted link {name}")

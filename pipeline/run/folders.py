@@ -12,7 +12,13 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tasksieve.pipeline.outputs.out_guard import Refused, refuse_dangerous, refuse_foreign_folder, reraise_disk_full
+from tasksieve.pipeline.outputs.out_guard import (
+    Refused,
+    refuse_dangerous,
+    refuse_foreign_folder,
+    refuse_shared_folder,
+    reraise_disk_full,
+)
 from tasksieve.pipeline.outputs.safe_fs import open_lock_file
 from tasksieve.pipeline.run.errors import RunError, UsageError
 from tasksieve.transforms.read import expand_inputs
@@ -44,7 +50,7 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
         raise UsageError(str(e)) from None
     out = Path(out_dir)
     refuse_inside_inputs(out, inputs, "--out")
-    refuse_system_folder(out, "--out")
+    refuse_unsafe_folder(out, "--out")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
     try:
@@ -57,12 +63,15 @@ def inputs_and_output(inputs: list[str], out_dir: str) -> tuple[list[str], Path]
 OUT_LOCK = ".tasksieve.lock"
 
 
-def refuse_system_folder(path: str | Path | None, flag: str) -> None:
-    """`/`, a system folder or a home folder (as given or resolved) is never
-    written into: a usage error (exit 2)."""
+def refuse_unsafe_folder(path: str | Path | None, flag: str) -> None:
+    """`/`, a system folder or a home folder (as given or resolved), and a
+    folder another user can write in or above which one can
+    (out_guard.refuse_shared_folder), is never written into: a usage error
+    (exit 2)."""
     if path:
         try:
             refuse_dangerous(path, flag)
+            refuse_shared_folder(path, flag)
         except Refused as e:
             raise UsageError(str(e)) from None
 
@@ -89,7 +98,12 @@ def hold_output(out: Path, command: str):
     """Own OUT for the whole command: an exclusive lock on OUT/.tasksieve.lock,
     taken before any work. A second command into the same folder refuses at
     once (RunError, one line) instead of racing this one for its files. The
-    lock is the kernel's (flock): a killed command releases it."""
+    lock is the kernel's (flock): a killed command releases it. A folder
+    another user could write in is refused first (UsageError, exit 2)."""
+    try:
+        refuse_shared_folder(out)
+    except Refused as e:
+        raise UsageError(str(e)) from None
     try:
         fh = open_lock_file(out / OUT_LOCK)
     except OSError as e:

@@ -23,7 +23,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from tasksieve.pipeline.run.errors import RunError, UsageError
-from tasksieve.pipeline.run.folders import check_writable_folder, refuse_inside_inputs, refuse_system_folder
+from tasksieve.pipeline.run.folders import check_writable_folder, refuse_inside_inputs, refuse_unsafe_folder
 from tasksieve.pipeline.setup.models import DEFAULT_MODEL_ID, ensure_default_model
 from tasksieve.pipeline.outputs.safe_fs import NotAFolder, real_subdir
 from tasksieve.schemas.config import RunConfig, config_warnings
@@ -333,12 +333,12 @@ def check_command(command: str, inputs: list[str], cfg: RunConfig, how: Invocati
     check_runner_and_flags(how.runner, list(how.beam_args))
     if command == "run":
         refuse_inside_inputs(cfg.attempt_cache, inputs, "--attempt-cache")
-        refuse_system_folder(cfg.attempt_cache, "--attempt-cache")
+        refuse_unsafe_folder(cfg.attempt_cache, "--attempt-cache")
     if cfg.embedding_cache not in (None, "off"):
         refuse_inside_inputs(cfg.embedding_cache, inputs, "embedding_cache")
-        refuse_system_folder(cfg.embedding_cache, "embedding_cache")
+        refuse_unsafe_folder(cfg.embedding_cache, "embedding_cache")
     refuse_inside_inputs(cfg.dedup.save_index, inputs, "--save-index")
-    refuse_system_folder(cfg.dedup.save_index, "--save-index")
+    refuse_unsafe_folder(cfg.dedup.save_index, "--save-index")
 
 
 def prepare_dedup(paths: list[str], out: Path, cfg: RunConfig, how: Invocation, staging: Path) -> RunContext:
