@@ -226,7 +226,17 @@ def special_files(d: Path):
     jsonl(d / "d.jsonl", [line(good(1))])
     os.mkfifo(d / "pipe.jsonl")
     os.symlink(d / "gone.jsonl", d / "dangling.jsonl")
-    return [str(d)], ("skip", ["pipe.jsonl: a FIFO, not a delivery file", "dangling.jsonl: a broken link"])
+    jsonl(d.parent / "host.jsonl", [line(good(2))])  # a file of the host's, outside the delivery
+    os.symlink(d.parent / "host.jsonl", d / "linked.jsonl")
+    return [str(d)], (
+        "skip",
+        [
+            "pipe.jsonl: a FIFO, not a delivery file",
+            "dangling.jsonl: a broken link",
+            "linked.jsonl: a link to",
+            "outside the input folder",
+        ],
+    )
 
 
 def link_loop(d: Path):
@@ -283,7 +293,7 @@ CASES = {
     "UTF-8 BOM, CRLF or CR-only line ends, blank lines": bom_and_line_ends,
     "`.gz`/`.bz2`/`.xz` JSONL, upper-case extensions": compressed_and_upper_case,
     "other files in an input folder (`.txt`, `.zst`)": other_files,
-    "FIFOs, devices, broken links in an input folder": special_files,
+    "FIFOs, devices, broken links, links out of the folder (to `~/.aws`, `/etc`) in an input folder": special_files,
     "a link to a folder or file already read (a link loop)": link_loop,
     "`--out` inside an `--input` folder": out_inside_input,
     "a device, FIFO or `/proc` file given as an input": device_input,

@@ -136,7 +136,36 @@ def test_a_link_into_proc_inside_a_folder_is_skipped_with_a_warning(tmp_path):
     os.symlink("/proc/self/status", tmp_path / "status.jsonl")
     warnings = []
     assert expand_inputs([str(tmp_path)], warn=warnings.append) == [str(tmp_path / "good.jsonl")]
-    assert any("status.jsonl: a special file under /proc" in w for w in warnings), warnings
+    assert any("status.jsonl: a link to /proc/" in w and "outside the input folder" in w for w in warnings), warnings
+
+
+def test_links_out_of_an_input_folder_are_not_followed(tmp_path):
+    """A delivery is untrusted: a link in it to the host's files (a folder
+    of credentials, /etc) would have their lines read as rows and kept in
+    quarantine.parquet's `raw`. Links inside the folder are followed; what
+    is outside is read only when named as an input."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "credentials.json").write_text('{"api_key": "sk-HOST-SECRET"}\n')
+    (host / "notes.jsonl").write_text(json.dumps(hostile_files.rows(1)[0]) + "\n")
+    d = tmp_path / "delivery"
+    (d / "sub").mkdir(parents=True)
+    (d / "good.jsonl").write_text(json.dumps(hostile_files.rows(1)[0]) + "\n")
+    os.symlink(host, d / "sub" / "linked_folder")
+    os.symlink(host / "notes.jsonl", d / "linked_file.jsonl")
+    os.symlink("../good.jsonl", d / "sub" / "inside.jsonl")  # a second name for a file inside: read once
+    os.symlink(d / "sub", d / "sub_again")  # a link to a folder inside: followed (already read)
+    warnings = []
+    found = expand_inputs([str(d)], warn=warnings.append)
+    assert found == [str(d / "good.jsonl")], found
+    outside = [w for w in warnings if "outside the input folder" in w]
+    assert len(outside) == 2 and all(str(host) in w for w in outside), warnings
+    assert expand_inputs([str(host / "notes.jsonl")]) == [str(host / "notes.jsonl")]
+    # A folder given as an input through a link is read: the link is the user's own.
+    os.symlink(d, tmp_path / "via_link")
+    assert expand_inputs([str(tmp_path / "via_link")], warn=lambda m: None) == [
+        str(tmp_path / "via_link" / "good.jsonl")
+    ]
 
 
 def test_files_on_a_ram_disk_under_dev_shm_are_read(tmp_path):

@@ -145,6 +145,16 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
     limit is hit."""
     found: list[tuple[str, str]] = []
     stack: list = []
+    # A link inside the folder is followed only to what the folder holds: a
+    # delivery is untrusted, and a link in it to ~/.aws or /etc would have
+    # the host's files read as rows (their lines in quarantine.parquet's
+    # `raw`, an output shared with analysts and vendors). Naming the target
+    # as an --input reads it.
+    root = os.path.realpath(folder)
+
+    def outside(path: Path) -> str | None:
+        real = os.path.realpath(path)
+        return None if real == root or real.startswith(root.rstrip(os.sep) + os.sep) else real
 
     def enter(sub: Path) -> None:
         real_sub = os.path.realpath(sub)
@@ -163,6 +173,9 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
         child = next(stack[-1], None)
         if child is None:
             stack.pop()
+            continue
+        if child.is_symlink() and (target := outside(child)) is not None:
+            warn(f"skipping {child}: a link to {target}, outside the input folder (name it as an --input to read it)")
             continue
         try:
             st = child.stat()  # follows links
