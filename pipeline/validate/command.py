@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from tasksieve import __version__
-from tasksieve.pipeline.outputs.out_guard import Refused, refuse_dangerous
+from tasksieve.pipeline.outputs.out_guard import Refused, refuse_dangerous, refuse_shared_folder
 from tasksieve.pipeline.outputs.safe_fs import remove_entry, write_text_atomic
 from tasksieve.pipeline.validate.report import render_html, render_table
 from tasksieve.schemas.config import ConfigError, RunConfig
@@ -233,6 +233,7 @@ def _output_folder(out_dir: str | Path, deliveries: list[str]) -> Path:
     out = Path(out_dir)
     try:
         refuse_dangerous(out, "--out")
+        refuse_shared_folder(out, "--out")  # docs/outputs.md, "Writing into a shared or pre-created folder"
     except Refused as e:
         raise UsageError(str(e)) from None
     real_out = Path(os.path.realpath(out))

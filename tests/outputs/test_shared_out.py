@@ -115,3 +115,16 @@ def test_planted_loose_file_is_not_adopted(tmp_path):
     with OutputSet(out, "s1") as outset:
         assert outset.previous is None
         assert not (outset.dir / "learnable.parquet").exists()
+
+
+def test_validate_refuses_an_output_folder_others_can_write(tmp_path):
+    from tasksieve.pipeline.validate.command import UsageError as ValidateUsageError, _output_folder
+
+    out = tmp_path / "validation"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    with pytest.raises(ValidateUsageError, match="writable by other users"):
+        _output_folder(out, [])
+    os.chmod(out, 0o755)
+    os.chmod(tmp_path, 0o755)
+    assert _output_folder(out, []) == out
