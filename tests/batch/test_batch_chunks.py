@@ -132,8 +132,13 @@ def test_progress_rates_a_burst_over_the_run_and_a_stream_over_itself(monkeypatc
     its own pace (its ETA depends on it)."""
     from tasksieve.transforms import progress
 
+    import types
+
     now = [100.0]  # the graph is built
-    monkeypatch.setattr(progress.time, "time", lambda: now[0])
+    # progress's own clock only: patching the time module itself would hand the
+    # fake to anything that binds `from time import time` meanwhile (tqdm did,
+    # when first imported here, and later bars in the same worker read 500.0).
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: now[0]))
 
     def done_line(arrivals):
         step = progress.Progress("dedup: kept", total=None)

@@ -145,16 +145,7 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
     limit is hit."""
     found: list[tuple[str, str]] = []
     stack: list = []
-    # A link inside the folder is followed only to what the folder holds: a
-    # delivery is untrusted, and a link in it to ~/.aws or /etc would have
-    # the host's files read as rows (their lines in quarantine.parquet's
-    # `raw`, an output shared with analysts and vendors). Naming the target
-    # as an --input reads it.
     root = os.path.realpath(folder)
-
-    def outside(path: Path) -> str | None:
-        real = os.path.realpath(path)
-        return None if real == root or real.startswith(root.rstrip(os.sep) + os.sep) else real
 
     def enter(sub: Path) -> None:
         real_sub = os.path.realpath(sub)
@@ -174,38 +165,50 @@ def _scan_folder(folder: Path, seen_dirs: set[str], seen_files: dict[str, str], 
         if child is None:
             stack.pop()
             continue
-        if child.is_symlink() and (target := outside(child)) is not None:
-            warn(f"skipping {child}: a link to {target}, outside the input folder (name it as an --input to read it)")
+        st = _entry_stat(child, root, warn)
+        if st is None:
             continue
-        try:
-            st = child.stat()  # follows links
-        except OSError:
-            warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
+        if stat.S_ISDIR(st.st_mode) and not is_datasets_folder(child):
+            enter(child)
             continue
-        why = special_reason(child) if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
-        if why:
-            warn(f"skipping {child}: {why}")
+        real = os.path.realpath(child)
+        seen = seen_dirs if stat.S_ISDIR(st.st_mode) else seen_files
+        if real in seen:
+            what = f"a link to the folder {real}" if seen is seen_dirs else f"the same file as {seen[real]}"
+            warn(f"skipping {child}: {what}, already read")
             continue
-        if stat.S_ISDIR(st.st_mode):
-            if is_datasets_folder(child):
-                real = os.path.realpath(child)
-                if real in seen_dirs:
-                    warn(f"skipping {child}: a link to the folder {real}, already read")
-                    continue
-                seen_dirs.add(real)
-                found.append((real, str(child)))
-            else:
-                enter(child)
-        elif stat.S_ISREG(st.st_mode):
-            if delivery_kind(child.name) is None:
-                warn(f"skipping {child}: {_why_not_read(child.name)}")
-                continue
-            real = os.path.realpath(child)
-            if real in seen_files:
-                warn(f"skipping {child}: the same file as {seen_files[real]}, already read")
-                continue
-            seen_files[real] = str(child)
-            found.append((real, str(child)))
+        if seen is seen_dirs:
+            seen_dirs.add(real)
         else:
-            warn(f"skipping {child}: {kind_of(st)}, not a delivery file")
+            seen_files[real] = str(child)
+        found.append((real, str(child)))
     return found
+
+
+def _entry_stat(child: Path, root: str, warn) -> os.stat_result | None:
+    """The stat of a folder entry worth reading (a folder, or a file of a
+    delivery kind), or None after a warning saying why not. A link is
+    followed only to what the input folder (`root`, resolved) holds: a
+    delivery is untrusted, and a link in it to ~/.aws or /etc would have
+    the host's files read as rows (their lines in quarantine.parquet's
+    `raw`, an output shared with analysts and vendors); naming the target
+    as an --input reads it."""
+    if child.is_symlink():
+        real = os.path.realpath(child)
+        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
+            warn(f"skipping {child}: a link to {real}, outside the input folder (name it as an --input to read it)")
+            return None
+    try:
+        st = child.stat()  # follows links
+    except OSError:
+        warn(f"skipping {child}: a broken link" if child.is_symlink() else f"skipping {child}: cannot be read")
+        return None
+    why = special_reason(child) if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
+    if not why and stat.S_ISREG(st.st_mode) and delivery_kind(child.name) is None:
+        why = _why_not_read(child.name)
+    if not why and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        why = f"{kind_of(st)}, not a delivery file"
+    if why:
+        warn(f"skipping {child}: {why}")
+        return None
+    return st

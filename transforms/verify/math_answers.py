@@ -51,6 +51,7 @@ import time
 from typing import Callable
 
 from tasksieve.transforms.verify import answer_form, answer_memo
+from tasksieve.transforms.verify.decimal_guard import install_numeric_guard
 from tasksieve.transforms.verify.answer_extract import (  # noqa: F401 - extraction lives there, re-exported
     _ANSWER_PHRASE,
     _HAS_MATH,
@@ -94,42 +95,12 @@ def _parse_cached(text: str) -> tuple:
     return tuple(parsed or parse(text, parsing_timeout=None))
 
 
-# math-verify compares a Float with any number after rounding both to 6 decimal places
-# (math_verify.grader.sympy_numeric_eq, float_rounding=6): there "0.0" equals 1/4194304 and
-# -0.0000003 equals 0.0000004. A pair it finds equal that way must also agree to this share
-# of the larger magnitude (0.0 never equals a nonzero value); 1/3 == 0.333333 still holds.
-FLOAT_REL_TOLERANCE = 1e-3
-
-
-def _install_numeric_guard() -> None:
-    from math_verify import grader
-
-    numeric_eq = grader.sympy_numeric_eq
-    if getattr(numeric_eq, "tasksieve_guarded", False):
-        return
-
-    def guarded(a, b, float_rounding, numeric_precision):
-        if not numeric_eq(a, b, float_rounding, numeric_precision):
-            return False
-        if not (getattr(a, "is_Float", False) or getattr(b, "is_Float", False)):
-            return True  # no rounding was applied
-        # Rounded: compare the values themselves, evaluated as math-verify did
-        # (the other side may be an unevaluated product such as 4 x 10^-7).
-        x, y = grader.safe_sympy_doit(a), grader.safe_sympy_doit(b)
-        if getattr(x, "is_Number", False) and getattr(y, "is_Number", False):
-            return bool(abs(x - y) <= FLOAT_REL_TOLERANCE * max(abs(x), abs(y)))
-        return True
-
-    guarded.tasksieve_guarded = True
-    grader.sympy_numeric_eq = guarded
-
-
 def equivalent(reference: str, candidate: str) -> dict:
     """{"ok": bool, "error": str|None}: math-verify, its timeouts off. Runs
     inside a worker process (see _serve); unbounded in time on its own."""
     from math_verify import verify
 
-    _install_numeric_guard()
+    install_numeric_guard()
     gold = _parse(reference)
     if not gold:
         return {"ok": False, "error": "reference_unparsable"}

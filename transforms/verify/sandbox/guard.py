@@ -343,6 +343,10 @@ def _lock_down(req):
         if not state.startswith("on") and req["confine"] == "require":
             raise SystemExit(f"sandbox: refusing to run untrusted code unconfined: landlock {state}")
     seccomp = install_seccomp()
+    if not seccomp.startswith("on"):
+        # No silent weaker sandbox: the filter is what refuses sockets, System V IPC (which outlives a
+        # pooled case), signals and exec; without it the start-up probe fails and code tasks are dropped.
+        raise SystemExit(f"sandbox: refusing to run untrusted code without the seccomp filter: {seccomp}")
     set_limits(lim["cpu"], lim["memory"], lim["output"])
     if req.get("audit_hook", True):
         readable = [

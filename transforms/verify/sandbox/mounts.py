@@ -71,6 +71,10 @@ def bwrap_prefix(tmpfs_bytes: int) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        # bwrap's /dev is a tmpfs owned by the sandbox's user when not root (/dev, /dev/shm writable):
+        # without Landlock a pooled case could leave files there for the next (the worker wipes /tmp).
+        "--remount-ro",
+        "/dev",
         "--perms",
         "1777",
         "--size",
