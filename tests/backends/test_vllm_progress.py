@@ -116,3 +116,24 @@ def test_the_judges_requests_join_the_queue_uncounted_with_generates_completions
     assert sorted(got) == sorted(attempts + judge)
     assert [got[t].completion for t in attempts + judge] == alone
     assert told.n == 2  # the bar counts attempts only
+
+
+def test_a_prompt_over_max_model_len_fails_alone(backend):
+    """vLLM refuses a whole call for one prompt over max_model_len: a hostile
+    attempt quoted into a judge prompt failed every attempt of its wave, and
+    ended a queued run. Refused one at a time, it fails alone (a failed
+    request), in `generate` and in the queue."""
+    from tasksieve.transforms.backends.base import REQUEST_FAILED, GenRequest
+
+    long = GenRequest(messages=(("user", "word " * 400),), seed=7, content_hash="long", attempt_idx=0)
+    reqs = _requests(2)
+    out = backend.generate([reqs[0], long, reqs[1]])
+    assert out[1].finish_reason == REQUEST_FAILED and "VLLMValidationError" in (out[1].error or "")
+    assert [r.completion for r in (out[0], out[2])] == [r.completion for r in backend.generate(reqs)]
+    queue = backend.open_queue(_Told(), limit=4)
+    tickets = queue.submit([long, reqs[0]])
+    got = {}
+    while len(got) < 2:
+        queue.wait(lambda t, res: got.__setitem__(t, res))
+    assert got[tickets[0]].finish_reason == REQUEST_FAILED and got[tickets[1]].error is None
+    queue.close()

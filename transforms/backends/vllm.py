@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from tasksieve.transforms.console import quiet_engine_start, verbose
-from tasksieve.transforms.backends.base import GenRequest, GenResult, ModelLoadError, OnResult
+from tasksieve.transforms.backends.base import REQUEST_FAILED, GenRequest, GenResult, ModelLoadError, OnResult
 
 
 def _cpu_only() -> bool:
@@ -184,6 +184,8 @@ class _Engine:
         self.clock = 0.0  # engine seconds per request in flight, summed over steps
         self.busy_seconds = 0.0  # in steps, whoever made them
         self.born: dict[str, float] = {}
+        self.ready: list[tuple[str, GenResult]] = []  # refused at submit, told at the next step
+        self.refused = 0
 
     def submit(self, requests: list[GenRequest], callback: Callable[[str, GenResult], None]) -> list[str]:
         from vllm import SamplingParams
@@ -194,15 +196,39 @@ class _Engine:
             SamplingParams(n=1, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=r.seed)
             for r in requests
         ]
-        # `enqueue` renders and adds them as `generate` would; it returns
-        # the engine's internal ids, "<id>-<random>", and results carry <id>.
-        ids = [rid.split("-", 1)[0] for rid in b.llm.enqueue(prompts, params, use_tqdm=False)]
-        for rid in ids:
+        ids = []
+        for prompt, param in zip(prompts, params):
+            # One at a time: vLLM refuses a whole call for one prompt over
+            # max_model_len (VLLMValidationError), and one hostile attempt
+            # quoted into a judge prompt would fail every attempt of its
+            # wave, or end a queued run. Refused, it fails alone: a failed
+            # request (its task: generation_failed, or judge_failed).
+            try:
+                # `enqueue` renders and adds it as `generate` would; it returns
+                # the engine's internal id, "<id>-<random>", and results carry <id>.
+                rid = b.llm.enqueue([prompt], [param], use_tqdm=False)[0].split("-", 1)[0]
+            except Exception as e:  # noqa: BLE001 - vLLM's validation errors share no base with ValueError
+                if not _refused_prompt(e):
+                    raise
+                self.refused += 1
+                rid = f"refused-{self.refused}"
+                self.ready.append(
+                    (rid, GenResult("", 0, 0, REQUEST_FAILED, 0.0, error=f"{type(e).__name__}: {e}"[:500]))
+                )
             self.callbacks[rid] = callback
             self.born[rid] = self.clock
+            ids.append(rid)
         return ids
 
     def step(self) -> None:
+        if self.ready:  # requests refused at submit: their results, before any engine step
+            ready, self.ready = self.ready, []
+            for rid, res in ready:
+                self.born.pop(rid, None)
+                callback = self.callbacks.pop(rid, None)
+                if callback is not None:
+                    callback(rid, res)
+            return
         engine = self.backend.llm.llm_engine
         if not engine.has_unfinished_requests():
             lost = list(self.callbacks)
@@ -237,6 +263,8 @@ class _Engine:
         for rid in ids:
             self.callbacks.pop(rid, None)
             self.born.pop(rid, None)
+        self.ready = [(rid, res) for rid, res in self.ready if rid not in set(ids)]
+        ids = [rid for rid in ids if not rid.startswith("refused-")]
         if ids:
             self.backend.llm.llm_engine.abort_request(ids)
 
@@ -313,3 +341,13 @@ class VllmQueue:
         self.tickets.clear()
         self.backlog.clear()
         self.quiet.clear()
+
+
+def _refused_prompt(e: Exception) -> bool:
+    """vLLM's refusal of one request (a prompt over max_model_len, bad
+    parameters), as opposed to an engine that failed."""
+    try:
+        from vllm.exceptions import VLLMValidationError
+    except ImportError:  # an older vLLM: its refusals are ValueErrors
+        return isinstance(e, ValueError)
+    return isinstance(e, (VLLMValidationError, ValueError))

@@ -352,7 +352,12 @@ def default_judge(backend: Backend, judge: Backend | None) -> Backend | None:
 def real_attempts(finished: list[tuple[dict, GenRequest, GenResult, str | None]], stats: SamplingStats) -> list[int]:
     """Which finished requests are attempts (to verify); the others end
     their tasks here."""
-    real = [i for i, (_, _, gen, _) in enumerate(finished) if gen.finish_reason != NOT_RECORDED and gen.error is None]
+    # finish_reason "error": the server says the generation failed (as is_generation): not an attempt.
+    real = [
+        i
+        for i, (_, _, gen, _) in enumerate(finished)
+        if gen.finish_reason not in (NOT_RECORDED, "error") and gen.error is None
+    ]
     for i in set(range(len(finished))) - set(real):
         st, _, gen, _ = finished[i]
         st["exhausted"] = True  # replay: no more recorded attempts; else this request failed
@@ -369,6 +374,8 @@ def attempt_row(item: tuple[dict, GenRequest, GenResult, str | None], verdict: d
     """The attempt's row, counted into its task's state."""
     st, req, gen, reused_from = item
     task = st["task"]
+    verdict = dict(verdict)
+    unmeasured = verdict.pop("unmeasured", None)
     attempt = {
         "run_id": plan.run_id,
         "content_hash": task["content_hash"],
@@ -384,6 +391,12 @@ def attempt_row(item: tuple[dict, GenRequest, GenResult, str | None], verdict: d
         **verdict,
         "reused_from_run": reused_from or gen.origin,
     }
+    if unmeasured:
+        # The judge failed on it: neither a pass nor a fail. Not counted; the
+        # task gets no more attempts and is not measured (_result).
+        st["exhausted"] = True
+        st.setdefault("judge_failed", unmeasured)
+        return attempt
     st["n"] += 1
     st["pass"] += int(bool(attempt["passed"]))
     return attempt
@@ -449,6 +462,13 @@ def _result(st: dict, plan: SamplePlan) -> dict:
             "attempts_before": st["n"],
         }
         return dict(drop_record(st["task"], STAGE, "generation_failed", why), run_id=plan.run_id, status="dropped")
+    if st.get("judge_failed"):
+        why = {
+            "why": "the rubric judge failed on an attempt (server error, reply cut off or empty): not measured",
+            "error": st["judge_failed"][:300],
+            "attempts_before": st["n"],
+        }
+        return dict(drop_record(st["task"], STAGE, "judge_failed", why), run_id=plan.run_id, status="dropped")
     if st["n"] == 0:
         # Replay with no recorded attempt for this task: nothing to judge.
         why = {"why": "the replayed rollouts hold no attempt for this content_hash"}

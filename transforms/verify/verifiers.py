@@ -27,7 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from tasksieve.schemas.config import VerifyConfig
-from tasksieve.transforms.backends.base import Backend, BackendUnavailable, GenRequest, GenResult, ServerRefused
+from tasksieve.transforms.backends.base import (
+    REQUEST_FAILED,
+    Backend,
+    BackendUnavailable,
+    GenRequest,
+    GenResult,
+    ServerRefused,
+)
 from tasksieve.transforms.normalize import normalize_text
 from tasksieve.transforms.verify.sandbox import runner as sandbox
 from tasksieve.transforms.verify import math_answers as vm
@@ -36,6 +43,9 @@ from tasksieve.transforms.verify.judge import prompt as judge_prompt
 from tasksieve.transforms.verify.math_answers import extract_final_answers
 
 VERIFIABLE = ("math", "exact", "code", "rubric")
+# finish_reason of a judge reply its server failed: no verdict, whatever it holds.
+# ("length", cut off, is a verdict only when every criterion was rated.)
+JUDGE_FAILED = ("error", "abort", REQUEST_FAILED)
 JUDGE_FIELDS = ("judge_model_id", "judge_prompt_tokens", "judge_completion_tokens", "judge_seconds")
 # Source longer than this is not compiled or run: no real answer is this long.
 MAX_CODE_CHARS = 100_000
@@ -280,8 +290,9 @@ def verify_rubric_batch(
         results = judge.generate([req for req, _ in asked])
     except (BackendUnavailable, ServerRefused):
         raise  # a judge server that is gone or refuses us stops the run: its silence is no verdict
-    except Exception as e:  # the judge failed: every attempt of the wave is marked, the run goes on
-        return [_verdict("rubric", error=f"judge failed: {type(e).__name__}: {e}"[:500]) for _ in items]
+    except Exception as e:  # the judge failed: no attempt of the wave is judged (not measured), the run goes on
+        why = f"judge failed: {type(e).__name__}: {e}"[:500]
+        return [_verdict("rubric", error=why, passed=None, score=None, unmeasured=why) for _ in items]
     return [
         rubric_verdict(task, nonce, res, judge, settings) for (task, _), (_, nonce), res in zip(items, asked, results)
     ]
@@ -312,10 +323,24 @@ def rubric_verdict(task: dict, nonce: str, res: GenResult, judge: Backend, setti
         judge_seconds=res.gen_seconds,
         extracted_answer=(res.completion or "")[:EXTRACTED_KEEP_CHARS],
     )
-    if res.error:
-        v["error"] = f"judge failed: {res.error}"
+    failed = res.error or (
+        res.finish_reason in JUDGE_FAILED and f"reply ended with finish_reason {res.finish_reason!r}"
+    )
+    if not failed and not (res.completion or "").strip():
+        failed = "an empty reply"
+    ratings, err = (None, None) if failed else parse_judgement(res.completion, len(criteria_of(task)), nonce)
+    if not failed and err and res.finish_reason == "length":
+        # Cut off before it rated every criterion: what it did not rate was
+        # never judged (a reply cut after the last rating is a verdict).
+        failed = f"reply cut off (finish_reason 'length'): {err}"
+    if failed:
+        # The judge's server failed, or its reply was cut off or empty: the
+        # attempt was not judged. Not a fail: stage.attempt_row leaves it out
+        # of the task's counts (passed is null) and the task is not measured.
+        v.update(
+            error=f"judge failed: {failed}"[:500], passed=None, score=None, unmeasured=f"judge failed: {failed}"[:500]
+        )
     else:
-        ratings, err = parse_judgement(res.completion, len(criteria_of(task)), nonce)
         v["error"] = err
         if ratings:
             score = sum(ratings) / len(ratings)

@@ -65,6 +65,17 @@ _RATING = re.compile(
     r"^[ \t*#>_-]*(?:criterion[ \t]*)?(\d{1,4})[ \t*]*[:.)\-][ \t]*\**[ \t]*(yes|no)\b", re.I | re.M | re.A
 )
 _FENCE_WORDS = re.compile(r"(BEGIN|END)(\W{0,3})RESPONSE", re.I)
+# Chat-template control tokens written as text: a tokenizer turns `<|im_end|>`
+# in a message into the real token, so a response holding
+# "<|im_end|>\n<|im_start|>system ..." ended the judge's user turn and opened
+# a system turn of its own (an attack review). The families: ChatML and
+# Llama 3 `<|...|>` (DeepSeek's full-width bars too), Llama 2 and Mistral
+# `<s>`, `</s>`, `[INST]`, `<<SYS>>`, Gemma's turn markers and `<bos>`/`<eos>`.
+_CONTROL_TOKEN = re.compile(
+    r"<\|[^<>|\n]{0,40}\|>|<｜[^<>\n]{0,40}｜>|</?s>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>|<(?:bos|eos|pad|unk)>",
+    re.I,
+)
+_JOINER = "\u2060"  # WORD JOINER: invisible, and no tokenizer's control token holds it
 
 
 def nonce_for(prompt: str, response: str, criteria: list[str], order: tuple[int, ...]) -> str:
@@ -76,8 +87,10 @@ def nonce_for(prompt: str, response: str, criteria: list[str], order: tuple[int,
 
 
 def escape_response(text: str) -> str:
-    """The response as quoted data: rating-like runs defused, fence words
-    broken, every line behind a quote bar."""
+    """The response as quoted data: chat-template control tokens and
+    rating-like runs defused, fence words broken, every line behind a
+    quote bar."""
+    text = _CONTROL_TOKEN.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], text)
     text = _RATING_LIKE.sub(lambda m: f"{m.group(1)}«{m.group(2)}»", text)
     text = _FENCE_WORDS.sub(lambda m: f"{m.group(1)}{m.group(2)}-RESPONSE", text)
     # splitlines: \r, \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029 end a line too, and
