@@ -352,12 +352,8 @@ def default_judge(backend: Backend, judge: Backend | None) -> Backend | None:
 def real_attempts(finished: list[tuple[dict, GenRequest, GenResult, str | None]], stats: SamplingStats) -> list[int]:
     """Which finished requests are attempts (to verify); the others end
     their tasks here."""
-    # finish_reason "error": the server says the generation failed (as is_generation): not an attempt.
-    real = [
-        i
-        for i, (_, _, gen, _) in enumerate(finished)
-        if gen.finish_reason not in (NOT_RECORDED, "error") and gen.error is None
-    ]
+    skip = (NOT_RECORDED, "error")  # "error": the server says the generation failed (as is_generation)
+    real = [i for i, (_, _, gen, _) in enumerate(finished) if gen.finish_reason not in skip and gen.error is None]
     for i in set(range(len(finished))) - set(real):
         st, _, gen, _ = finished[i]
         st["exhausted"] = True  # replay: no more recorded attempts; else this request failed
@@ -392,8 +388,7 @@ def attempt_row(item: tuple[dict, GenRequest, GenResult, str | None], verdict: d
         "reused_from_run": reused_from or gen.origin,
     }
     if unmeasured:
-        # The judge failed on it: neither a pass nor a fail. Not counted; the
-        # task gets no more attempts and is not measured (_result).
+        # The judge failed on it: no pass, no fail, not counted; the task is not measured (_result).
         st["exhausted"] = True
         st.setdefault("judge_failed", unmeasured)
         return attempt
@@ -454,21 +449,19 @@ def _generate(backend, plan, wave, requests, cache, stats, progress) -> list[tup
     return out  # type: ignore[return-value]
 
 
+# Why a task is not measured: (its state's key, drop reason, why).
+_NO_COMPLETION = "a request to the model got no usable completion; nothing of it was verified or cached"
+_NOT_MEASURED = (
+    ("failed", "generation_failed", _NO_COMPLETION),
+    ("judge_failed", "judge_failed", "the rubric judge failed on an attempt (server error, reply cut off or empty)"),
+)
+
+
 def _result(st: dict, plan: SamplePlan) -> dict:
-    if st.get("failed"):
-        why = {
-            "why": "a request to the model got no usable completion; nothing of it was verified or cached",
-            "error": st["failed"][:300],
-            "attempts_before": st["n"],
-        }
-        return dict(drop_record(st["task"], STAGE, "generation_failed", why), run_id=plan.run_id, status="dropped")
-    if st.get("judge_failed"):
-        why = {
-            "why": "the rubric judge failed on an attempt (server error, reply cut off or empty): not measured",
-            "error": st["judge_failed"][:300],
-            "attempts_before": st["n"],
-        }
-        return dict(drop_record(st["task"], STAGE, "judge_failed", why), run_id=plan.run_id, status="dropped")
+    for key, reason, text in _NOT_MEASURED:
+        if st.get(key):
+            why = {"why": text, "error": st[key][:300], "attempts_before": st["n"]}
+            return dict(drop_record(st["task"], STAGE, reason, why), run_id=plan.run_id, status="dropped")
     if st["n"] == 0:
         # Replay with no recorded attempt for this task: nothing to judge.
         why = {"why": "the replayed rollouts hold no attempt for this content_hash"}
