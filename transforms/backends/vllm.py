@@ -263,7 +263,8 @@ class _Engine:
         for rid in ids:
             self.callbacks.pop(rid, None)
             self.born.pop(rid, None)
-        self.ready = [(rid, res) for rid, res in self.ready if rid not in set(ids)]
+        gone = set(ids)
+        self.ready = [(rid, res) for rid, res in self.ready if rid not in gone]
         ids = [rid for rid in ids if not rid.startswith("refused-")]
         if ids:
             self.backend.llm.llm_engine.abort_request(ids)

@@ -390,7 +390,7 @@ def attempt_row(item: tuple[dict, GenRequest, GenResult, str | None], verdict: d
     if unmeasured:
         # The judge failed on it: no pass, no fail, not counted; the task is not measured (_result).
         st["exhausted"] = True
-        st.setdefault("judge_failed", unmeasured)
+        st.setdefault("judge_failed", attempt["error"])
         return attempt
     st["n"] += 1
     st["pass"] += int(bool(attempt["passed"]))

@@ -292,7 +292,7 @@ def verify_rubric_batch(
         raise  # a judge server that is gone or refuses us stops the run: its silence is no verdict
     except Exception as e:  # the judge failed: no attempt of the wave is judged (not measured), the run goes on
         why = f"judge failed: {type(e).__name__}: {e}"[:500]
-        return [_verdict("rubric", error=why, passed=None, score=None, unmeasured=why) for _ in items]
+        return [_verdict("rubric", error=why, passed=None, score=None, unmeasured=True) for _ in items]
     return [
         rubric_verdict(task, nonce, res, judge, settings) for (task, _), (_, nonce), res in zip(items, asked, results)
     ]
@@ -337,9 +337,7 @@ def rubric_verdict(task: dict, nonce: str, res: GenResult, judge: Backend, setti
         # The judge's server failed, or its reply was cut off or empty: the
         # attempt was not judged. Not a fail: stage.attempt_row leaves it out
         # of the task's counts (passed is null) and the task is not measured.
-        v.update(
-            error=f"judge failed: {failed}"[:500], passed=None, score=None, unmeasured=f"judge failed: {failed}"[:500]
-        )
+        v.update(error=f"judge failed: {failed}"[:500], passed=None, score=None, unmeasured=True)
     else:
         v["error"] = err
         if ratings:
